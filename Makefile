@@ -1,0 +1,36 @@
+# The two commands of the README: `make run` and `make test`. Both create .venv when absent.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+TORCH  ?= torch==2.13.0
+CORES  ?= 2
+STAMP  := $(VENV)/.installed
+
+.PHONY: install run test dryrun lint bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q "$(TORCH)"
+	$(BIN)/python -m pip install -q -e ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/snakemake --cores $(CORES) --configfile config/config.yaml
+
+dryrun: $(STAMP)
+	$(BIN)/snakemake -n --configfile config/config.yaml
+
+lint: $(STAMP)
+	$(BIN)/snakemake --lint --configfile config/config.yaml
+
+test: $(STAMP)
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/viterbi.py
+
+clean:
+	rm -rf results logs .snakemake

@@ -1,0 +1,20 @@
+# trackfold: proteomes -> MSAs -> templates -> features -> three-track structure predictions.
+# This file only wires: validation and input functions are in rules/common.smk, one rule file per stage.
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "rules/common.smk"
+include: "rules/db.smk"
+include: "rules/chunks.smk"
+
+
+rule all:
+    input:
+        all_targets(),
+    default_target: True

@@ -1,0 +1,26 @@
+# Sequence databases: FASTA -> Parquet shards + manifest (a no-op when the inputs are unchanged).
+
+
+rule db_build:
+    input:
+        database_fasta,
+    output:
+        manifest=f"{RESULTS}/db/{{database}}/manifest.json",
+    params:
+        trackfold=TRACKFOLD,
+        shards=database_shard_count,
+        duplicates=database_duplicate_policy,
+        out_dir=output_parent,
+    log:
+        "logs/db_build/{database}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/db_build/{{database}}.tsv"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    conda:
+        "../envs/core.yaml"
+    shell:
+        "{params.trackfold} db build --out {params.out_dir} --shards {params.shards} "
+        "--duplicate-ids {params.duplicates} {input} > {log} 2>&1"

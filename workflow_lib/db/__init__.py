@@ -1,0 +1,1 @@
+"""Sequence databases (FASTA → Parquet shards + manifest) and proteome chunking."""

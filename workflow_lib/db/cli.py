@@ -1,0 +1,121 @@
+"""Sub-commands ``trackfold db build``, ``trackfold db info`` and ``trackfold chunk``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from workflow_lib.db.build import DUPLICATE_POLICIES, build_database, read_manifest
+from workflow_lib.db.chunks import chunk_name, chunk_table
+import pandas as pd
+
+from workflow_lib.errors import InputError
+from workflow_lib.seqio.fasta import Record, read_fasta, write_fasta
+from workflow_lib.seqio.schemas import CHUNKS, read_frame, write_table
+from workflow_lib.workflow.config import ChunkConfig
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    db = subparsers.add_parser("db", help="build and inspect sharded sequence databases")
+    db_commands = db.add_subparsers(dest="db_command", metavar="DB_COMMAND", required=True)
+
+    build = db_commands.add_parser("build", help="FASTA files -> Parquet shards + manifest (no-op if unchanged)")
+    build.add_argument("fasta", nargs="+", help="protein FASTA files (plain or .gz)")
+    build.add_argument("--out", required=True, help="database directory")
+    build.add_argument("--shards", type=int, default=1, help="number of shards (default 1)")
+    build.add_argument("--duplicate-ids", choices=DUPLICATE_POLICIES, default="rename",
+                       help="same ID, different sequence: rename to ID__2 (default) or stop")
+    build.add_argument("--force", action="store_true", help="rebuild even if the inputs are unchanged")
+    build.set_defaults(handler=run_db_build)
+
+    info = db_commands.add_parser("info", help="print a database's manifest summary")
+    info.add_argument("db", help="database directory")
+    info.add_argument("--json", action="store_true", help="print the whole manifest as JSON")
+    info.set_defaults(handler=run_db_info)
+
+    chunk = subparsers.add_parser("chunk", help="split a proteome into length-balanced chunks")
+    chunk.add_argument("fasta", help="proteome FASTA (plain or .gz)")
+    chunk.add_argument("--proteome", required=True, help="proteome name (as in the config)")
+    chunk.add_argument("--out", required=True, help="chunk table (Parquet) to write")
+    chunk.add_argument("--fasta-dir", help="also write chunk_NNNN.fasta files here")
+    chunk.add_argument("--proteins-per-chunk", type=int, default=ChunkConfig.proteins_per_chunk)
+    chunk.add_argument("--max-length", type=int, default=ChunkConfig.max_length)
+    chunk.add_argument("--too-long", choices=("skip", "error"), default=ChunkConfig.too_long)
+    chunk.set_defaults(handler=run_chunk)
+
+    extract = subparsers.add_parser("chunk-extract", help="write the FASTA of one chunk of a chunk table")
+    extract.add_argument("fasta", help="proteome FASTA the table was made from")
+    extract.add_argument("--chunks", required=True, help="chunk table written by 'trackfold chunk'")
+    extract.add_argument("--chunk", required=True, type=int, help="chunk number")
+    extract.add_argument("--out", required=True, help="FASTA to write")
+    extract.set_defaults(handler=run_chunk_extract)
+
+
+def run_db_build(args: argparse.Namespace) -> int:
+    manifest, rebuilt = build_database(args.fasta, args.out, shards=args.shards,
+                                       duplicate_ids=args.duplicate_ids, force=args.force)
+    state = "built" if rebuilt else "up to date"
+    print(f"{args.out}: {state}: {manifest.total_sequences} sequences, {manifest.total_residues} residues, "
+          f"{manifest.n_shards} shards")
+    return 0
+
+
+def run_db_info(args: argparse.Namespace) -> int:
+    manifest = read_manifest(args.db)
+    if args.json:
+        print(manifest.to_json(), end="")
+        return 0
+    print(f"database        {args.db}")
+    print(f"sequences       {manifest.total_sequences}")
+    print(f"residues        {manifest.total_residues}")
+    for shard in manifest.shards:
+        print(f"{shard['file']:<16}{shard['sequences']:>8} sequences {shard['residues']:>12} residues")
+    for entry in manifest.inputs:
+        print(f"input           {entry['path']} ({entry['sequences']} sequences, "
+              f"{entry.get('duplicates_dropped', 0)} exact duplicates dropped, "
+              f"{entry.get('duplicates_renamed', 0)} renamed)")
+    return 0
+
+
+def write_chunk_table(fasta: str | Path, proteome: str, out: str | Path, settings: ChunkConfig,
+                      fasta_dir: str | Path | None = None) -> int:
+    """Write the chunk table (and optionally every chunk's FASTA); returns the number of chunks."""
+    records = read_fasta(fasta)
+    table = chunk_table(proteome, records, settings.proteins_per_chunk, max_length=settings.max_length,
+                        too_long=settings.too_long, source=str(fasta))
+    n_chunks = int(table["chunk"].max()) + 1
+    if fasta_dir is not None:
+        for chunk in range(n_chunks):
+            write_chunk_fasta(records, table, chunk, Path(fasta_dir) / f"{chunk_name(chunk)}.fasta")
+    write_table(out, table, CHUNKS)
+    return n_chunks
+
+
+def write_chunk_fasta(records: list[Record], table: pd.DataFrame, chunk: int, out: str | Path) -> int:
+    """Write the proteins of ``chunk`` (in FASTA order) to ``out``; returns how many."""
+    by_id = {r.id: r for r in records}
+    members = table.loc[table["chunk"] == chunk, "protein"].tolist()
+    if not members:
+        raise InputError(f"chunk {chunk} is empty in this chunk table")
+    missing = [m for m in members if m not in by_id]
+    if missing:
+        raise InputError(f"proteins {missing[:3]} of chunk {chunk} are not in the FASTA (was it changed after "
+                         "chunking?)")
+    write_fasta(out, [(f"{by_id[m].id} {by_id[m].description}".rstrip(), by_id[m].sequence) for m in members])
+    return len(members)
+
+
+def run_chunk(args: argparse.Namespace) -> int:
+    settings = ChunkConfig(proteins_per_chunk=args.proteins_per_chunk, max_length=args.max_length,
+                           too_long=args.too_long)
+    n_chunks = write_chunk_table(args.fasta, args.proteome, args.out, settings, args.fasta_dir)
+    print(json.dumps({"proteome": args.proteome, "chunks": n_chunks, "table": str(args.out)}))
+    return 0
+
+
+def run_chunk_extract(args: argparse.Namespace) -> int:
+    table = read_frame(args.chunks, CHUNKS)
+    count = write_chunk_fasta(read_fasta(args.fasta), table, args.chunk, args.out)
+    print(f"{args.out}: {count} proteins")
+    return 0

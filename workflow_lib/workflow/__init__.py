@@ -1,0 +1,1 @@
+"""Glue between the Snakemake rules and the library: typed stage configuration."""

@@ -1,0 +1,106 @@
+"""Stage settings as frozen dataclasses: configuration flows one way, YAML → schema → dataclass → library.
+
+``config/schema.yaml`` validates the whole file and fills defaults; each rule hands its sub-tree to the
+dataclass of its stage (``DatabaseConfig.from_dict(config["databases"][name])``), which rejects unknown keys and
+wrong types with an :class:`~workflow_lib.errors.InputError` naming the key, so library functions take typed
+keyword arguments and never read YAML.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from workflow_lib.errors import InputError
+
+T = TypeVar("T", bound="StageConfig")
+
+
+class StageConfig:
+    """Mixin: ``from_dict`` with unknown-key and type checks, for frozen dataclasses of plain fields."""
+
+    @classmethod
+    def from_dict(cls: type[T], data: Mapping[str, Any] | None, *, where: str = "") -> T:
+        data = dict(data or {})
+        where = where or cls.__name__
+        fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        unknown = sorted(set(data) - set(fields))
+        if unknown:
+            raise InputError(f"unknown key(s) {unknown} in {where}; known keys: {sorted(fields)}")
+        hints = typing.get_type_hints(cls)
+        values = {}
+        for name, value in data.items():
+            values[name] = _check_type(value, hints[name], f"{where}.{name}")
+        try:
+            return cls(**values)
+        except TypeError as error:
+            raise InputError(f"{where}: {error}") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)  # type: ignore[call-overload]
+
+
+def _check_type(value: Any, hint: Any, where: str) -> Any:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        for option in typing.get_args(hint):
+            try:
+                return _check_type(value, option, where)
+            except InputError:
+                continue
+        raise InputError(f"{where}: {value!r} is not of type {hint}")
+    if hint is type(None):
+        if value is None:
+            return None
+        raise InputError(f"{where}: expected null, got {value!r}")
+    if origin in (tuple, list):
+        if not isinstance(value, (list, tuple)):
+            raise InputError(f"{where}: expected a list, got {value!r}")
+        (item,) = typing.get_args(hint)[:1] or (Any,)
+        return tuple(_check_type(v, item, f"{where}[{i}]") for i, v in enumerate(value))
+    if hint is Any:
+        return value
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if hint is int and isinstance(value, bool):
+        raise InputError(f"{where}: expected an integer, got {value!r}")
+    if not isinstance(value, hint):
+        raise InputError(f"{where}: expected {hint.__name__}, got {type(value).__name__} {value!r}")
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class DatabaseConfig(StageConfig):
+    """One sequence database: its FASTA files and how it is sharded."""
+
+    fasta: tuple[str, ...]
+    shards: int = 1
+    duplicate_ids: str = "rename"
+
+    def __post_init__(self) -> None:
+        if not self.fasta:
+            raise InputError("database 'fasta' must list at least one file")
+        if self.shards < 1:
+            raise InputError(f"database 'shards' must be at least 1, got {self.shards}")
+        if self.duplicate_ids not in ("rename", "error"):
+            raise InputError(f"database 'duplicate_ids' must be 'rename' or 'error', got {self.duplicate_ids!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class ChunkConfig(StageConfig):
+    """How proteomes are cut into jobs."""
+
+    proteins_per_chunk: int = 50
+    max_length: int = 5000
+    too_long: str = "skip"
+
+    def __post_init__(self) -> None:
+        if self.proteins_per_chunk < 1:
+            raise InputError(f"chunks.proteins_per_chunk must be at least 1, got {self.proteins_per_chunk}")
+        if self.max_length < 1:
+            raise InputError(f"chunks.max_length must be at least 1, got {self.max_length}")
+        if self.too_long not in ("skip", "error"):
+            raise InputError(f"chunks.too_long must be 'skip' or 'error', got {self.too_long!r}")
