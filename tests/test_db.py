@@ -1,0 +1,103 @@
+"""Database build on real Swiss-Prot FASTA: shard counts and manifest totals equal a direct count."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+
+from workflow_lib.cli import main
+from workflow_lib.db.build import build_database, load_shard, read_manifest
+from workflow_lib.errors import InputError
+from workflow_lib.seqio.alphabet import decode
+from workflow_lib.seqio.fasta import read_fasta
+
+
+@pytest.fixture(scope="module")
+def example_db(example_dir):
+    return example_dir / "db" / "sprot_firmicutes_slice.fasta.gz"
+
+
+def _direct_counts(path):
+    sequences = residues = 0
+    with gzip.open(path, "rt") as handle:
+        for line in handle:
+            if line.startswith(">"):
+                sequences += 1
+            else:
+                residues += len(line.strip())
+    return sequences, residues
+
+
+@pytest.mark.parametrize("shards", [1, 3, 7])
+def test_manifest_totals_equal_direct_count(tmp_path, example_db, shards):
+    manifest, rebuilt = build_database([example_db], tmp_path / "db", shards=shards)
+    assert rebuilt
+    assert (manifest.total_sequences, manifest.total_residues) == _direct_counts(example_db) == (3000, 1041970)
+    assert manifest.n_shards == shards
+    loaded = [load_shard(tmp_path / "db", i) for i in range(shards)]
+    assert sum(len(s) for s in loaded) == manifest.total_sequences
+    assert sum(int(s.lengths.sum()) for s in loaded) == manifest.total_residues
+    residues = [s["residues"] for s in manifest.shards]
+    assert max(residues) - min(residues) <= 2 * 2000  # balanced to about one long sequence
+    records = read_fasta(example_db)
+    order = [i for s in loaded for i in s.ids]
+    assert order == [r.id for r in records]
+    assert decode(loaded[-1].sequence(len(loaded[-1]) - 1)) == records[-1].sequence
+
+
+def test_rebuild_is_noop_and_detects_changes(tmp_path, example_db):
+    build_database([example_db], tmp_path / "db", shards=2)
+    stamp = (tmp_path / "db" / "shard_000.parquet").stat().st_mtime_ns
+    _, rebuilt = build_database([example_db], tmp_path / "db", shards=2)
+    assert not rebuilt
+    assert (tmp_path / "db" / "shard_000.parquet").stat().st_mtime_ns == stamp
+    _, rebuilt = build_database([example_db], tmp_path / "db", shards=3)
+    assert rebuilt and read_manifest(tmp_path / "db").n_shards == 3
+    (tmp_path / "db" / "shard_001.parquet").write_bytes(b"corrupted")
+    _, rebuilt = build_database([example_db], tmp_path / "db", shards=3)
+    assert rebuilt
+
+
+def test_duplicate_ids_in_a_database(tmp_path, data_dir):
+    """Real databases repeat IDs (Prokka's genus_Escherichia has G7769-MONOMER nine times): exact copies are
+    dropped, a reused ID with another sequence is renamed or refused."""
+    records = read_fasta(data_dir / "formats" / "ecoli_head.fasta.gz")
+    text = "".join(f">{r.id} {r.description}\n{r.sequence}\n" for r in records[:3])
+    same = f">{records[0].id} again\n{records[0].sequence}\n"
+    other = f">{records[0].id} other\n{records[1].sequence}\n"
+    (tmp_path / "in.fasta").write_text(text + same + other)
+    manifest, _ = build_database([tmp_path / "in.fasta"], tmp_path / "db")
+    assert manifest.total_sequences == 4
+    assert manifest.inputs[0]["duplicates_dropped"] == 1 and manifest.inputs[0]["duplicates_renamed"] == 1
+    assert load_shard(tmp_path / "db", 0).ids[-1] == f"{records[0].id}__2"
+    with pytest.raises(InputError, match=r"in.fasta: record 'sp\|A0A385XJ53\|INSA9_ECOLI': duplicate ID with a "
+                                         "different sequence"):
+        build_database([tmp_path / "in.fasta"], tmp_path / "db2", duplicate_ids="error")
+
+
+def test_empty_database_and_missing_file(tmp_path):
+    (tmp_path / "empty.fasta").write_text("")
+    with pytest.raises(InputError, match="empty.fasta: contains no FASTA records"):
+        build_database([tmp_path / "empty.fasta"], tmp_path / "db")
+    with pytest.raises(InputError, match="database FASTA does not exist"):
+        build_database([tmp_path / "missing.fasta"], tmp_path / "db")
+    assert not (tmp_path / "db" / "manifest.json").exists()
+
+
+def test_cli_build_and_info(tmp_path, example_db, capsys):
+    assert main(["db", "build", "--out", str(tmp_path / "db"), "--shards", "2", str(example_db)]) == 0
+    assert "3000 sequences, 1041970 residues, 2 shards" in capsys.readouterr().out
+    assert main(["db", "info", "--json", str(tmp_path / "db")]) == 0
+    assert json.loads(capsys.readouterr().out)["total_sequences"] == 3000
+    assert main(["db", "info", str(tmp_path / "nothing")]) == 2
+    assert "no database manifest here" in capsys.readouterr().err
+
+
+def test_shard_arrays_are_flat(tmp_path, example_db):
+    build_database([example_db], tmp_path / "db", shards=2)
+    shard = load_shard(tmp_path / "db", 1)
+    assert shard.residues.dtype == np.uint8 and shard.offsets[0] == 0
+    assert shard.offsets[-1] == shard.residues.size

@@ -1,0 +1,88 @@
+"""Declared tables and arrays: validation on write, detection of truncated or foreign files on read."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from workflow_lib.errors import SchemaError
+from workflow_lib.seqio.atomic import atomic_path
+from workflow_lib.seqio.schemas import (CHUNKS, HITS, ArraySpec, NpzSchema, read_frame, read_npz, write_npz,
+                                        write_table)
+
+DEMO = NpzSchema("demo", 1, {
+    "msa": ArraySpec("int8", ("N", "L")),
+    "profile": ArraySpec("float32", ("L", 21)),
+    "weights": ArraySpec("float32", ("N",), optional=True),
+})
+
+
+def _chunks():
+    return pd.DataFrame({"proteome": "p", "chunk": [0, 1], "protein": ["a|b", "c"], "safe_id": ["a_b", "c"],
+                         "length": [10, 20], "index": [0, 1], "note": ["", ""]})
+
+
+def test_table_round_trip(tmp_path):
+    write_table(tmp_path / "c.parquet", _chunks(), CHUNKS)
+    frame = read_frame(tmp_path / "c.parquet", CHUNKS)
+    assert frame["protein"].tolist() == ["a|b", "c"]
+    assert str(frame["chunk"].dtype) == "int32"
+
+
+def test_table_rejects_missing_and_wrong_columns(tmp_path):
+    with pytest.raises(SchemaError, match=r"missing \['note'\]"):
+        write_table(tmp_path / "c.parquet", _chunks().drop(columns="note"), CHUNKS)
+    bad = _chunks().assign(chunk=["zero", "one"])
+    with pytest.raises(SchemaError, match="wrong type"):
+        write_table(tmp_path / "c.parquet", bad, CHUNKS)
+    assert not (tmp_path / "c.parquet").exists()
+
+
+def test_reader_detects_truncation_and_foreign_tables(tmp_path):
+    path = tmp_path / "c.parquet"
+    write_table(path, _chunks(), CHUNKS)
+    with pytest.raises(SchemaError, match="expected table 'hits/1', found 'chunks/1'"):
+        read_frame(path, HITS)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(SchemaError, match=r"c.parquet: not a readable Parquet file"):
+        read_frame(path, CHUNKS)
+    pd.DataFrame({"x": [1]}).to_parquet(tmp_path / "foreign.parquet")
+    with pytest.raises(SchemaError, match="no trackfold schema tag"):
+        read_frame(tmp_path / "foreign.parquet", CHUNKS)
+
+
+def test_npz_round_trip_and_checks(tmp_path):
+    arrays = {"msa": np.zeros((3, 5), np.int8), "profile": np.ones((5, 21), np.float32)}
+    write_npz(tmp_path / "f.npz", arrays, DEMO)
+    loaded = read_npz(tmp_path / "f.npz", DEMO)
+    assert set(loaded) == {"msa", "profile"} and loaded["profile"].shape == (5, 21)
+    with pytest.raises(SchemaError, match="has L=4, other keys L=5"):
+        write_npz(tmp_path / "g.npz", {**arrays, "profile": np.ones((4, 21), np.float32)}, DEMO)
+    with pytest.raises(SchemaError, match="dtype float64, declared float32"):
+        write_npz(tmp_path / "g.npz", {**arrays, "profile": np.ones((5, 21))}, DEMO)
+    with pytest.raises(SchemaError, match="object array"):
+        write_npz(tmp_path / "g.npz", {**arrays, "msa": np.array([[None]] * 3, dtype=object)}, DEMO)
+    with pytest.raises(SchemaError, match=r"unexpected keys \['extra'\]"):
+        write_npz(tmp_path / "g.npz", {**arrays, "extra": np.zeros(1)}, DEMO)
+    assert not (tmp_path / "g.npz").exists()
+
+
+def test_npz_truncated(tmp_path):
+    path = tmp_path / "f.npz"
+    write_npz(path, {"msa": np.zeros((3, 5), np.int8), "profile": np.ones((5, 21), np.float32)}, DEMO)
+    path.write_bytes(path.read_bytes()[:40])
+    with pytest.raises(SchemaError, match="f.npz: not a readable npz file"):
+        read_npz(path, DEMO)
+
+
+def test_atomic_path_leaves_nothing_on_failure(tmp_path):
+    target = tmp_path / "out.txt"
+    target.write_text("old")
+    with pytest.raises(RuntimeError):
+        with atomic_path(target) as tmp:
+            tmp.write_text("half")
+            raise RuntimeError("killed")
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]

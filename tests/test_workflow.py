@@ -1,0 +1,107 @@
+"""The Snakemake workflow: dry runs list the expected jobs, lint is clean, a small real run completes."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from workflow_lib.seqio.fasta import read_fasta
+from workflow_lib.seqio.schemas import CHUNKS, read_frame
+
+SNAKEMAKE = shutil.which("snakemake", path=str(Path(sys.executable).parent)) or shutil.which("snakemake")
+pytestmark = pytest.mark.skipif(SNAKEMAKE is None, reason="snakemake is not installed")
+
+
+def _snakemake(root, workdir, *args, check=True):
+    result = subprocess.run([SNAKEMAKE, "-s", str(root / "Snakefile"), "-d", str(workdir), *args],
+                            capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    if check and result.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
+    return result
+
+
+def _job_counts(output):
+    table = output.split("Job stats:")[1]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.MULTILINE)}
+
+
+def _config(tmp_path, root, proteomes, per_chunk=4, shards=3, **extra):
+    config = {
+        "results": str(tmp_path / "results"),
+        "proteomes": {name: str(root / "example" / "proteomes" / f) for name, f in proteomes.items()},
+        "databases": {"sprot": {"fasta": [str(root / "example" / "db" / "sprot_firmicutes_slice.fasta.gz")],
+                                "shards": shards}},
+        "chunks": {"proteins_per_chunk": per_chunk},
+        **extra,
+    }
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_dry_run_on_the_bundled_example(root, tmp_path):
+    result = _snakemake(root, root, "-n", "--configfile", str(root / "config" / "config.yaml"),
+                        "--config", f"results={tmp_path / 'results'}")
+    counts = _job_counts(result.stdout)
+    assert counts == {"db_build": 1, "chunk_table": 1, "chunk_fasta": 3, "all": 1, "total": 6}
+
+
+def test_dry_run_two_proteomes_lists_every_chunk(root, tmp_path):
+    config = _config(tmp_path, root, {"ana": "anaerococcus_slice.fasta", "eco": "ecoli_slice.fasta"})
+    counts = _job_counts(_snakemake(root, tmp_path, "-n", "--configfile", str(config)).stdout)
+    assert counts == {"db_build": 1, "chunk_table": 2, "chunk_fasta": 8 + 2, "all": 1, "total": 14}
+
+
+def test_lint_is_clean(root, tmp_path):
+    result = _snakemake(root, root, "--lint", "--configfile", str(root / "config" / "config.yaml"),
+                        "--config", f"results={tmp_path / 'results'}", check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Lints for" not in result.stdout + result.stderr
+
+
+def test_config_typo_names_the_key(root, tmp_path):
+    config = _config(tmp_path, root, {"ana": "anaerococcus_slice.fasta"}, chunks={"protein_per_chunk": 3})
+    result = _snakemake(root, tmp_path, "-n", "--configfile", str(config), check=False)
+    assert result.returncode != 0
+    assert "protein_per_chunk" in result.stdout + result.stderr
+
+
+def test_bad_proteome_stops_with_file_and_record(root, tmp_path):
+    bad = tmp_path / "bad.fasta"
+    records = read_fasta(root / "example" / "proteomes" / "ecoli_slice.fasta")
+    bad.write_text(f">{records[0].id}\n{records[0].sequence}\n>{records[0].id}\n{records[1].sequence}\n")
+    config = _config(tmp_path, root, {"ana": "anaerococcus_slice.fasta"})
+    data = yaml.safe_load(config.read_text())
+    data["proteomes"]["bad"] = str(bad)
+    config.write_text(yaml.safe_dump(data))
+    result = _snakemake(root, tmp_path, "-n", "--configfile", str(config), check=False)
+    assert result.returncode != 0
+    assert f"{bad}: record '{records[0].id}': duplicate ID" in result.stdout + result.stderr
+    data["proteomes"]["bad"] = str(tmp_path / "missing.fasta")
+    config.write_text(yaml.safe_dump(data))
+    result = _snakemake(root, tmp_path, "-n", "--configfile", str(config), check=False)
+    assert "missing.fasta: file does not exist" in result.stdout + result.stderr
+
+
+@pytest.mark.slow
+def test_real_run_builds_database_and_chunks(root, tmp_path):
+    config = _config(tmp_path, root, {"ana": "anaerococcus_slice.fasta", "eco": "ecoli_slice.fasta"})
+    _snakemake(root, tmp_path, "--cores", "2", "--configfile", str(config))
+    results = tmp_path / "results"
+    manifest = yaml.safe_load((results / "db" / "sprot" / "manifest.json").read_text())
+    assert manifest["total_sequences"] == 3000 and len(manifest["shards"]) == 3
+    table = read_frame(results / "ana" / "chunks" / "chunks.parquet", CHUNKS)
+    chunk_ids = sorted(r.id for f in (results / "ana" / "chunks").glob("chunk_*.fasta") for r in read_fasta(f))
+    assert chunk_ids == sorted(table["protein"]) and len(chunk_ids) == 30
+    assert (tmp_path / "logs" / "db_build" / "sprot.log").exists()
+    assert (results / "benchmarks" / "db_build" / "sprot.tsv").exists()
+    again = _snakemake(root, tmp_path, "--cores", "2", "--configfile", str(config))
+    assert "Nothing to be done" in again.stdout + again.stderr
