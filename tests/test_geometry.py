@@ -110,8 +110,8 @@ def test_pair_geometry_is_invariant_to_rigid_motion_and_mirror_flips_dihedrals()
     base = g.pair_geometry(n, ca, c)
     for key in base:
         np.testing.assert_allclose(moved[key], base[key], atol=1e-4, equal_nan=True)
-    # a mirror image is another chirality: distances and φ stay, ω and θ change sign (virtual Cβ mirrored too,
-    # since swapping the cross product's handedness is exactly what a reflection does to a·(b×c))
+    # in a mirror image distances and φ stay and ω, θ change sign; Cβ is mirrored with the backbone (building
+    # it from the mirrored N, CA, C would put it on the D-amino-acid side)
     m = np.array([1.0, 1.0, -1.0])
     mirrored_cb = virtual_cb(n, ca, c) * m
     mirror = g.pair_geometry(n * m, ca * m, c * m, mirrored_cb)

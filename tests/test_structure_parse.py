@@ -208,3 +208,38 @@ def test_missing_file_and_missing_chain():
     with pytest.raises(InputError, match="no protein chain 'Z'.*'A'") as caught:
         read_chain(DATA / "2OOB_r_u.pdb", "Z")
     assert "2OOB_r_u.pdb" in str(caught.value)
+
+
+def test_point_mutation_keeps_the_residue_with_higher_occupancy(tmp_path):
+    # derived from 2OOB_r_u.pdb: residue 933 is given a second, alternative residue (ALA, altloc B) built from
+    # its own backbone atoms; the conformer with the higher occupancy must win
+    lines = (DATA / "2OOB_r_u.pdb").read_text().splitlines()
+    target = [line for line in lines if line.startswith("ATOM") and line[22:26] == " 933"]
+    backbone = [line for line in target if line[12:16] in (" N  ", " CA ", " C  ", " O  ", " CB ")]
+    original_name = target[0][17:20]
+
+    def variant(records, altloc, resname, occupancy, shift):
+        out = []
+        for line in records:
+            x = float(line[30:38]) + shift
+            out.append(f"{line[:16]}{altloc}{resname}{line[20:30]}{x:8.3f}{line[38:54]}{occupancy:6.2f}{line[60:]}")
+        return out
+
+    for occupancy_a, expected in ((0.6, original_name), (0.4, "ALA")):
+        edited = []
+        for line in lines:
+            if line in target:
+                if line is target[0]:
+                    edited += variant(target, "A", original_name, occupancy_a, 0.0)
+                    edited += variant(backbone, "B", "ALA", 1.0 - occupancy_a, 0.5)
+                continue
+            edited.append(line)
+        path = tmp_path / f"mutant_{occupancy_a}.pdb"
+        path.write_text("\n".join(edited) + "\n")
+        chain = read_chain(path, "A")
+        index = chain.residue_numbers.index("933")
+        original = read_chain(DATA / "2OOB_r_u.pdb", "A")
+        letter = {"ALA": "A"}.get(expected, original.sequence[index])
+        assert chain.sequence[index] == letter and len(chain) == len(original)
+        shift = 0.0 if expected == original_name else 0.5
+        assert chain.ca[index, 0] == pytest.approx(original.ca[index, 0] + shift, abs=1e-3)
