@@ -18,7 +18,8 @@ from workflow_lib.errors import TrackfoldError
 COMMAND_MODULES = (
     "workflow_lib.db.cli",
     "workflow_lib.seqio.cli",
-    # "workflow_lib.aligner.cli",  (added when the aligner lands)
+    "workflow_lib.aligner.cli",
+    "workflow_lib.features.cli",
 )
 
 

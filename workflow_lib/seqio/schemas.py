@@ -200,3 +200,18 @@ def read_npz(path: str | Path, spec: NpzSchema) -> dict[str, np.ndarray]:
     if tag != spec.tag:
         raise SchemaError(f"{path}: expected arrays '{spec.tag}', found '{tag or 'no trackfold schema tag'}'")
     return spec.validate(arrays, str(path))
+
+
+def _stage_declarations() -> None:
+    """Re-export the declarations that live with their stage, so this module lists every contract."""
+    from workflow_lib.features.schema import FEATURES
+    from workflow_lib.search.kmer_index import KMER_INDEX
+
+    globals().update(FEATURES=FEATURES, KMER_INDEX=KMER_INDEX)
+
+
+def __getattr__(name: str):  # lazy: the stage modules import this one
+    if name in ("FEATURES", "KMER_INDEX"):
+        _stage_declarations()
+        return globals()[name]
+    raise AttributeError(name)

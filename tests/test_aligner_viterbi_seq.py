@@ -1,0 +1,110 @@
+"""Sequence–profile lane kernel vs the plain-loop reference (scores exact, identical alignments)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from test_aligner_helpers import SHARED_DATA, random_profile
+from workflow_lib.aligner import align_queries, align_targets, profile_from_alignment, profile_from_sequence, viterbi_seq_profile
+from workflow_lib.aligner import viterbi_seq as viterbi_seq_module
+from workflow_lib.aligner.reference import viterbi_sequence_reference
+from workflow_lib.aligner.render import aligned_strings
+from workflow_lib.aligner.scores import sequence_scores
+from workflow_lib.aligner.viterbi_seq import prefix_max
+from workflow_lib.seqio.alphabet import decode, encode
+from workflow_lib.seqio.fasta import read_fasta
+from workflow_lib.seqio.msa import read_a3m
+
+
+def assert_matches_reference(profile, targets, hits):
+    scores = sequence_scores(profile)
+    for target, hit in zip(targets, hits):
+        raw, steps = viterbi_sequence_reference(scores, target)
+        assert hit.raw_score == raw
+        assert hit.states == "".join(step[2] for step in steps)
+        assert (hit.query_start, hit.target_start) == (steps[0][0] - 1, steps[0][1] - 1)
+        assert (hit.query_end, hit.target_end) == (steps[-1][0], steps[-1][1])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_random_profiles_and_targets(seed):
+    rng = np.random.default_rng(seed)
+    profile = random_profile(rng, int(rng.integers(1, 40)))
+    targets = [rng.integers(0, 21, int(rng.integers(1, 70))).astype(np.uint8) for _ in range(12)]
+    targets.append(np.array([3], dtype=np.uint8))                       # length 1
+    targets.append(np.full(9, 20, dtype=np.uint8))                      # all X
+    targets.append(profile.sequence.copy())                             # the profile's own sequence
+    hits = align_targets(profile, targets, backtrace=True)
+    assert [h.index for h in hits] == list(range(len(targets)))
+    assert_matches_reference(profile, targets, hits)
+    no_bt = align_targets(profile, targets, backtrace=False)
+    assert [h.raw_score for h in no_bt] == [h.raw_score for h in hits]
+
+
+def test_real_profile_and_sequences():
+    alignment = read_a3m(SHARED_DATA / "hhsuite_examples" / "query.a3m")
+    profile = profile_from_alignment(alignment.subset(range(20)))
+    region = slice(260, 300)
+    from test_aligner_helpers import cut_profile
+    profile = cut_profile(profile, region.start, region.stop)
+    records = read_fasta(SHARED_DATA / "hmmer_examples" / "tutorial" / "globins45.fa")[:5]
+    targets = [encode(r.sequence) for r in records]
+    homologs = [encode(row.replace("-", "").upper()[200:330]) for row in alignment.rows[1:5]]
+    targets += homologs + [encode(alignment.query[265:268]), encode(alignment.query[200:400])]
+    hits = align_targets(profile, targets, backtrace=True, lane_cells=512)  # small lanes: several buckets
+    assert_matches_reference(profile, targets, hits)
+
+
+def test_ties_resolve_like_the_reference():
+    # a repeat profile against a repeat target: many optimal alignments, one chosen the same way by both
+    profile = profile_from_sequence("AAAAAAAA")
+    targets = [encode("AAAAAAAAAAAA"), encode("AAAA"), encode("CCCC"), encode("WAAW")]
+    hits = align_targets(profile, targets, backtrace=True)
+    assert_matches_reference(profile, targets, hits)
+
+
+def test_int64_path_for_long_targets(monkeypatch):
+    monkeypatch.setattr(viterbi_seq_module, "INT32_MAX_TARGET", 10)
+    rng = np.random.default_rng(5)
+    profile = random_profile(rng, 15)
+    targets = [rng.integers(0, 20, n).astype(np.uint8) for n in (5, 30, 41)]
+    assert_matches_reference(profile, targets, align_targets(profile, targets, backtrace=True))
+
+
+def test_processes_keep_input_order():
+    rng = np.random.default_rng(7)
+    profile = random_profile(rng, 30)
+    targets = [rng.integers(0, 20, int(n)).astype(np.uint8) for n in rng.integers(1, 200, 60)]
+    single = align_targets(profile, targets, backtrace=True, cpus=1)
+    multi = align_targets(profile, targets, backtrace=True, cpus=2, lane_cells=2048)
+    assert [h.index for h in multi] == list(range(60))
+    assert [h.raw_score for h in multi] == [h.raw_score for h in single]
+    assert [h.states for h in multi] == [h.states for h in single]
+    queries = [profile, random_profile(rng, 12)]
+    per_query = align_queries(queries, targets[:10], cpus=2)
+    assert [h.raw_score for h in per_query[0]] == [h.raw_score for h in single[:10]]
+    assert [h.index for h in per_query[1]] == list(range(10))
+
+
+def test_prefix_max_equals_accumulate():
+    rng = np.random.default_rng(3)
+    for n, block in ((12, 4), (49, 7), (5, 5), (1, 1)):
+        values = rng.integers(-1000, 1000, (n, 6)).astype(np.int32)
+        out = np.empty_like(values)
+        prefix_max(values, out, block)
+        assert np.array_equal(out, np.maximum.accumulate(values, axis=0))
+
+
+def test_single_pair_api_and_rendering():
+    profile = profile_from_sequence("MKTAYIAKQRQISFVKSHFSRQ")
+    hit = viterbi_seq_profile(profile, "GGGMKTAYIAKQISFVKSHFSRQ")
+    query_row, target_row = aligned_strings(hit, profile.query, "GGGMKTAYIAKQISFVKSHFSRQ")
+    assert query_row.replace("-", "") == profile.query[hit.query_start:hit.query_end]
+    assert target_row.replace("-", "").upper() == "GGGMKTAYIAKQISFVKSHFSRQ"[hit.target_start:hit.target_end]
+    assert "D" in hit.states and hit.score > 10
+    with pytest.raises(ValueError):
+        align_targets(profile, [np.array([], dtype=np.uint8)])
+    with pytest.raises(ValueError):
+        align_targets(profile, [encode("AC-D")])
+    assert decode(profile.sequence) == profile.query

@@ -1,0 +1,223 @@
+"""Batch APIs: bucket targets by length into lanes, run the lane kernels, spread work over processes.
+
+Seed "SIMD and Vectorized Viterbi Algorithm": HH-suite packs 4 or 8 templates into one SIMD register; here a
+lane axis holds up to :data:`MAX_LANES` targets of similar length. Targets are sorted by length and cut into
+buckets whose lane count keeps one DP row (``Lt × W`` cells) near :data:`LANE_CELLS` (cache-sized; measured
+in ``benchmarks/RESULTS.md``) and, with a backtrace, the ``Lq × Lt × W`` byte matrix under
+:data:`BACKTRACE_BYTES`. Sorting by length keeps padding small.
+
+``cpus > 1`` spreads buckets (one query, many targets) or queries (many queries) over a ``multiprocessing``
+pool (fork start method where available, so the targets are inherited rather than pickled); results always
+come back in input order.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+from workflow_lib.aligner.profile import Profile
+from workflow_lib.aligner.scores import HHSUITE_SHIFT, Hit, PairScores, SequenceScores, pair_scores, sequence_scores
+from workflow_lib.aligner.viterbi_hmm import align_template_batch
+from workflow_lib.aligner.viterbi_seq import align_lane_batch
+
+LANE_CELLS = 64 * 1024
+MAX_LANES = 512
+MIN_LANES = 8
+BACKTRACE_BYTES = 96 * 1024 * 1024
+
+
+def lane_width(target_length: int, query_length: int, *, backtrace: bool, lane_cells: int = LANE_CELLS) -> int:
+    """Lanes for a bucket whose longest target has ``target_length`` residues."""
+    width = max(MIN_LANES, min(MAX_LANES, lane_cells // max(target_length, 1)))
+    if backtrace:
+        width = min(width, max(1, BACKTRACE_BYTES // max(1, query_length * target_length)))
+    return max(1, width)
+
+
+def length_buckets(lengths: Sequence[int], query_length: int, *, backtrace: bool,
+                   lane_cells: int = LANE_CELLS) -> list[list[int]]:
+    """Indices grouped into buckets of similar length (ascending), each within its :func:`lane_width`."""
+    order = np.argsort(np.asarray(lengths), kind="stable")
+    buckets: list[list[int]] = []
+    current: list[int] = []
+    for index in order.tolist():
+        width = lane_width(int(lengths[index]), query_length, backtrace=backtrace, lane_cells=lane_cells)
+        if current and len(current) + 1 > width:
+            buckets.append(current)
+            current = []
+        current.append(index)
+    if current:
+        buckets.append(current)
+    return buckets
+
+
+def resolve_cpus(cpus: int | None) -> int:
+    """``None`` or ``0`` → all cores available to this process; otherwise ``cpus`` (≥ 1)."""
+    if cpus is None or cpus == 0:
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if cpus < 0:
+        raise ValueError("cpus must be >= 0")
+    return int(cpus)
+
+
+def _context():
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+
+
+_SHARED: dict[str, object] = {}
+
+
+def _install_shared(shared: dict[str, object]) -> None:
+    """Pool initializer: with fork the dict is inherited, with spawn it is pickled once per worker."""
+    _SHARED.update(shared)
+
+
+def _pool(workers: int):
+    return _context().Pool(workers, initializer=_install_shared, initargs=(dict(_SHARED),))
+
+
+def _seq_bucket_task(args: tuple[int, list[int], bool]) -> list[Hit]:
+    query_index, indices, backtrace = args
+    scores = _SHARED["scores"][query_index]
+    return align_lane_batch(scores, _SHARED["targets"], indices, backtrace=backtrace)
+
+
+def _check_targets(targets: Sequence[np.ndarray]) -> list[np.ndarray]:
+    checked = []
+    for number, target in enumerate(targets):
+        codes = np.asarray(target)
+        if codes.ndim != 1 or codes.size == 0:
+            raise ValueError(f"target {number} must be a non-empty 1-D code array")
+        if codes.dtype != np.uint8:
+            codes = codes.astype(np.uint8)
+        if codes.size and int(codes.max()) > 20:
+            raise ValueError(f"target {number} has codes outside 0..20 (gaps are not allowed)")
+        checked.append(codes)
+    return checked
+
+
+def _run_seq(scores_list: list[SequenceScores], targets: list[np.ndarray],
+             tasks: list[tuple[int, list[int], bool]], cpus: int) -> list[list[Hit]]:
+    _SHARED["scores"], _SHARED["targets"] = scores_list, targets
+    try:
+        if cpus <= 1 or len(tasks) <= 1:
+            return [_seq_bucket_task(task) for task in tasks]
+        with _pool(min(cpus, len(tasks))) as pool:
+            return pool.map(_seq_bucket_task, tasks, chunksize=1)
+    finally:
+        _SHARED.clear()
+
+
+def align_targets(profile: Profile | SequenceScores, targets: Sequence[np.ndarray], *, backtrace: bool = False,
+                  cpus: int | None = 1, lane_cells: int = LANE_CELLS) -> list[Hit]:
+    """Align many sequences (uint8 code arrays ``[L_k]``) to one profile; one :class:`Hit` per target, in
+    input order. ``backtrace`` adds the alignment; ``cpus`` processes (``0``/``None`` = all cores)."""
+    scores = profile if isinstance(profile, SequenceScores) else sequence_scores(profile)
+    checked = _check_targets(targets)
+    if not checked:
+        return []
+    buckets = length_buckets([t.size for t in checked], scores.length, backtrace=backtrace, lane_cells=lane_cells)
+    workers = resolve_cpus(cpus)
+    if workers > 1 and len(buckets) < 4 * workers:
+        buckets = _split_for_workers(buckets, 4 * workers)
+    results = _run_seq([scores], checked, [(0, bucket, backtrace) for bucket in buckets], workers)
+    hits: list[Hit | None] = [None] * len(checked)
+    for bucket_hits in results:
+        for hit in bucket_hits:
+            hits[hit.index] = hit
+    return hits  # type: ignore[return-value]
+
+
+def _split_for_workers(buckets: list[list[int]], wanted: int) -> list[list[int]]:
+    """Split the widest buckets until there are ``wanted`` pieces (or nothing left to split)."""
+    pieces = [list(b) for b in buckets]
+    while len(pieces) < wanted:
+        widest = max(range(len(pieces)), key=lambda k: len(pieces[k]))
+        if len(pieces[widest]) < 2 * MIN_LANES:
+            break
+        bucket = pieces.pop(widest)
+        half = len(bucket) // 2
+        pieces[widest:widest] = [bucket[:half], bucket[half:]]
+    return pieces
+
+
+def align_queries(profiles: Sequence[Profile], targets: Sequence[np.ndarray], *, backtrace: bool = False,
+                  cpus: int | None = 1, lane_cells: int = LANE_CELLS) -> list[list[Hit]]:
+    """Many queries against the same targets: ``result[q][k]`` is query q's hit on target k. Processes split
+    the (query, bucket) tasks."""
+    checked = _check_targets(targets)
+    scores_list = [sequence_scores(p) for p in profiles]
+    tasks = []
+    for query_index, scores in enumerate(scores_list):
+        for bucket in length_buckets([t.size for t in checked], scores.length, backtrace=backtrace,
+                                     lane_cells=lane_cells):
+            tasks.append((query_index, bucket, backtrace))
+    results = _run_seq(scores_list, checked, tasks, resolve_cpus(cpus))
+    out: list[list[Hit | None]] = [[None] * len(checked) for _ in profiles]
+    for (query_index, _, _), bucket_hits in zip(tasks, results):
+        for hit in bucket_hits:
+            out[query_index][hit.index] = hit
+    return out  # type: ignore[return-value]
+
+
+def viterbi_seq_profile(profile: Profile | SequenceScores, target: str | np.ndarray, *,
+                        backtrace: bool = True) -> Hit:
+    """One sequence against one profile (a convenience wrapper of :func:`align_targets`)."""
+    from workflow_lib.aligner.profile import encode_query
+    return align_targets(profile, [encode_query(target)], backtrace=backtrace, cpus=1)[0]
+
+
+def _hmm_task(args: tuple[int, list[int], float, bool]) -> list[Hit]:
+    query_index, indices, shift, correlation = args
+    query = _SHARED["queries"][query_index]
+    templates = _SHARED["templates"]
+    return align_template_batch(query, [templates[k] for k in indices], indices, shift=shift,
+                                correlation=correlation)
+
+
+def align_profiles(query: Profile, templates: Sequence[Profile], *, cpus: int | None = 1,
+                   shift: float = HHSUITE_SHIFT, correlation: bool = True,
+                   lane_cells: int = 16 * 1024) -> list[Hit]:
+    """Profile–profile Viterbi of one query against many template profiles (with pseudocounts already
+    added, see :func:`~workflow_lib.aligner.profile.add_pseudocounts`); hits with alignments, input order.
+
+    The query's null model is used for the column scores of every pair.
+    """
+    query_scores = pair_scores(query)
+    template_scores = [pair_scores(t, query.background) for t in templates]
+    if not template_scores:
+        return []
+    buckets = length_buckets([t.length for t in template_scores], query_scores.length, backtrace=True,
+                             lane_cells=lane_cells)
+    tasks = [(0, bucket, shift, correlation) for bucket in buckets]
+    _SHARED["queries"], _SHARED["templates"] = [query_scores], template_scores
+    try:
+        workers = resolve_cpus(cpus)
+        if workers <= 1 or len(tasks) <= 1:
+            results = [_hmm_task(task) for task in tasks]
+        else:
+            with _pool(min(workers, len(tasks))) as pool:
+                results = pool.map(_hmm_task, tasks, chunksize=1)
+    finally:
+        _SHARED.clear()
+    hits: list[Hit | None] = [None] * len(template_scores)
+    for bucket_hits in results:
+        for hit in bucket_hits:
+            hits[hit.index] = hit
+    return hits  # type: ignore[return-value]
+
+
+def viterbi_profile_profile(query: Profile, template: Profile, *, shift: float = HHSUITE_SHIFT,
+                            correlation: bool = True) -> Hit:
+    """One query profile against one template profile (local Viterbi, log-sum-of-odds, with backtrace)."""
+    return align_profiles(query, [template], cpus=1, shift=shift, correlation=correlation)[0]
+
+
+def pair_scores_for(query: Profile, template: Profile) -> tuple[PairScores, PairScores]:
+    """The (query, template) score tables :func:`align_profiles` uses (for references and tests)."""
+    return pair_scores(query), pair_scores(template, query.background)

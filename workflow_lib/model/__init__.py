@@ -1,0 +1,12 @@
+"""trackfold's RoseTTAFold-style three-track network (issue 6).
+
+Modules mirror the paper's diagram: ``embeddings`` (MSA and pair embeddings), ``msa`` (MSA2MSA), ``pair``
+(MSA2Pair, Pair2Pair, Pair2MSA), ``performer`` (FAVOR+), ``structure`` (frames, InitialStructure, Str2Str,
+Str2MSA), ``heads``, ``network`` (ThreeTrackNetwork), ``config`` (ModelConfig and presets) and
+``checkpoint`` (weights files). Losses, training and inference entry points live elsewhere.
+"""
+
+from workflow_lib.model.config import PRESETS, ModelConfig, preset
+from workflow_lib.model.network import ThreeTrackNetwork, count_parameters
+
+__all__ = ["PRESETS", "ModelConfig", "ThreeTrackNetwork", "count_parameters", "preset"]
