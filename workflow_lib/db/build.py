@@ -5,6 +5,8 @@ Layout of ``DIR`` (``results/db/{database}/`` in the workflow):
 - ``shard_000.parquet`` … ``shard_{N-1}.parquet``: table :data:`~workflow_lib.seqio.schemas.SHARD`
   (id, description, residue codes, length), contiguous runs of the input in input order, cut so that every
   shard holds about the same number of residues;
+- ``shard_000.kmer.npz`` …: the k-mer index of each shard (:mod:`workflow_lib.search.kmer_index`), which the
+  prefilter reads instead of scanning every residue;
 - ``manifest.json``: format version, totals (sequences, residues), per-shard counts and SHA-256, per-input
   SHA-256 and counts. Every later stage computes E-values from the manifest *totals*, never from one shard,
   so a sharded search ranks and scores hits exactly as an unsharded one.
@@ -34,15 +36,20 @@ from workflow_lib.errors import InputError, SchemaError
 from workflow_lib.seqio.alphabet import encode
 from workflow_lib.seqio.atomic import write_text_atomic
 from workflow_lib.seqio.fasta import iter_fasta
-from workflow_lib.seqio.schemas import SHARD, read_table, write_table
+from workflow_lib.search.kmer_index import DEFAULT_K, KMER_INDEX, build_kmer_index
+from workflow_lib.seqio.schemas import SHARD, read_npz, read_table, write_npz, write_table
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: shards carry a k-mer index
 MANIFEST = "manifest.json"
 LOG = logging.getLogger(__name__)
 
 
 def shard_name(index: int) -> str:
     return f"shard_{index:03d}.parquet"
+
+
+def index_name(index: int) -> str:
+    return f"shard_{index:03d}.kmer.npz"
 
 
 def sha256_file(path: str | Path, *, block: int = 1 << 20) -> str:
@@ -109,7 +116,8 @@ DUPLICATE_POLICIES = ("rename", "error")
 
 
 def build_database(fasta_paths: Sequence[str | Path], out_dir: str | Path, *, shards: int = 1,
-                   duplicate_ids: str = "rename", force: bool = False) -> tuple[Manifest, bool]:
+                   duplicate_ids: str = "rename", kmer_length: int = DEFAULT_K,
+                   force: bool = False) -> tuple[Manifest, bool]:
     """Build (or confirm up to date) a database; returns ``(manifest, rebuilt)``.
 
     See the module docstring for duplicate IDs. The number of shards is capped at the number of sequences.
@@ -127,7 +135,7 @@ def build_database(fasta_paths: Sequence[str | Path], out_dir: str | Path, *, sh
         if not path.is_file():
             raise InputError("database FASTA does not exist", path=path)
         inputs.append({"path": str(path), "sha256": sha256_file(path)})
-    settings = {"shards": shards, "duplicate_ids": duplicate_ids}
+    settings = {"shards": shards, "duplicate_ids": duplicate_ids, "kmer_length": kmer_length}
     if not force and _up_to_date(out_dir, inputs, settings):
         LOG.info("database %s is up to date (inputs unchanged)", out_dir)
         return read_manifest(out_dir), False
@@ -176,10 +184,14 @@ def build_database(fasta_paths: Sequence[str | Path], out_dir: str | Path, *, sh
         })
         path = out_dir / shard_name(index)
         write_table(path, table, SHARD)
-        shard_entries.append({"file": shard_name(index), "sequences": hi - lo,
+        flat = np.concatenate(codes[lo:hi])
+        offsets = np.concatenate([[0], np.cumsum(lengths[lo:hi])]).astype(np.int64)
+        write_npz(out_dir / index_name(index), build_kmer_index(flat, offsets, k=kmer_length), KMER_INDEX)
+        shard_entries.append({"file": shard_name(index), "index": index_name(index), "sequences": hi - lo,
                               "residues": int(lengths[lo:hi].sum()), "sha256": sha256_file(path)})
-    for stale in out_dir.glob("shard_*.parquet"):
-        if stale.name not in {s["file"] for s in shard_entries}:
+    current = {name for s in shard_entries for name in (s["file"], s["index"])}
+    for stale in list(out_dir.glob("shard_*.parquet")) + list(out_dir.glob("shard_*.kmer.npz")):
+        if stale.name not in current:
             stale.unlink()
     manifest = Manifest(FORMAT_VERSION, len(codes), int(lengths.sum()), tuple(shard_entries),
                         tuple(inputs), settings)
@@ -199,7 +211,7 @@ def _up_to_date(out_dir: Path, inputs: list[dict], settings: dict) -> bool:
     if recorded != wanted or manifest.settings != settings:
         return False
     return all((out_dir / s["file"]).is_file() and sha256_file(out_dir / s["file"]) == s["sha256"]
-               for s in manifest.shards)
+               and (out_dir / s["index"]).is_file() for s in manifest.shards)
 
 
 @dataclass(frozen=True)
@@ -239,3 +251,11 @@ def load_shard(db_dir: str | Path, index: int) -> Shard:
         raise SchemaError(f"{db_dir}: shard {index} has {len(shard)} sequences, manifest says "
                           f"{manifest.shards[index]['sequences']}")
     return shard
+
+
+def load_kmer_index(db_dir: str | Path, index: int) -> dict[str, np.ndarray]:
+    """Load the k-mer index of shard ``index`` (validated against its schema)."""
+    manifest = read_manifest(db_dir)
+    if not 0 <= index < manifest.n_shards:
+        raise InputError(f"shard {index} does not exist (database has {manifest.n_shards})", path=db_dir)
+    return read_npz(Path(db_dir) / manifest.shards[index]["index"], KMER_INDEX)

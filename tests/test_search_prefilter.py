@@ -1,0 +1,81 @@
+"""k-mer index and the gapless prefilter stage, against plain loops on real sequences."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from workflow_lib.aligner import profile_from_sequence
+from workflow_lib.db.build import build_database, load_kmer_index, load_shard
+from workflow_lib.search.kmer_index import build_kmer_index
+from workflow_lib.search.prefilter import gapless_prefilter, profile_scores_bits
+from workflow_lib.seqio.fasta import read_fasta
+
+
+@pytest.fixture(scope="module")
+def small_db(tmp_path_factory, example_dir):
+    """The first 150 sequences of the example database as a 2-shard database."""
+    records = read_fasta(example_dir / "db" / "sprot_firmicutes_slice.fasta.gz")[:150]
+    folder = tmp_path_factory.mktemp("db")
+    (folder / "in.fasta").write_text("".join(f">{r.id}\n{r.sequence}\n" for r in records))
+    build_database([folder / "in.fasta"], folder / "db", shards=2)
+    return folder / "db"
+
+
+@pytest.fixture(scope="module")
+def query_scores(example_dir):
+    query = read_fasta(example_dir / "proteomes" / "anaerococcus_slice.fasta")[3]
+    profile = profile_from_sequence(query.sequence)
+    return profile_scores_bits(profile.emissions, profile.background)
+
+
+def test_index_entries_match_a_loop(small_db):
+    shard = load_shard(small_db, 1)
+    index = load_kmer_index(small_db, 1)
+    expected = {}
+    for s in range(len(shard)):
+        sequence = shard.sequence(s).astype(int)
+        for p in range(sequence.size - 2):
+            window = sequence[p:p + 3]
+            if (window < 20).all():
+                expected.setdefault(int(window[0] * 400 + window[1] * 20 + window[2]), []).append((s, p))
+    for code in list(expected)[:300]:
+        lo, hi = index["offsets"][code], index["offsets"][code + 1]
+        got = list(zip(index["sequence"][lo:hi].tolist(), index["position"][lo:hi].tolist()))
+        assert got == expected[code]
+    assert index["sequence"].size == sum(len(v) for v in expected.values())
+
+
+def _best_diagonal_loop(scores, target):
+    best = 0.0
+    for diagonal in range(-scores.shape[0] + 1, target.size):
+        running = 0.0
+        for i in range(scores.shape[0]):
+            j = i + diagonal
+            if 0 <= j < target.size:
+                running = max(0.0, running + float(scores[i, target[j]]))
+                best = max(best, running)
+    return best
+
+
+def test_exhaustive_setting_equals_loop_reference(small_db, query_scores):
+    shard = load_shard(small_db, 0)
+    index = build_kmer_index(shard.residues, shard.offsets)
+    hits = gapless_prefilter(query_scores, index, shard.residues, shard.offsets, kmer_threshold=-np.inf,
+                             offset_bits=-1e9)
+    assert hits.sequence.size == len(shard)  # threshold off: every target reported
+    for s, score in list(zip(hits.sequence, hits.score))[:25]:
+        assert score == pytest.approx(_best_diagonal_loop(query_scores, shard.sequence(int(s)).astype(int)),
+                                      abs=1e-3)
+
+
+def test_threshold_is_the_seeds(small_db, query_scores):
+    shard = load_shard(small_db, 0)
+    index = load_kmer_index(small_db, 0)
+    hits = gapless_prefilter(query_scores, index, shard.residues, shard.offsets, kmer_threshold=3.0)
+    lengths = shard.lengths[hits.sequence]
+    assert np.all(hits.score > 2.5 + np.log2(query_scores.shape[0] * lengths))
+    seeded = gapless_prefilter(query_scores, index, shard.residues, shard.offsets, kmer_threshold=3.0,
+                               offset_bits=-1e9)
+    assert hits.sequence.size < seeded.sequence.size <= len(shard)
+    assert set(hits.sequence.tolist()) <= set(seeded.sequence.tolist())

@@ -1,0 +1,121 @@
+"""Prefilter stage 1: gapless alignment scores on diagonals seeded by the k-mer index.
+
+Seed "Iterative MSA Alignment": the first HHblits prefilter computes, for every target, the log-odds score of
+the best gapless (single-diagonal) local alignment with the query profile and passes targets scoring above
+``2.5 + log2(Nq · Nt)`` bits to the gapped stage. Here the diagonals are not all scanned: a diagonal is
+considered only when it holds at least ``min_hits`` k-mer seeds, each a query window whose profile score for
+a database k-mer is at least ``kmer_threshold`` bits (BLAST/MMseqs2-style seeding from
+:mod:`workflow_lib.search.kmer_index`). The score on a seeded diagonal is exact: the best-scoring segment of
+the whole diagonal (maximum subarray by prefix sums), the same number an exhaustive scan gives for that
+diagonal. With ``kmer_threshold=-inf`` and ``min_hits=1`` every diagonal is seeded and the stage is exhaustive
+(the tests compare that with a plain loop).
+
+Kernels are pure: arrays in, arrays out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from workflow_lib.seqio.alphabet import N_AMINO
+
+GAPLESS_OFFSET_BITS = 2.5
+"""The seed's threshold: keep targets scoring above 2.5 + log2(Lq · Lt) bits."""
+X_SCORE_BITS = -1.0
+"""Score of an unknown residue (X) in any column: a small penalty, so runs of X never seed or extend."""
+
+
+def profile_scores_bits(emissions: np.ndarray, background: np.ndarray) -> np.ndarray:
+    """Position-specific scores ``log2(q_i(a) / f(a))`` as float32 ``[L, 21]`` (column 20 = X)."""
+    emissions = np.asarray(emissions, dtype=np.float64)
+    scores = np.log2(np.maximum(emissions, 1e-30) / np.asarray(background, dtype=np.float64)[None, :])
+    return np.concatenate([scores, np.full((scores.shape[0], 1), X_SCORE_BITS)], axis=1).astype(np.float32)
+
+
+def kmer_scores(scores: np.ndarray, k: int) -> np.ndarray:
+    """Score of every k-mer code at every query window: float32 ``[L - k + 1, 20**k]``."""
+    n = scores.shape[0] - k + 1
+    if n <= 0:
+        return np.zeros((0, N_AMINO ** k), dtype=np.float32)
+    total = scores[:n, :N_AMINO]
+    for t in range(1, k):
+        total = (total[:, :, None] + scores[t:t + n, None, :N_AMINO]).reshape(n, -1)
+    return np.ascontiguousarray(total, dtype=np.float32)
+
+
+@dataclass(frozen=True)
+class GaplessHits:
+    """Per target that passed: shard sequence index, best gapless score (bits), its diagonal and k-mer hits."""
+
+    sequence: np.ndarray   # int64 [T]
+    score: np.ndarray      # float32 [T]
+    diagonal: np.ndarray   # int64 [T], target position - query position
+    seeds: np.ndarray      # int32 [T], k-mer hits on that diagonal
+    seeded_targets: int    # targets with at least one seeded diagonal
+
+
+def seed_diagonals(window_scores: np.ndarray, index: dict[str, np.ndarray], kmer_threshold: float,
+                   min_hits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(sequence, diagonal, hit count) of every diagonal with at least ``min_hits`` seeds."""
+    positions, codes = np.nonzero(window_scores >= kmer_threshold)
+    starts = index["offsets"][codes]
+    counts = index["offsets"][codes + 1] - starts
+    total = int(counts.sum())
+    if total == 0:
+        empty = np.zeros(0, np.int64)
+        return empty, empty, empty.astype(np.int32)
+    first = np.repeat(starts - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
+    entries = first + np.arange(total, dtype=np.int64)
+    sequence = index["sequence"][entries].astype(np.int64)
+    diagonal = index["position"][entries].astype(np.int64) - np.repeat(positions, counts)
+    shift = int(window_scores.shape[0]) + 1
+    keys, hits = np.unique(sequence * (1 << 32) + (diagonal + shift), return_counts=True)
+    keep = hits >= min_hits
+    keys, hits = keys[keep], hits[keep]
+    return keys >> 32, (keys & ((1 << 32) - 1)) - shift, hits.astype(np.int32)
+
+
+def diagonal_scores(scores: np.ndarray, residues: np.ndarray, offsets: np.ndarray, sequence: np.ndarray,
+                    diagonal: np.ndarray, *, block: int = 2048) -> np.ndarray:
+    """Best gapless segment score (bits) on each (sequence, diagonal), vectorised over candidates.
+
+    ``scores`` float32 [Lq, 21]; residues/offsets describe the shard; returns float32 [C] (≥ 0).
+    """
+    query_length = scores.shape[0]
+    out = np.zeros(sequence.size, dtype=np.float32)
+    columns = np.arange(query_length)
+    flat_scores = scores.reshape(-1)
+    for lo in range(0, sequence.size, block):
+        seq = sequence[lo:lo + block]
+        target_pos = columns[None, :] + diagonal[lo:lo + block, None]
+        lengths = (offsets[seq + 1] - offsets[seq])[:, None]
+        valid = (target_pos >= 0) & (target_pos < lengths)
+        residue = residues[np.where(valid, offsets[seq][:, None] + target_pos, 0)]
+        cell = np.where(valid, flat_scores[columns[None, :] * scores.shape[1] + residue], 0.0)
+        prefix = np.cumsum(cell, axis=1, dtype=np.float32)
+        prefix = np.concatenate([np.zeros((prefix.shape[0], 1), np.float32), prefix], axis=1)
+        running_min = np.minimum.accumulate(prefix, axis=1)
+        out[lo:lo + block] = (prefix - running_min).max(axis=1)
+    return out
+
+
+def gapless_prefilter(scores: np.ndarray, index: dict[str, np.ndarray], residues: np.ndarray,
+                      offsets: np.ndarray, *, kmer_threshold: float = 11.0, min_hits: int = 1,
+                      offset_bits: float = GAPLESS_OFFSET_BITS) -> GaplessHits:
+    """Stage 1 of the prefilter for one query against one indexed shard (see the module docstring)."""
+    k = int(index["k"])
+    sequence, diagonal, hits = seed_diagonals(kmer_scores(scores, k), index, kmer_threshold, min_hits)
+    seeded_targets = int(np.unique(sequence).size)
+    score = diagonal_scores(scores, residues, offsets, sequence, diagonal)
+    if score.size == 0:
+        empty = np.zeros(0, np.int64)
+        return GaplessHits(empty, np.zeros(0, np.float32), empty, np.zeros(0, np.int32), 0)
+    order = np.lexsort((-hits, -score, sequence))  # per target: best score, then most seeds
+    first = np.concatenate([[True], sequence[order][1:] != sequence[order][:-1]])
+    best = order[first]
+    lengths = (offsets[sequence[best] + 1] - offsets[sequence[best]]).astype(np.float64)
+    threshold = offset_bits + np.log2(scores.shape[0] * lengths)
+    keep = best[score[best] > threshold]
+    return GaplessHits(sequence[keep], score[keep], diagonal[keep], hits[keep], seeded_targets)
