@@ -181,8 +181,8 @@ Written by `benchmarks/viterbi.py` on {time.strftime('%Y-%m-%d %H:%M')}. Machine
 Query: Pkinase (`hmmbuild` of the HMMER tutorial's Pkinase.sto), M = {profile.length} match states. Targets: the
 first {len(targets)} sequences of `swissprot_subsets_prokka/*.fasta.gz` ({residues} residues). GCUPS = M × target
 residues / wall-clock seconds (our timings include bucketing, process start-up and, with backtrace, the
-alignments; HMMER's include reading the files). The machine was shared with other jobs (the second core was
-busy during these runs, so the multi-process rows show no scaling here), and numbers vary by ±20% between runs.
+alignments; HMMER's include reading the files). All rows come from one run; on a shared machine numbers vary
+by about ±20% between runs, so compare ratios within one run.
 
 | run | processes | seconds | GCUPS | GCUPS per process |
 |---|---|---|---|---|
