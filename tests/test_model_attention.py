@@ -17,19 +17,11 @@ from workflow_lib.model.performer import (FastAttention, PerformerAttention, lin
                                           orthogonal_gaussian_matrix, positive_random_features,
                                           softmax_attention_reference)
 from workflow_lib.model.primitives import Attention, SharedDropout, mask_to_bias
+from model_testing import randomize_
 
 torch.set_num_threads(1)
 
 C_M, C_Z, HEADS = 16, 8, 2
-
-
-def randomize_(module: torch.nn.Module, seed: int = 0, scale: float = 0.2) -> torch.nn.Module:
-    """Perturb every parameter so zero-initialised output layers do not make a test trivial."""
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in module.parameters():
-            p.add_(scale * torch.randn(p.shape, generator=gen, dtype=p.dtype))
-    return module
 
 
 def _inputs(n=3, l=5, b=2, seed=1, dtype=torch.float64):
@@ -40,6 +32,7 @@ def _inputs(n=3, l=5, b=2, seed=1, dtype=torch.float64):
 
 
 # --- generic attention --------------------------------------------------------------------------------------
+
 
 def test_attention_chunked_equals_unchunked_and_masks_keys():
     torch.manual_seed(0)
@@ -68,6 +61,7 @@ def test_shared_dropout_shares_mask_along_dim():
 
 
 # --- row attention modes --------------------------------------------------------------------------------------
+
 
 def _row(mode: str, pair_bias: bool = True) -> RowAttention:
     torch.manual_seed(0)
@@ -143,6 +137,7 @@ def test_sequence_weights_sum_to_one_and_skip_masked_rows():
 
 
 # --- Performer ----------------------------------------------------------------------------------------------
+
 
 def test_orthogonal_features_are_block_orthogonal_and_redrawable():
     gen = torch.Generator().manual_seed(0)
@@ -226,6 +221,7 @@ def test_performer_fully_masked_column_is_finite():
 
 
 # --- column attention and the full MSA2MSA layer -------------------------------------------------------------
+
 
 @pytest.mark.parametrize("mode", ["plain", "performer"])
 def test_column_attention_shapes_and_padding(mode):

@@ -15,20 +15,18 @@ from workflow_lib.model.checkpoint import load_checkpoint, load_weights, read_co
 from workflow_lib.model.config import PRESETS, ModelConfig, preset
 from workflow_lib.model.network import ThreeTrackNetwork, count_parameters
 from workflow_lib.model.structure import Frames, compose_frames, random_rotation
+from model_testing import randomize_ as _randomize
+
+
+def randomize_(module: torch.nn.Module, seed: int = 0, scale: float = 0.1) -> torch.nn.Module:
+    """The shared helper with this file's smaller default perturbation."""
+    return _randomize(module, seed, scale)
+
 
 torch.set_num_threads(1)
 
 B, N, L, T = 2, 4, 7, 2
 FEATURES = dict(c_template_pair=5, c_template_1d=3, c_coevolution=4)
-
-
-def randomize_(module: torch.nn.Module, seed: int = 0, scale: float = 0.1) -> torch.nn.Module:
-    """Perturb every parameter so zero-initialised output layers do not make a test trivial."""
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in module.parameters():
-            p.add_(scale * torch.randn(p.shape, generator=gen, dtype=p.dtype))
-    return module
 
 
 def make_batch(seed: int = 0, dtype=torch.float32, with_features: bool = True, l: int = L):
@@ -59,6 +57,7 @@ EXPECTED_SHAPES = {
 
 # --- config -------------------------------------------------------------------------------------------------
 
+
 def test_presets_and_strict_parsing():
     for name in PRESETS:
         cfg = preset(name)
@@ -83,6 +82,7 @@ def test_preset_parameter_counts():
 
 
 # --- forward / backward -------------------------------------------------------------------------------------
+
 
 def test_forward_shapes_finite_and_deterministic():
     net = make_net()
@@ -233,6 +233,7 @@ def test_redraw_performer_features_changes_buffers():
 
 
 # --- checkpoints --------------------------------------------------------------------------------------------
+
 
 def test_checkpoint_round_trip(tmp_path):
     net = make_net()

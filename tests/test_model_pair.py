@@ -12,19 +12,11 @@ from workflow_lib.model.embeddings import (MSAEmbedding, PairEmbedding, relative
                                            sinusoidal_encoding)
 from workflow_lib.model.pair import (MSA2Pair, OuterProductMean, Pair2MSA, Pair2Pair, TriangleMultiplication,
                                      pair_mask_from)
+from model_testing import randomize_
 
 torch.set_num_threads(1)
 
 C_M, C_Z, HEADS = 16, 8, 2
-
-
-def randomize_(module: torch.nn.Module, seed: int = 0, scale: float = 0.2) -> torch.nn.Module:
-    """Perturb every parameter so zero-initialised output layers do not make a test trivial."""
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in module.parameters():
-            p.add_(scale * torch.randn(p.shape, generator=gen, dtype=p.dtype))
-    return module
 
 
 def _msa(b=2, n=3, l=5, seed=0):
@@ -33,6 +25,7 @@ def _msa(b=2, n=3, l=5, seed=0):
 
 
 # --- embeddings ---------------------------------------------------------------------------------------------
+
 
 def test_sinusoidal_encoding_matches_formula():
     idx = torch.tensor([[0, 1, 5, 200]])
@@ -97,6 +90,7 @@ def test_pair_embedding_with_templates_and_coevolution(mode):
 
 # --- MSA2Pair -----------------------------------------------------------------------------------------------
 
+
 def test_outer_product_mean_matches_loop_reference():
     torch.manual_seed(0)
     opm = randomize_(OuterProductMean(C_M, C_Z, 3)).double()
@@ -128,6 +122,7 @@ def test_msa2pair_shapes_and_row_padding(weighting):
 
 
 # --- Pair2Pair ----------------------------------------------------------------------------------------------
+
 
 def test_triangle_multiplication_matches_einsum_reference():
     torch.manual_seed(0)
@@ -161,6 +156,7 @@ def test_pair2pair_padding_and_chunking(triangle):
 
 
 # --- Pair2MSA -----------------------------------------------------------------------------------------------
+
 
 def test_pair2msa_is_direct_attention_from_the_pair():
     torch.manual_seed(0)

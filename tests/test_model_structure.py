@@ -16,20 +16,12 @@ from workflow_lib.model.structure import (IDEAL_BACKBONE, Frames, InitialStructu
                                           compose_frames, frames_from_3_points, identity_frames,
                                           invert_apply_frames, invert_frames, quaternion_to_rotation,
                                           random_rotation)
+from model_testing import randomize_
 
 torch.set_num_threads(1)
 
 C_M, C_Z, C_S, HEADS = 16, 8, 16, 2
 TOL = 1e-5
-
-
-def randomize_(module: torch.nn.Module, seed: int = 0, scale: float = 0.2) -> torch.nn.Module:
-    """Perturb every parameter so zero-initialised output layers do not make a test trivial."""
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in module.parameters():
-            p.add_(scale * torch.randn(p.shape, generator=gen, dtype=p.dtype))
-    return module
 
 
 def _random_frames(*shape, seed=0, spread=8.0) -> Frames:
@@ -57,6 +49,7 @@ def _features(b=2, l=6, n=3, seed=1):
 
 
 # --- frame algebra ------------------------------------------------------------------------------------------
+
 
 def test_ideal_backbone_gives_identity_frame_and_round_trips():
     ideal = torch.tensor(IDEAL_BACKBONE, dtype=torch.float64)
@@ -112,6 +105,7 @@ def test_float32_islands_under_autocast():
 
 
 # --- modules ------------------------------------------------------------------------------------------------
+
 
 def test_initial_structure_gives_valid_frames():
     torch.manual_seed(0)

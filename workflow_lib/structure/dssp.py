@@ -19,7 +19,6 @@ fallback assignment: without mkdssp, :func:`secondary_structure` either raises :
 
 from __future__ import annotations
 
-import gzip
 import shutil
 import subprocess
 import tempfile
@@ -31,7 +30,7 @@ import numpy as np
 
 from workflow_lib.errors import InputError, ToolError
 from workflow_lib.seqio.atomic import write_bytes_atomic, write_text_atomic
-from workflow_lib.structure.parse import Chain
+from workflow_lib.structure.parse import Chain, read_structure_bytes
 from workflow_lib.structure.pdb_writer import CRYST1, format_pdb
 
 DSSP_STATES = "HGIEBTSPC"
@@ -100,15 +99,7 @@ def parse_dssp(text: str) -> list[DsspResidue]:
 
 def _prepared_input(path: Path, directory: Path) -> Path:
     """A copy mkdssp accepts: decompressed, and for PDB text with a HEADER (and CRYST1) record first."""
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise InputError(f"cannot read structure file: {error.strerror or error}", path=path) from error
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as error:
-            raise InputError(f"corrupt gzip data: {error}", path=path) from error
+    raw = read_structure_bytes(path)
     text = raw.decode("utf-8", errors="replace")
     first = next((line for line in text.splitlines() if line.strip()), "")
     if first.startswith("data_"):

@@ -146,7 +146,8 @@ def residue_letter(resname: str) -> str | None:
     return letter if letter in AMINO_ACIDS else "X"
 
 
-def _read_text(path: Path) -> str:
+def read_structure_bytes(path: Path) -> bytes:
+    """The bytes of a structure file, gunzipped when gzip-compressed; InputError naming the file otherwise."""
     try:
         raw = path.read_bytes()
     except OSError as error:
@@ -156,6 +157,11 @@ def _read_text(path: Path) -> str:
             raw = gzip.decompress(raw)
         except (OSError, EOFError) as error:
             raise InputError(f"corrupt gzip data: {error}", path=path) from error
+    return raw
+
+
+def _read_text(path: Path) -> str:
+    raw = read_structure_bytes(path)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
