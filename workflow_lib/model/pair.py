@@ -199,14 +199,24 @@ class Pair2MSA(nn.Module):
         logits = self.linear_logits(self.norm_z(z)).movedim(-1, -3)          # [*, H, L, L]
         if mask is not None:
             logits = logits + mask_to_bias(mask.amax(dim=-2))[..., None, None, :]
-        attn = torch.softmax(logits, dim=-1)
-        m_n = self.norm_m(m)
-        v = self.linear_v(m_n).unflatten(-1, (self.no_heads, self.c_hidden)).transpose(-2, -3)  # [*, N, H, L, c]
-        o = torch.einsum("...hij,...nhjc->...nhic", attn, v).transpose(-2, -3).flatten(-2)
-        if self.linear_g is not None:
-            o = o * torch.sigmoid(self.linear_g(m_n))
-        m = m + self.dropout(self.linear_o(o))
-        return m + self.transition(m)
+        return apply_maps_to_msa(self, torch.softmax(logits, dim=-1), m, self.no_heads, self.c_hidden)
+
+
+def apply_maps_to_msa(module: nn.Module, attn: torch.Tensor, m: torch.Tensor, heads: int,
+                      c_hidden: int) -> torch.Tensor:
+    """Direct attention shared by Pair2MSA and Str2MSA: per-head maps ``attn [*, H, L, L]`` (derived from the
+    pair or from distances, not from the MSA) mix the MSA values, then gate, residual and transition.
+
+    ``module`` provides ``norm_m``, ``linear_v``, ``linear_g`` (or None), ``linear_o``, ``dropout`` and
+    ``transition``; ``m`` is ``[*, N, L, C_m]``.
+    """
+    m_n = module.norm_m(m)
+    v = module.linear_v(m_n).unflatten(-1, (heads, c_hidden)).transpose(-2, -3)     # [*, N, H, L, c]
+    o = torch.einsum("...hij,...nhjc->...nhic", attn, v).transpose(-2, -3).flatten(-2)
+    if module.linear_g is not None:
+        o = o * torch.sigmoid(module.linear_g(m_n))
+    m = m + module.dropout(module.linear_o(o))
+    return m + module.transition(m)
 
 
 def pair_mask_from(seq_mask: torch.Tensor) -> torch.Tensor:

@@ -18,6 +18,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
+from workflow_lib.model.pair import apply_maps_to_msa
 from workflow_lib.model.primitives import (FeedForward, LayerNorm, Linear, SharedDropout, float32_island,
                                            mask_to_bias)
 
@@ -318,11 +319,4 @@ class Str2MSA(nn.Module):
         logits = logits + mask_to_bias(near).to(logits.dtype)
         if seq_mask is not None:
             logits = logits + mask_to_bias(seq_mask)[..., None, None, :]
-        attn = torch.softmax(logits, dim=-1)
-        m_n = self.norm_m(m)
-        v = self.linear_v(m_n).unflatten(-1, (self.h, self.c)).transpose(-2, -3)          # [*, N, H, L, c]
-        o = torch.einsum("...hij,...nhjc->...nhic", attn, v).transpose(-2, -3).flatten(-2)
-        if self.linear_g is not None:
-            o = o * torch.sigmoid(self.linear_g(m_n))
-        m = m + self.dropout(self.linear_o(o))
-        return m + self.transition(m)
+        return apply_maps_to_msa(self, torch.softmax(logits, dim=-1), m, self.h, self.c)
