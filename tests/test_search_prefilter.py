@@ -61,7 +61,7 @@ def _best_diagonal_loop(scores, target):
 def test_exhaustive_setting_equals_loop_reference(small_db, query_scores):
     shard = load_shard(small_db, 0)
     index = build_kmer_index(shard.residues, shard.offsets)
-    hits = gapless_prefilter(query_scores, index, shard.residues, shard.offsets, kmer_threshold=-np.inf,
+    hits = gapless_prefilter(query_scores, index, shard.residues, shard.offsets, kmer_threshold=-np.inf, diagonals_per_target=None,
                              offset_bits=-1e9)
     assert hits.sequence.size == len(shard)  # threshold off: every target reported
     for s, score in list(zip(hits.sequence, hits.score))[:25]:

@@ -5,7 +5,8 @@ the best gapless (single-diagonal) local alignment with the query profile and pa
 ``2.5 + log2(Nq · Nt)`` bits to the gapped stage. Here the diagonals are not all scanned: a diagonal is
 considered only when it holds at least ``min_hits`` k-mer seeds, each a query window whose profile score for
 a database k-mer is at least ``kmer_threshold`` bits (BLAST/MMseqs2-style seeding from
-:mod:`workflow_lib.search.kmer_index`). The score on a seeded diagonal is exact: the best-scoring segment of
+:mod:`workflow_lib.search.kmer_index`), and only the ``diagonals_per_target`` diagonals of a target with the
+highest summed seed scores are scored. The score on a seeded diagonal is exact: the best-scoring segment of
 the whole diagonal (maximum subarray by prefix sums), the same number an exhaustive scan gives for that
 diagonal. With ``kmer_threshold=-inf`` and ``min_hits=1`` every diagonal is seeded and the stage is exhaustive
 (the tests compare that with a plain loop).
@@ -23,6 +24,12 @@ from workflow_lib.seqio.alphabet import N_AMINO
 
 GAPLESS_OFFSET_BITS = 2.5
 """The seed's threshold: keep targets scoring above 2.5 + log2(Lq · Lt) bits."""
+KMER_THRESHOLD_BITS = 3.0
+"""Seed threshold: a query window seeds a database k-mer when its profile score is at least this (bits).
+Measured on the example database (benchmarks/RESULTS.md, "Gapless prefilter"): 3.0 bits keeps 95% of the
+targets the exhaustive Viterbi scores above ``8 + log2(Lq·Lt)`` bits while scoring ~60× fewer diagonals."""
+DIAGONALS_PER_TARGET = 4
+"""Diagonals scored exactly per target: the ones with the highest summed seed scores."""
 X_SCORE_BITS = -1.0
 """Score of an unknown residue (X) in any column: a small penalty, so runs of X never seed or extend."""
 
@@ -57,24 +64,39 @@ class GaplessHits:
 
 
 def seed_diagonals(window_scores: np.ndarray, index: dict[str, np.ndarray], kmer_threshold: float,
-                   min_hits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(sequence, diagonal, hit count) of every diagonal with at least ``min_hits`` seeds."""
+                   min_hits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(sequence, diagonal, hit count, summed seed score) of every diagonal with at least ``min_hits`` seeds."""
     positions, codes = np.nonzero(window_scores >= kmer_threshold)
+    seed_bits = window_scores[positions, codes].astype(np.float64)
     starts = index["offsets"][codes]
     counts = index["offsets"][codes + 1] - starts
     total = int(counts.sum())
     if total == 0:
         empty = np.zeros(0, np.int64)
-        return empty, empty, empty.astype(np.int32)
+        return empty, empty, empty.astype(np.int32), np.zeros(0, np.float32)
     first = np.repeat(starts - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
     entries = first + np.arange(total, dtype=np.int64)
     sequence = index["sequence"][entries].astype(np.int64)
     diagonal = index["position"][entries].astype(np.int64) - np.repeat(positions, counts)
     shift = int(window_scores.shape[0]) + 1
-    keys, hits = np.unique(sequence * (1 << 32) + (diagonal + shift), return_counts=True)
+    keys, inverse, hits = np.unique(sequence * (1 << 32) + (diagonal + shift), return_inverse=True,
+                                    return_counts=True)
+    bits = np.bincount(inverse.reshape(-1), weights=np.repeat(seed_bits, counts), minlength=keys.size)
     keep = hits >= min_hits
-    keys, hits = keys[keep], hits[keep]
-    return keys >> 32, (keys & ((1 << 32) - 1)) - shift, hits.astype(np.int32)
+    keys, hits, bits = keys[keep], hits[keep], bits[keep]
+    return keys >> 32, (keys & ((1 << 32) - 1)) - shift, hits.astype(np.int32), bits.astype(np.float32)
+
+
+def best_diagonals(sequence: np.ndarray, rank_by: np.ndarray, per_target: int | None) -> np.ndarray:
+    """Indices of the ``per_target`` highest-ranked diagonals of each target (all when ``None``)."""
+    if per_target is None or sequence.size == 0:
+        return np.arange(sequence.size)
+    order = np.lexsort((-rank_by, sequence))
+    ordered = sequence[order]
+    group_start = np.concatenate([[0], np.nonzero(ordered[1:] != ordered[:-1])[0] + 1])
+    sizes = np.diff(np.concatenate([group_start, [ordered.size]]))
+    rank = np.arange(ordered.size) - np.repeat(group_start, sizes)
+    return np.sort(order[rank < per_target])
 
 
 def diagonal_scores(scores: np.ndarray, residues: np.ndarray, offsets: np.ndarray, sequence: np.ndarray,
@@ -102,12 +124,19 @@ def diagonal_scores(scores: np.ndarray, residues: np.ndarray, offsets: np.ndarra
 
 
 def gapless_prefilter(scores: np.ndarray, index: dict[str, np.ndarray], residues: np.ndarray,
-                      offsets: np.ndarray, *, kmer_threshold: float = 11.0, min_hits: int = 1,
+                      offsets: np.ndarray, *, kmer_threshold: float = KMER_THRESHOLD_BITS, min_hits: int = 1,
+                      diagonals_per_target: int | None = DIAGONALS_PER_TARGET,
                       offset_bits: float = GAPLESS_OFFSET_BITS) -> GaplessHits:
-    """Stage 1 of the prefilter for one query against one indexed shard (see the module docstring)."""
+    """Stage 1 of the prefilter for one query against one indexed shard (see the module docstring).
+
+    ``diagonals_per_target``: score only the diagonals of each target with the highest summed seed scores
+    (``None``: every seeded diagonal, the exhaustive setting when ``kmer_threshold=-inf``).
+    """
     k = int(index["k"])
-    sequence, diagonal, hits = seed_diagonals(kmer_scores(scores, k), index, kmer_threshold, min_hits)
+    sequence, diagonal, hits, seed_bits = seed_diagonals(kmer_scores(scores, k), index, kmer_threshold, min_hits)
     seeded_targets = int(np.unique(sequence).size)
+    chosen = best_diagonals(sequence, seed_bits, diagonals_per_target)
+    sequence, diagonal, hits = sequence[chosen], diagonal[chosen], hits[chosen]
     score = diagonal_scores(scores, residues, offsets, sequence, diagonal)
     if score.size == 0:
         empty = np.zeros(0, np.int64)

@@ -1,0 +1,99 @@
+# MSA stage: iterative search per chunk x shard x iteration, a merge per iteration, the final MSAs per chunk.
+#
+#   search_shard  chunk queries (iteration 1: sequences; later: the previous iteration's MSAs) vs one shard
+#   msa_merge     all shards of one iteration -> MSAs + state (converged proteins stop searching)
+#   msa_final     the last state -> results/{proteome}/msa/{protein}.a3m, then chunk_NNNN.stats.parquet
+# Each shard is read once per chunk and iteration for all queries of the chunk. Library: workflow_lib.search.
+
+
+rule search_shard:
+    input:
+        fasta=f"{RESULTS}/{{proteome}}/chunks/chunk_{{chunk}}.fasta",
+        manifest=f"{RESULTS}/db/{SEARCH_DATABASE}/manifest.json",
+        state=previous_state,
+    output:
+        hits=f"{RESULTS}/{{proteome}}/search/chunk_{{chunk}}/iter_{{iteration}}/shard_{{shard}}.hits.parquet",
+        times=f"{RESULTS}/{{proteome}}/search/chunk_{{chunk}}/iter_{{iteration}}/shard_{{shard}}.times.parquet",
+    params:
+        trackfold=TRACKFOLD,
+        db=search_db_dir(),
+        state=state_option,
+        precomputed=precomputed_option,
+        settings=SEARCH_SETTINGS.cli_options(),
+    wildcard_constraints:
+        chunk=r"\d{4}",
+        shard=r"\d{3}",
+        iteration=r"\d+",
+    log:
+        "logs/search_shard/{proteome}/{chunk}/{iteration}_{shard}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/search_shard/{{proteome}}/{{chunk}}_{{iteration}}_{{shard}}.tsv"
+    threads: 1
+    resources:
+        mem_mb=3000,
+        runtime=240,
+    conda:
+        "../envs/core.yaml"
+    shell:
+        "{params.trackfold} search-shard {input.fasta} --db {params.db} --shard {wildcards.shard} "
+        "--iteration {wildcards.iteration} {params.state} {params.precomputed} {params.settings} "
+        "--cpus {threads} --out {output.hits} --times {output.times} > {log} 2>&1"
+
+
+rule msa_merge:
+    input:
+        fasta=f"{RESULTS}/{{proteome}}/chunks/chunk_{{chunk}}.fasta",
+        hits=lambda wc: [f"{search_iteration_dir(wc)}/shard_{s}.hits.parquet" for s in search_shards()],
+        times=lambda wc: [f"{search_iteration_dir(wc)}/shard_{s}.times.parquet" for s in search_shards()],
+        state=previous_state,
+    output:
+        state=f"{RESULTS}/{{proteome}}/search/chunk_{{chunk}}/iter_{{iteration}}/state.parquet",
+    params:
+        trackfold=TRACKFOLD,
+        a3m_dir=lambda wc: f"{search_iteration_dir(wc)}/a3m",
+        state=state_option,
+        precomputed=precomputed_option,
+        settings=SEARCH_SETTINGS.cli_options(),
+    wildcard_constraints:
+        chunk=r"\d{4}",
+        iteration=r"\d+",
+    log:
+        "logs/msa_merge/{proteome}/{chunk}/{iteration}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/msa_merge/{{proteome}}/{{chunk}}_{{iteration}}.tsv"
+    threads: 1
+    resources:
+        mem_mb=3000,
+        runtime=60,
+    conda:
+        "../envs/core.yaml"
+    shell:
+        "{params.trackfold} msa-merge {input.fasta} --iteration {wildcards.iteration} --hits {input.hits} "
+        "--times {input.times} {params.state} {params.precomputed} {params.settings} "
+        "--a3m-dir {params.a3m_dir} --out-state {output.state} > {log} 2>&1"
+
+
+rule msa_final:
+    input:
+        fasta=f"{RESULTS}/{{proteome}}/chunks/chunk_{{chunk}}.fasta",
+        state=lambda wc: f"{RESULTS}/{wc.proteome}/search/chunk_{wc.chunk}/iter_{SEARCH_SETTINGS.iterations}/state.parquet",
+    output:
+        stats=f"{RESULTS}/{{proteome}}/msa/chunk_{{chunk}}.stats.parquet",
+    params:
+        trackfold=TRACKFOLD,
+        out_dir=output_parent,
+    wildcard_constraints:
+        chunk=r"\d{4}",
+    log:
+        "logs/msa_final/{proteome}/{chunk}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/msa_final/{{proteome}}/{{chunk}}.tsv"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    conda:
+        "../envs/core.yaml"
+    shell:
+        "{params.trackfold} msa-final {input.fasta} --state {input.state} --out-dir {params.out_dir} "
+        "--stats {output.stats} > {log} 2>&1"

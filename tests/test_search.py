@@ -1,0 +1,251 @@
+"""Search stage: gapped prefilter, E-value calibration, shard-merge equivalence, iterative MSA rules, CLI."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from workflow_lib.aligner import profile_from_sequence
+from workflow_lib.cli import main
+from workflow_lib.db.build import build_database
+from workflow_lib.errors import InputError
+from workflow_lib.search.engine import (DatabaseTotals, SearchSettings, calibrate, make_query, rank_hits,
+                                        search_database)
+from workflow_lib.search.evalue import Calibration, fit_gumbel, fit_mu
+from workflow_lib.search.gapped import gapped_evalues, gapped_scores, smith_waterman_reference
+from workflow_lib.search.iterative import (MsaSettings, filter_alignment, hit_row, iterate, msa_step,
+                                           stop_reason)
+from workflow_lib.search.prefilter import profile_scores_bits
+from workflow_lib.seqio.alphabet import encode
+from workflow_lib.seqio.fasta import read_fasta
+from workflow_lib.seqio.msa import Alignment, read_a3m
+from workflow_lib.seqio.schemas import HITS, MSA_STATS, read_frame
+
+N_DB = 250
+
+
+@pytest.fixture(scope="module")
+def db_records(example_dir):
+    return read_fasta(example_dir / "db" / "sprot_firmicutes_slice.fasta.gz")[:N_DB]
+
+
+@pytest.fixture(scope="module")
+def db_fasta(tmp_path_factory, db_records):
+    folder = tmp_path_factory.mktemp("searchdb")
+    path = folder / "db.fasta"
+    path.write_text("".join(f">{r.id}\n{r.sequence}\n" for r in db_records))
+    return path
+
+
+@pytest.fixture(scope="module")
+def db_one(db_fasta):
+    build_database([db_fasta], db_fasta.parent / "one", shards=1)
+    return db_fasta.parent / "one"
+
+
+@pytest.fixture(scope="module")
+def db_three(db_fasta):
+    build_database([db_fasta], db_fasta.parent / "three", shards=3)
+    return db_fasta.parent / "three"
+
+
+@pytest.fixture(scope="module")
+def queries(db_records, example_dir):
+    """Two database members (self hits guaranteed) and two proteins of the example proteome."""
+    proteome = read_fasta(example_dir / "proteomes" / "anaerococcus_slice.fasta")
+    return [db_records[5], db_records[120], proteome[10], proteome[4]]
+
+
+# ------------------------------------------------------------------------------------------------- gapped SW
+
+def test_gapped_scores_equal_the_loop_reference_on_real_sequences(db_records):
+    query = db_records[0]
+    profile = profile_from_sequence(query.sequence[:60])
+    scores = profile_scores_bits(profile.emissions, profile.background)
+    targets = [encode(r.sequence[:80]) for r in db_records[1:9]] + [encode("W"), np.zeros(0, np.uint8),
+                                                                     encode("X" * 12), encode(query.sequence)]
+    got = gapped_scores(scores, targets)
+    expected = [smith_waterman_reference(scores, t) for t in targets]
+    assert got == pytest.approx(expected, abs=1e-3)
+    assert got[-1] == max(got) and got[-1] > 60  # the query's own first 60 residues score highest
+
+
+def test_gapped_scores_random_cases_and_gap_costs():
+    rng = np.random.default_rng(3)
+    for _ in range(15):
+        scores = rng.normal(-0.5, 2.0, (int(rng.integers(1, 25)), 21)).astype(np.float32)
+        targets = [rng.integers(0, 21, int(rng.integers(1, 30))).astype(np.uint8) for _ in range(5)]
+        for gap_open, gap_extend in ((5.0, 1.0), (2.0, 2.0)):
+            got = gapped_scores(scores, targets, gap_open=gap_open, gap_extend=gap_extend)
+            expected = [smith_waterman_reference(scores, t, gap_open=gap_open, gap_extend=gap_extend)
+                        for t in targets]
+            assert got == pytest.approx(expected, abs=1e-3)
+    with pytest.raises(ValueError):
+        gapped_scores(scores, targets, gap_open=0.5, gap_extend=1.0)
+
+
+def test_gapped_evalue_is_the_seed_formula():
+    assert gapped_evalues(np.array([10.0]), 100, np.array([200]), 1000)[0] == pytest.approx(1000 * 100 * 200 / 1024)
+
+
+# ------------------------------------------------------------------------------------------------- E-values
+
+def test_gumbel_fits_recover_known_parameters():
+    rng = np.random.default_rng(0)
+    mu, lam = 3.0, np.log(2.0)
+    x = mu - np.log(-np.log(rng.random(20000))) / lam
+    assert fit_mu(x, lam) == pytest.approx(mu, abs=0.05)
+    fitted_mu, fitted_lam = fit_gumbel(x)
+    assert fitted_lam == pytest.approx(lam, rel=0.03)
+    assert fitted_mu == pytest.approx(mu, abs=0.06)
+    calibration = Calibration(mu)
+    # P(S > mu + log2(Lt)) = 1 - exp(-1)
+    assert calibration.pvalues(np.array([mu + 8.0]), np.array([256]))[0] == pytest.approx(1 - np.exp(-1))
+
+
+def test_calibration_is_deterministic_and_depends_on_database_totals_only(queries):
+    profile = profile_from_sequence(queries[2].sequence)
+    a = calibrate(profile, DatabaseTotals("x", 1000, 300_000), 64)
+    b = calibrate(profile, DatabaseTotals("y", 1000, 300_000), 64)
+    assert a == b
+    longer = calibrate(profile, DatabaseTotals("x", 1000, 900_000), 64)
+    assert abs(longer.mu - a.mu) < 1.0  # the length correction keeps mu nearly length-free
+
+
+def test_false_hits_per_query_stay_near_the_evalue(tmp_path, db_records, queries):
+    """Against residue-shuffled database sequences (no homologs), hits with E <= 1 average about 1 per query."""
+    rng = np.random.default_rng(7)
+    shuffled = ["".join(rng.permutation(list(r.sequence))) for r in db_records[:200]]
+    (tmp_path / "shuffled.fasta").write_text("".join(f">s{k}\n{s}\n" for k, s in enumerate(shuffled)))
+    build_database([tmp_path / "shuffled.fasta"], tmp_path / "db", shards=1)
+    totals = DatabaseTotals.from_manifest(tmp_path / "db")
+    settings = SearchSettings(gapless_offset=-100.0, gapped_max_evalue=np.inf, max_evalue=10.0)
+    found = []
+    for record in queries[1:]:
+        query = make_query(record.id, profile_from_sequence(record.sequence), totals, settings)
+        hits, _ = search_database([query], tmp_path / "db", settings)
+        found.append(hits["evalue"].to_numpy())
+    per_query_at_1 = np.mean([(e <= 1.0).sum() for e in found])
+    per_query_at_10 = np.mean([(e <= 10.0).sum() for e in found])
+    assert per_query_at_1 <= 4.0
+    assert 1.0 <= per_query_at_10 <= 40.0
+
+
+# --------------------------------------------------------------------------------------- search and shards
+
+def test_sharded_ranking_equals_unsharded(db_one, db_three, queries):
+    totals = DatabaseTotals.from_manifest(db_one)
+    assert totals.sequences == DatabaseTotals.from_manifest(db_three).sequences
+    prepared = [make_query(r.id, profile_from_sequence(r.sequence), totals) for r in queries]
+    one, _ = search_database(prepared, db_one)
+    three, _ = search_database(prepared, db_three)
+    columns = ["query", "target", "evalue", "bitscore", "qstart", "qend", "tstart", "tend", "alignment"]
+    pd.testing.assert_frame_equal(one[columns], three[columns])
+    # the database members find themselves first, with a tiny E-value
+    for record in queries[:2]:
+        own = one[one["query"] == record.id]
+        assert own.iloc[0]["target"] == record.id
+        assert own.iloc[0]["evalue"] < 1e-20
+        assert own.iloc[0]["identity"] == pytest.approx(1.0)
+    # shards searched one by one and merged give the same ranking
+    parts = [search_database(prepared, db_three, shards=[s])[0] for s in range(3)]
+    merged = rank_hits(pd.concat(parts, ignore_index=True), [q.name for q in prepared])
+    pd.testing.assert_frame_equal(merged[columns], three[columns])
+
+
+def test_prefilter_thresholds_cut_the_candidates(db_one, queries):
+    totals = DatabaseTotals.from_manifest(db_one)
+    query = make_query(queries[0].id, profile_from_sequence(queries[0].sequence), totals)
+    loose, _ = search_database([query], db_one, SearchSettings(max_evalue=1e6))
+    strict, _ = search_database([query], db_one, SearchSettings(max_evalue=1e6, gapped_max_evalue=1e-8))
+    assert len(strict) < len(loose)
+    assert set(strict["target"]) <= set(loose["target"])
+    assert queries[0].id in set(strict["target"])
+
+
+# ------------------------------------------------------------------------------------ MSA rules and filters
+
+def _alignment(rows):
+    return Alignment.from_a3m_rows([f"s{k}" for k in range(len(rows))], [""] * len(rows), rows)
+
+
+def test_hit_row_places_matches_insertions_and_deletions():
+    # query length 8; hit covers query columns 2..7 with one deletion and two inserted target residues
+    row = hit_row("MMIIMDMM", 2, 7, "ACDEFGH", 8)
+    assert row == "-ACdeF-GH-"
+    assert _alignment(["ABCDEFGH".replace("B", "A"), row]).length == 8
+
+
+def test_filters_drop_redundant_and_low_coverage_rows():
+    rows = ["ACDEFGHIKL",
+            "ACDEFGHIKL",      # identical to the query: redundant
+            "ACDEFGHIKV",      # 90% identical: kept at max_identity 0.9 (must exceed 90% to drop)
+            "WWWWWGHIKL",      # 50% identical
+            "-----WHIKL",      # 50% coverage, 80% identical over the overlap
+            "--------KL"]      # 20% coverage
+    filtered = filter_alignment(_alignment(rows), max_identity=0.9, min_coverage=0.5)
+    assert filtered.names == ("s0", "s2", "s3", "s4")
+    stricter = filter_alignment(_alignment(rows), max_identity=0.85, min_coverage=0.6)
+    assert stricter.names == ("s0", "s3")
+
+
+def test_stop_rules_and_convergence():
+    rows = ["ACDEFGHIKL", "ACDEWGHIKV", "MCDEFGHWKL", "-----GHIKL"]
+    assert stop_reason(_alignment(rows), ((2, 0.75),)) == "2 sequences with coverage >= 75%"
+    assert stop_reason(_alignment(rows), ((3, 0.75),)) == ""
+    assert stop_reason(_alignment(rows), ((3, 0.5),)) != ""
+    empty = pd.DataFrame(columns=list(HITS.schema.names))
+    settings = MsaSettings(iterations=3)
+    alignment, included, new, converged, reason = msa_step("q", "", "ACDEFGHIKL", empty, None, 1, settings)
+    assert (alignment.depth, included, new, converged, reason) == (1, 0, 0, True, "no new sequences")
+
+
+def test_iterate_grows_the_msa_and_stops(db_one, queries):
+    totals = DatabaseTotals.from_manifest(db_one)
+    record = queries[0]
+
+    def search(profile, iteration):
+        return search_database([make_query(record.id, profile, totals)], db_one, iteration=iteration)[0]
+
+    results = list(iterate(record.id, record.description, record.sequence, search, MsaSettings(iterations=3)))
+    assert 1 <= len(results) <= 3
+    assert results[-1].converged and all(not r.converged for r in results[:-1])
+    depths = [r.alignment.depth for r in results]
+    assert depths == sorted(depths)            # the MSA only grows
+    assert results[-1].alignment.query == record.sequence
+    assert results[0].profile.neff == pytest.approx(1.0, abs=0.2)
+
+
+# ---------------------------------------------------------------------------------------------------- CLI
+
+def test_search_and_msa_commands(tmp_path, db_three, queries, capsys):
+    fasta = tmp_path / "q.fasta"
+    fasta.write_text("".join(f">{r.id} {r.description}\n{r.sequence}\n" for r in queries[1:3]))
+    assert main(["search", str(fasta), "--db", str(db_three), "--out", str(tmp_path / "hits.parquet"),
+                 "--iterations", "2", "--m8", str(tmp_path / "hits.m8")]) == 0
+    hits = read_frame(tmp_path / "hits.parquet", HITS)
+    assert set(hits["iteration"]) <= {1, 2} and 1 in set(hits["iteration"])
+    assert set(hits["query"]) <= {r.id for r in queries[1:3]}
+    m8 = (tmp_path / "hits.m8").read_text().splitlines()
+    assert len(m8) == len(hits) and len(m8[0].split("\t")) == 12
+    assert main(["msa", str(fasta), "--db", str(db_three), "--out-dir", str(tmp_path / "msa"),
+                 "--iterations", "2"]) == 0
+    stats = read_frame(tmp_path / "msa" / "msa_stats.parquet", MSA_STATS)
+    assert list(stats["protein"]) == [r.id for r in queries[1:3]]
+    for record, depth in zip(queries[1:3], stats["depth"]):
+        alignment = read_a3m(tmp_path / "msa" / f"{record.safe_id}.a3m")
+        assert alignment.query == record.sequence and alignment.depth == depth
+    assert stats["depth"].max() > 1
+
+
+def test_precomputed_msa_must_match_the_protein(tmp_path, queries):
+    from workflow_lib.search.cli import load_precomputed
+    record = queries[2]
+    good = tmp_path / "good.a3m"
+    good.write_text(f">{record.id}\n{record.sequence}\n>other\n{record.sequence[:-1]}-\n")
+    assert load_precomputed(good, record).depth == 2
+    bad = tmp_path / "bad.a3m"
+    bad.write_text(f">{record.id}\n{record.sequence[1:]}\n")
+    with pytest.raises(InputError, match="bad.a3m"):
+        load_precomputed(bad, record)

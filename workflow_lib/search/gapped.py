@@ -1,0 +1,117 @@
+"""Prefilter stage 2: gapped Smith–Waterman scores of the query profile against the gapless survivors.
+
+Seed "Iterative MSA Alignment": the second HHblits prefilter aligns the query profile to each target that
+passed the gapless stage with Smith–Waterman (affine gaps: open 5 bits, extend 1 bit) and keeps targets whose
+E-value ``E = N_db · Lq · Lt · 2^-S`` is below 1000, where ``N_db`` is the number of sequences in the *whole*
+database (from the manifest, whatever shard is searched). Here a gap of ``g`` residues costs
+``open + (g - 1) · extend`` bits.
+
+Kernel layout (the aligner's lane idea, :mod:`workflow_lib.aligner.lanes`): targets of similar length are
+packed as rows of one ``[T, W]`` array; the recursion advances one query position at a time for all targets
+at once. The vertical gap chain (``F``) is carried from row to row; the horizontal chain (``E``) inside a row
+is a prefix max-plus scan (``np.maximum.accumulate``) over ``H' + extend · j``, exact because a gap is never
+opened from a cell whose value came from another gap when ``open ≥ extend``. Score-only, float32, two rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from workflow_lib.seqio.alphabet import N_AMINO
+
+GAP_OPEN_BITS = 5.0
+GAP_EXTEND_BITS = 1.0
+GAPPED_MAX_EVALUE = 1000.0
+"""The seed's pass rule for stage 2: keep targets with ``N_db · Lq · Lt · 2^-S`` below this."""
+LANE_CELLS = 1 << 20
+"""Upper bound on the cells of one ``[T, W]`` row block (memory per block ≈ 8 arrays of this many float32)."""
+_PAD = -1.0e4
+
+
+def gapped_scores(scores: np.ndarray, targets: list[np.ndarray], *, gap_open: float = GAP_OPEN_BITS,
+                  gap_extend: float = GAP_EXTEND_BITS, lane_cells: int = LANE_CELLS) -> np.ndarray:
+    """Best local (Smith–Waterman) score in bits of each target against position-specific ``scores``.
+
+    ``scores``: float32 ``[Lq, 21]`` bits per query position and residue code (column 20 = X), as made by
+    :func:`workflow_lib.search.prefilter.profile_scores_bits`; ``targets``: uint8 code arrays. Returns
+    float32 ``[T]`` in input order (0 for an empty target).
+    """
+    if gap_open < gap_extend:
+        raise ValueError(f"gap_open ({gap_open}) must be at least gap_extend ({gap_extend})")
+    out = np.zeros(len(targets), dtype=np.float32)
+    if not targets:
+        return out
+    table = np.full((scores.shape[0], N_AMINO + 2), _PAD, dtype=np.float32)
+    table[:, :N_AMINO + 1] = scores[:, :N_AMINO + 1]
+    lengths = np.array([t.size for t in targets], dtype=np.int64)
+    order = np.argsort(lengths, kind="stable")
+    start = 0
+    while start < order.size:
+        width = max(int(lengths[order[start]]), 1)
+        # grow the bucket while the padding stays small and the block fits the cell budget
+        stop = start + 1
+        while stop < order.size:
+            longest = int(lengths[order[stop]])
+            if longest > 1.25 * width + 16 or (stop - start + 1) * longest > lane_cells:
+                break
+            stop += 1
+        members = order[start:stop]
+        width = max(int(lengths[members[-1]]), 1)
+        packed = np.full((members.size, width), N_AMINO + 1, dtype=np.intp)
+        for row, k in enumerate(members):
+            packed[row, :lengths[k]] = np.minimum(targets[k], N_AMINO)
+        out[members] = _sw_block(table, packed, gap_open, gap_extend)
+        start = stop
+    return out
+
+
+def _sw_block(table: np.ndarray, packed: np.ndarray, gap_open: float, gap_extend: float) -> np.ndarray:
+    """Smith–Waterman over one packed block ``[T, W]`` (pad code = ``N_AMINO + 1``); returns ``[T]`` bits."""
+    n_targets, width = packed.shape
+    h_prev = np.zeros((n_targets, width + 1), dtype=np.float32)   # column 0 is the left boundary
+    f = np.full((n_targets, width), -np.inf, dtype=np.float32)
+    best = np.zeros(n_targets, dtype=np.float32)
+    ramp = (np.arange(width, dtype=np.float32) * np.float32(gap_extend))[None, :]
+    open_minus_ext = np.float32(gap_open - gap_extend)
+    ext = np.float32(gap_extend)
+    h = np.empty((n_targets, width), dtype=np.float32)
+    scan = np.empty((n_targets, width), dtype=np.float32)
+    for row in table:
+        substitution = row[packed]                          # [T, W]
+        np.maximum(h_prev[:, 1:] - np.float32(gap_open), f - ext, out=f)
+        np.add(h_prev[:, :-1], substitution, out=h)
+        np.maximum(h, f, out=h)
+        np.maximum(h, 0.0, out=h)
+        # E[j] = max_{k<j} H'[k] - open - (j - k - 1) * extend  ==  P[j-1] - ramp[j] - (open - extend)
+        np.add(h, ramp, out=scan)
+        np.maximum.accumulate(scan, axis=1, out=scan)
+        e = scan[:, :-1] - ramp[:, 1:] - open_minus_ext
+        np.maximum(h[:, 1:], e, out=h[:, 1:])
+        np.maximum(best, h.max(axis=1), out=best)
+        h_prev[:, 1:] = h
+    return best
+
+
+def gapped_evalues(bits: np.ndarray, query_length: int, target_lengths: np.ndarray, db_sequences: int) -> np.ndarray:
+    """The seed's stage-2 E-value ``N_db · Lq · Lt · 2^-S`` (float64)."""
+    bits = np.asarray(bits, dtype=np.float64)
+    space = float(db_sequences) * float(query_length) * np.asarray(target_lengths, dtype=np.float64)
+    return space * np.exp2(-bits)
+
+
+def smith_waterman_reference(scores: np.ndarray, target: np.ndarray, *, gap_open: float = GAP_OPEN_BITS,
+                             gap_extend: float = GAP_EXTEND_BITS) -> float:
+    """Plain-loop Gotoh local alignment, the tests' reference for :func:`gapped_scores`."""
+    lq, lt = scores.shape[0], int(target.size)
+    h = [[0.0] * (lt + 1) for _ in range(lq + 1)]
+    e = [[-np.inf] * (lt + 1) for _ in range(lq + 1)]
+    f = [[-np.inf] * (lt + 1) for _ in range(lq + 1)]
+    best = 0.0
+    for i in range(1, lq + 1):
+        for j in range(1, lt + 1):
+            e[i][j] = max(h[i][j - 1] - gap_open, e[i][j - 1] - gap_extend)
+            f[i][j] = max(h[i - 1][j] - gap_open, f[i - 1][j] - gap_extend)
+            residue = min(int(target[j - 1]), N_AMINO)
+            h[i][j] = max(0.0, h[i - 1][j - 1] + float(scores[i - 1, residue]), e[i][j], f[i][j])
+            best = max(best, h[i][j])
+    return best

@@ -1,0 +1,263 @@
+"""Iterative MSA assembly: search → include hits → filter → profile → search again (HHblits / jackhmmer style).
+
+Seed "Iterative MSA Alignment": each iteration searches the database with the current query profile, adds the
+hits with E-value ≤ the inclusion threshold to the query-anchored MSA, and rebuilds the profile from the MSA
+(:func:`workflow_lib.aligner.profile_from_alignment`: cluster weights, PSI-BLAST pseudocounts). Defaults follow
+HHblits as RoseTTAFold runs it (``make_msa.sh``):
+
+- inclusion E-value 1e-3, at most 3 iterations;
+- stop early when the filtered MSA holds ≥ 2000 sequences with ≥ 75% query coverage, or ≥ 5000 with ≥ 50%;
+- converged when an iteration includes no target that the previous one had not;
+- filters (``hhfilter -id 90 -cov 50``): redundancy — greedily (query first, then by E-value) drop a sequence
+  whose identity to an already kept one exceeds 90%, identity counted over the columns where both have a
+  residue; coverage — drop sequences covering less than ``min_coverage`` of the query's columns.
+
+A hit becomes an A3M row (query-anchored): the target's residues on match steps in upper case, ``-`` for a
+deleted query column, inserted target residues in lower case, and ``-`` outside the aligned range. A target hit
+twice keeps its best-E-value alignment; targets included in an earlier iteration and not found again keep
+their earlier row (the MSA only grows).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from workflow_lib.aligner import Profile, profile_from_alignment, profile_from_sequence
+from workflow_lib.seqio.alphabet import GAP_CODE
+from workflow_lib.seqio.msa import Alignment
+
+
+@dataclass(frozen=True)
+class MsaSettings:
+    iterations: int = 3
+    inclusion_evalue: float = 1e-3
+    max_identity: float = 0.90
+    min_coverage: float = 0.50
+    stop_rules: tuple[tuple[int, float], ...] = ((2000, 0.75), (5000, 0.50))
+    max_sequences: int = 10000
+
+    def __post_init__(self) -> None:
+        if self.iterations < 1:
+            raise ValueError("iterations must be at least 1")
+        if not 0.0 < self.max_identity <= 1.0 or not 0.0 <= self.min_coverage <= 1.0:
+            raise ValueError("max_identity must be in (0, 1] and min_coverage in [0, 1]")
+
+
+@dataclass
+class IterationResult:
+    """One iteration: the profile searched with, its hits, the MSA after inclusion and filters."""
+
+    iteration: int
+    profile: Profile
+    hits: pd.DataFrame
+    alignment: Alignment
+    included: int
+    new: int
+    converged: bool
+    reason: str
+    seconds: float
+
+
+def hit_row(states: str, qstart: int, qend: int, tseq: str, query_length: int) -> str:
+    """The A3M row of one hit (1-based inclusive ``qstart``/``qend``; ``tseq``: the aligned target segment)."""
+    pieces = ["-" * (qstart - 1)]
+    position = 0
+    for state in states:
+        if state == "M":
+            pieces.append(tseq[position].upper())
+            position += 1
+        elif state == "I":
+            pieces.append(tseq[position].lower())
+            position += 1
+        elif state == "D":
+            pieces.append("-")
+        else:
+            raise ValueError(f"unknown alignment state {state!r}")
+    pieces.append("-" * (query_length - qend))
+    return "".join(pieces)
+
+
+def coverage(alignment: Alignment) -> np.ndarray:
+    """Fraction of the query's match columns each row covers with a residue (float64 [N])."""
+    return (alignment.matches != GAP_CODE).mean(axis=1)
+
+
+def filter_alignment(alignment: Alignment, *, max_identity: float, min_coverage: float,
+                     max_sequences: int | None = None, block: int = 256) -> Alignment:
+    """Coverage then greedy redundancy filter, in row order, keeping row 0 (the query) always."""
+    covered = coverage(alignment)
+    candidates = [0] + [k for k in range(1, alignment.depth) if covered[k] >= min_coverage]
+    matches = alignment.matches
+    kept = [0]
+    kept_rows = np.empty((min(len(candidates), max_sequences or len(candidates)), alignment.length), np.uint8)
+    kept_rows[0] = matches[0]
+    for k in candidates[1:]:
+        if max_sequences is not None and len(kept) >= max_sequences:
+            break
+        row = matches[k]
+        residue = row != GAP_CODE
+        too_similar = False
+        for lo in range(0, len(kept), block):
+            other = kept_rows[lo:min(len(kept), lo + block)]
+            both = residue[None, :] & (other != GAP_CODE)
+            overlap = both.sum(axis=1)
+            same = (both & (other == row[None, :])).sum(axis=1)
+            if np.any((overlap > 0) & (same > max_identity * overlap)):
+                too_similar = True
+                break
+        if not too_similar:
+            kept_rows[len(kept)] = row
+            kept.append(k)
+    return alignment.subset(kept)
+
+
+def build_alignment(name: str, description: str, sequence: str, hits: pd.DataFrame,
+                    previous: Alignment | None, inclusion_evalue: float) -> tuple[Alignment, int, int]:
+    """Query + included hits (best per target, by E-value) + earlier rows not found again.
+
+    Returns (alignment before filtering, number of included targets, number new since ``previous``).
+    """
+    included = hits[hits["evalue"] <= inclusion_evalue]
+    included = included.sort_values(["evalue", "bitscore", "target"], ascending=[True, False, True],
+                                     kind="mergesort").drop_duplicates("target", keep="first")
+    length = len(sequence)
+    names, descriptions, rows = [name], [description], [sequence]
+    seen = set()
+    for hit in included.itertuples(index=False):
+        seen.add(hit.target)
+        names.append(hit.target)
+        descriptions.append(f"evalue={hit.evalue:.3g} bits={hit.bitscore:.1f} iteration={hit.iteration}")
+        rows.append(hit_row(hit.alignment, int(hit.qstart), int(hit.qend), hit.tseq, length))
+    earlier = set()
+    if previous is not None:
+        for k in range(1, previous.depth):
+            earlier.add(previous.names[k])
+            if previous.names[k] not in seen:
+                names.append(previous.names[k])
+                descriptions.append(previous.descriptions[k])
+                rows.append(previous.rows[k])
+    alignment = Alignment.from_a3m_rows(names, descriptions, rows)
+    return alignment, len(seen), len(seen - earlier)
+
+
+def stop_reason(alignment: Alignment, rules: tuple[tuple[int, float], ...]) -> str:
+    """The first depth rule the MSA meets (``""`` if none)."""
+    covered = coverage(alignment)[1:]
+    for depth, min_cov in rules:
+        if int((covered >= min_cov).sum()) >= depth:
+            return f"{depth} sequences with coverage >= {min_cov:.0%}"
+    return ""
+
+
+def msa_step(name: str, description: str, sequence: str, hits: pd.DataFrame, previous: Alignment | None,
+             iteration: int, settings: MsaSettings) -> tuple[Alignment, int, int, bool, str]:
+    """One iteration's bookkeeping, shared by :func:`iterate` and the workflow's merge job.
+
+    Returns (filtered alignment, included, new, converged, reason).
+    """
+    raw, included, new = build_alignment(name, description, sequence, hits, previous, settings.inclusion_evalue)
+    alignment = filter_alignment(raw, max_identity=settings.max_identity, min_coverage=settings.min_coverage,
+                                 max_sequences=settings.max_sequences)
+    reason = stop_reason(alignment, settings.stop_rules)
+    if not reason and new == 0:
+        reason = "no new sequences"
+    if not reason and iteration >= settings.iterations:
+        reason = "last iteration"
+    return alignment, included, new, bool(reason), reason
+
+
+def profile_for(alignment: Alignment | None, sequence: str) -> Profile:
+    """The profile searched with: the single sequence first, then the MSA's."""
+    if alignment is None or alignment.depth == 1:
+        return profile_from_sequence(sequence)
+    return profile_from_alignment(alignment)
+
+
+def iterate(name: str, description: str, sequence: str, search: Callable[[Profile, int], pd.DataFrame],
+            settings: MsaSettings = MsaSettings()) -> Iterator[IterationResult]:
+    """Yield one :class:`IterationResult` per iteration until converged (the last one has ``converged``).
+
+    ``search(profile, iteration)`` returns the ranked hits of that profile (columns of
+    :data:`workflow_lib.search.engine.HIT_COLUMNS`).
+    """
+    alignment: Alignment | None = None
+    for iteration in range(1, settings.iterations + 1):
+        started = time.perf_counter()
+        profile = profile_for(alignment, sequence)
+        hits = search(profile, iteration)
+        alignment, included, new, converged, reason = msa_step(name, description, sequence, hits, alignment,
+                                                               iteration, settings)
+        yield IterationResult(iteration, profile, hits, alignment, included, new, converged, reason,
+                              time.perf_counter() - started)
+        if converged:
+            return
+
+
+def msa_statistics(alignment: Alignment) -> dict[str, float | int]:
+    """Depth, Neff (HH-suite's: mean column Neff of the profile, as ``hhblits`` reports it) and coverage."""
+    covered = coverage(alignment)[1:]
+    per_column = (alignment.matches[1:] != GAP_CODE).any(axis=0) if alignment.depth > 1 else \
+        np.zeros(alignment.length, bool)
+    neff = profile_from_alignment(alignment, pseudocounts=False).neff if alignment.depth > 1 else 1.0
+    return {"depth": alignment.depth, "neff": float(neff), "coverage": float(per_column.mean()),
+            "mean_coverage": float(covered.mean()) if covered.size else 0.0}
+
+
+@dataclass
+class MsaResult:
+    """The outcome for one query of :func:`build_msas`."""
+
+    name: str
+    alignment: Alignment
+    iterations: list[IterationResult]
+    seconds: float
+
+    @property
+    def reason(self) -> str:
+        return self.iterations[-1].reason if self.iterations else ""
+
+
+def build_msas(records, db_dir, search_settings=None, settings: MsaSettings = MsaSettings(), *,
+               cpus: int | None = 1, on_iteration: Callable[[int, int], None] | None = None) -> list[MsaResult]:
+    """Iterative MSAs for many queries, batched: every iteration reads each shard once for all active queries.
+
+    ``records``: :class:`workflow_lib.seqio.fasta.Record`; returns one :class:`MsaResult` per record, in order.
+    """
+    from workflow_lib.search.engine import DatabaseTotals, SearchSettings, make_query, search_database
+    search_settings = search_settings or SearchSettings()
+    totals = DatabaseTotals.from_manifest(db_dir)
+    state: dict[int, Alignment | None] = {k: None for k in range(len(records))}
+    history: dict[int, list[IterationResult]] = {k: [] for k in range(len(records))}
+    seconds = {k: 0.0 for k in range(len(records))}
+    active = list(range(len(records)))
+    for iteration in range(1, settings.iterations + 1):
+        if not active:
+            break
+        started = time.perf_counter()
+        profiles = {k: profile_for(state[k], records[k].sequence) for k in active}
+        queries = [make_query(records[k].id, profiles[k], totals, search_settings) for k in active]
+        hits, query_seconds = search_database(queries, db_dir, search_settings, iteration=iteration, cpus=cpus)
+        overhead = (time.perf_counter() - started - sum(query_seconds.values())) / len(active)
+        grouped = dict(tuple(hits.groupby("query", sort=False))) if not hits.empty else {}
+        still = []
+        for k in active:
+            record = records[k]
+            own = grouped.get(record.id, hits.iloc[0:0])
+            alignment, included, new, converged, reason = msa_step(
+                record.id, record.description, record.sequence, own, state[k], iteration, settings)
+            state[k] = alignment
+            elapsed = query_seconds[record.id] + overhead
+            seconds[k] += elapsed
+            history[k].append(IterationResult(iteration, profiles[k], own.reset_index(drop=True), alignment,
+                                              included, new, converged, reason, elapsed))
+            if not converged:
+                still.append(k)
+        if on_iteration is not None:
+            on_iteration(iteration, len(active))
+        active = still
+    return [MsaResult(records[k].id, state[k], history[k], seconds[k]) for k in range(len(records))]
