@@ -12,6 +12,9 @@ configfile: "config/config.yaml"
 include: "rules/common.smk"
 include: "rules/db.smk"
 include: "rules/chunks.smk"
+include: "rules/search.smk"
+include: "rules/templates.smk"
+include: "rules/features.smk"
 
 
 rule all:

@@ -14,7 +14,7 @@ if str(BASEDIR) not in sys.path:
 from workflow_lib.db.chunks import chunk_name, chunk_table
 from workflow_lib.errors import InputError
 from workflow_lib.seqio.fasta import read_fasta
-from workflow_lib.workflow.config import ChunkConfig, DatabaseConfig
+from workflow_lib.workflow.config import ChunkConfig, DatabaseConfig, SearchConfig
 
 validate(config, str(BASEDIR / "config" / "schema.yaml"), set_default=True)
 
@@ -24,7 +24,8 @@ DATABASES = {
     name: DatabaseConfig.from_dict(settings, where=f"config 'databases.{name}'")
     for name, settings in config["databases"].items()
 }
-SEARCH_DATABASE = config.get("search", {}).get("database", next(iter(DATABASES)))
+SEARCH_SETTINGS = SearchConfig.from_dict(config.get("search"), where="config 'search'")
+SEARCH_DATABASE = SEARCH_SETTINGS.database or next(iter(DATABASES))
 if SEARCH_DATABASE not in DATABASES:
     raise InputError(
         f"config 'search.database' is '{SEARCH_DATABASE}', which is not one of the databases "
@@ -103,7 +104,70 @@ def all_targets():
     targets = [f"{RESULTS}/db/{SEARCH_DATABASE}/manifest.json"]
     for proteome in PROTEOMES:
         targets.append(f"{RESULTS}/{proteome}/chunks/chunks.parquet")
-        targets += [
-            f"{RESULTS}/{proteome}/chunks/{name}.fasta" for name in chunk_names(proteome)
-        ]
+        targets += [msa_stats_path(proteome, name) for name in chunk_names(proteome)]
     return targets
+
+
+# ------------------------------------------------------------------------------------------------ MSA stage
+# rules/search.smk writes results/{proteome}/msa/{protein}.a3m for every protein of a chunk and, last,
+# results/{proteome}/msa/chunk_NNNN.stats.parquet; later stages depend on that table (msa_done) and read the
+# A3M by path (a3m_path), because the per-protein A3Ms are not declared outputs of the per-chunk job.
+
+
+def protein_chunk(proteome, protein):
+    """The chunk name of a protein (by safe ID) of a planned proteome."""
+    plan = PLANS[proteome]
+    rows = plan[(plan["safe_id"] == protein) & (plan["chunk"] >= 0)]
+    if rows.empty:
+        raise InputError(f"proteome '{proteome}' has no protein '{protein}' in any chunk")
+    return chunk_name(int(rows["chunk"].iloc[0]))
+
+
+def proteins_of(proteome):
+    """Safe IDs of the proteins of a proteome that are in a chunk (skipped ones excluded)."""
+    plan = PLANS[proteome]
+    return [str(p) for p in plan.loc[plan["chunk"] >= 0, "safe_id"]]
+
+
+def msa_stats_path(proteome, chunk):
+    return f"{RESULTS}/{proteome}/msa/{chunk}.stats.parquet"
+
+
+def a3m_path(proteome, protein):
+    return f"{RESULTS}/{proteome}/msa/{protein}.a3m"
+
+
+def msa_done(wildcards):
+    """Input function: the statistics table of the chunk holding {protein} (its A3M is complete then)."""
+    return msa_stats_path(wildcards.proteome, protein_chunk(wildcards.proteome, wildcards.protein))
+
+
+def search_db_dir():
+    return f"{RESULTS}/db/{SEARCH_DATABASE}"
+
+
+def search_shards():
+    return [f"{i:03d}" for i in range(DATABASES[SEARCH_DATABASE].shards)]
+
+
+def search_iteration_dir(wildcards, iteration=None):
+    iteration = int(wildcards.iteration) if iteration is None else iteration
+    return f"{RESULTS}/{wildcards.proteome}/search/chunk_{wildcards.chunk}/iter_{iteration}"
+
+
+def previous_state(wildcards):
+    """The state table of the previous iteration (none for iteration 1)."""
+    iteration = int(wildcards.iteration)
+    if iteration == 1:
+        return []
+    return f"{search_iteration_dir(wildcards, iteration - 1)}/state.parquet"
+
+
+def state_option(wildcards, input):
+    return f"--state {input.state}" if input.state else ""
+
+
+def precomputed_option(wildcards):
+    path = SEARCH_SETTINGS.precomputed_msas
+    return f"--precomputed {shlex.quote(path)}" if path and int(wildcards.iteration) == 1 else ""
+

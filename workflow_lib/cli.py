@@ -19,7 +19,9 @@ COMMAND_MODULES = (
     "workflow_lib.db.cli",
     "workflow_lib.seqio.cli",
     "workflow_lib.aligner.cli",
+    "workflow_lib.search.cli",
     "workflow_lib.features.cli",
+    "workflow_lib.templates.cli",
 )
 
 

@@ -1,9 +1,11 @@
 """Build, write and read the per-protein feature file (:data:`~workflow_lib.features.schema.FEATURES`).
 
 ``build_features(a3m)`` = :func:`~workflow_lib.seqio.msa.read_a3m` (bad input is an
-:class:`~workflow_lib.errors.InputError` naming the file and record) → :func:`msa_features` → empty template
-slots (T = 0, filled by the template stage later) → validation against the schema. Deterministic: the same
-A3M and options give byte-identical arrays (the npz container itself carries zip timestamps).
+:class:`~workflow_lib.errors.InputError` naming the file and record) → :func:`msa_features` → template
+features (:func:`workflow_lib.features.templates.template_features` of the best ``max_templates`` hits in
+``template_hits`` against the database ``templates``; T = 0 without them) → validation against the schema.
+Deterministic: the same inputs and options give byte-identical arrays (the npz container itself carries zip
+timestamps).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from workflow_lib.errors import InputError
 from workflow_lib.features.msa_features import (
     DEFAULT_MAX_SEQS,
     DEFAULT_MAX_STATS_SEQS,
@@ -21,20 +24,36 @@ from workflow_lib.features.msa_features import (
 )
 from workflow_lib.features.schema import FEATURES, empty_templates
 from workflow_lib.features.states import DEFAULT_BLOCK_BYTES
+from workflow_lib.features.templates import DEFAULT_MAX_TEMPLATES, read_hits, template_features
 from workflow_lib.seqio.msa import read_a3m
 from workflow_lib.seqio.schemas import read_npz, write_npz
+from workflow_lib.templates.database import TemplateDatabase, load_template_db
 
 
 def build_features(a3m_path: str | Path, *, max_seqs: int = DEFAULT_MAX_SEQS,
                    max_stats_seqs: int = DEFAULT_MAX_STATS_SEQS, seed: int = 0,
                    identity: float = WEIGHT_IDENTITY, profile_pseudocount: float = PROFILE_PSEUDOCOUNT,
-                   pair_pseudocount: float = 0.0, block_bytes: int = DEFAULT_BLOCK_BYTES) -> dict[str, np.ndarray]:
-    """Features of one A3M (query first), validated against :data:`FEATURES`; options as :func:`msa_features`."""
+                   pair_pseudocount: float = 0.0, block_bytes: int = DEFAULT_BLOCK_BYTES,
+                   templates: str | Path | TemplateDatabase | None = None, template_hits: str | Path | None = None,
+                   max_templates: int = DEFAULT_MAX_TEMPLATES) -> dict[str, np.ndarray]:
+    """Features of one A3M (query first), validated against :data:`FEATURES`; options as :func:`msa_features`.
+
+    ``templates`` (a template database directory or a loaded one) and ``template_hits`` (that query's
+    ``.hits.parquet``) go together; without them the template keys are empty (T = 0).
+    """
+    if (templates is None) != (template_hits is None):
+        raise InputError("template features need both a template database and a template-hits table",
+                         path=a3m_path)
     alignment = read_a3m(a3m_path)
     features = msa_features(alignment, max_seqs=max_seqs, max_stats_seqs=max_stats_seqs, seed=seed,
                             identity=identity, profile_pseudocount=profile_pseudocount,
                             pair_pseudocount=pair_pseudocount, block_bytes=block_bytes)
-    features.update(empty_templates(alignment.length))
+    if templates is None:
+        features.update(empty_templates(alignment.length))
+    else:
+        database = templates if isinstance(templates, TemplateDatabase) else load_template_db(templates)
+        features.update(template_features(read_hits(template_hits), database, features["msa"][0],
+                                          max_templates=max_templates, where=template_hits))
     return FEATURES.validate(features, str(a3m_path))
 
 

@@ -1,4 +1,9 @@
-"""Sub-command ``trackfold features``: one A3M in, one ``{stem}.npz`` feature file out, per input."""
+"""Sub-command ``trackfold features``: one A3M in, one ``{stem}.npz`` feature file out, per input.
+
+With ``--templates DIR --template-hits HITS``, template features come from the template database DIR and the
+hits of ``trackfold templates search``: HITS is one ``.hits.parquet`` file (one A3M) or a directory holding
+``{stem}.hits.parquet`` for every A3M.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,8 @@ from pathlib import Path
 from workflow_lib.errors import InputError
 from workflow_lib.features.build import build_features, write_features
 from workflow_lib.features.msa_features import DEFAULT_MAX_SEQS, DEFAULT_MAX_STATS_SEQS
+from workflow_lib.features.templates import DEFAULT_MAX_TEMPLATES
+from workflow_lib.templates.database import load_template_db
 
 _SUFFIXES = (".a3m.gz", ".a3m")
 
@@ -38,7 +45,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                           help="rows the weights, profile and co-evolution are computed from "
                                f"(default {DEFAULT_MAX_STATS_SEQS}; at least --max-seqs)")
     features.add_argument("--seed", type=int, default=0, help="salt of the deterministic row sampling")
+    features.add_argument("--templates", help="template database directory (trackfold templates build)")
+    features.add_argument("--template-hits", help="hits table (one A3M) or directory of {stem}.hits.parquet")
+    features.add_argument("--max-templates", type=int, default=DEFAULT_MAX_TEMPLATES,
+                          help=f"best template hits used (default {DEFAULT_MAX_TEMPLATES})")
     features.set_defaults(handler=run_features)
+
+
+def _hits_for(args: argparse.Namespace, stems: dict[str, str]) -> dict[str, Path | None]:
+    if (args.templates is None) != (args.template_hits is None):
+        raise InputError("--templates and --template-hits go together")
+    if args.max_templates < 0:
+        raise InputError(f"--max-templates must be at least 0, got {args.max_templates}")
+    if args.template_hits is None:
+        return {stem: None for stem in stems}
+    hits = Path(args.template_hits)
+    if hits.is_dir():
+        return {stem: hits / f"{stem}.hits.parquet" for stem in stems}
+    if len(stems) != 1:
+        raise InputError("with several A3M files, --template-hits must be a directory", path=hits)
+    return {stem: hits for stem in stems}
 
 
 def run_features(args: argparse.Namespace) -> int:
@@ -50,13 +76,16 @@ def run_features(args: argparse.Namespace) -> int:
         if stem in stems:
             raise InputError(f"writes the same {stem}.npz as {stems[stem]}", path=path)
         stems[stem] = path
+    hits = _hits_for(args, stems)
+    database = load_template_db(args.templates) if args.templates is not None else None
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     for stem, path in stems.items():
-        features = build_features(path, max_seqs=args.max_seqs, max_stats_seqs=args.max_stats_seqs, seed=args.seed)
+        features = build_features(path, max_seqs=args.max_seqs, max_stats_seqs=args.max_stats_seqs, seed=args.seed,
+                                  templates=database, template_hits=hits[stem], max_templates=args.max_templates)
         out = out_dir / f"{stem}.npz"
         write_features(out, features)
         depth, length = features["msa"].shape
         print(f"{out}: N={depth} (of {int(features['num_alignments'])}) L={length} "
-              f"Neff={float(features['neff']):.1f}")
+              f"Neff={float(features['neff']):.1f} T={features['template_mask'].size}")
     return 0

@@ -1,7 +1,7 @@
 """The per-protein feature file (``{protein}.npz``): every key, dtype and named dimension, declared once.
 
 Named dimensions: ``N`` MSA rows kept for the network (query first), ``L`` match columns (the query length),
-``T`` templates (0 allowed: the template stage fills the template keys later; until then they are empty).
+``T`` templates used (0 when there are no template hits or no template database; never padded).
 
 ======================  ========  ===============  ==========================================================
 key                     dtype     dims             meaning
@@ -24,7 +24,7 @@ key                     dtype     dims             meaning
 ``ss_pred``             float32   [L, 3]           one-hot H, E, C of the A3M's ``ss_pred`` row (PSIPRED)
 ``ss_pred_mask``        bool      [L]              the column has a prediction (all False without ``ss_pred``)
 ``template_pair``       float16   [T, L, L, 131]   :data:`TEMPLATE_PAIR_CHANNELS`: 6D one-hots + pair mask
-``template_1d``         float32   [T, L, 26]       :data:`TEMPLATE_1D_CHANNELS`: scores + sequence one-hot
+``template_1d``         float32   [T, L, 29]       :data:`TEMPLATE_1D_CHANNELS`: scores, sequence, DSSP one-hots
 ``template_mask``       bool      [T]              the template slot holds a template
 ======================  ========  ===============  ==========================================================
 
@@ -55,14 +55,17 @@ TEMPLATE_PAIR_CHANNELS = (("dist", DIST_BINS), ("omega", OMEGA_BINS), ("theta", 
 """Layout of ``template_pair``'s last axis: the binned 6D geometry of
 :func:`workflow_lib.structure.geometry.bin_pair_geometry` as one-hots (37 + 37 + 37 + 19 = 130, the
 no-contact class last in each), then 1 channel that is 1 where both residues are aligned to the template
-and have coordinates. Total 131."""
+and have coordinates (a Cβ, the file's or the virtual one). Pairs not both placed on the template are all
+zeros (:mod:`workflow_lib.features.templates`). Total 131."""
 
 TEMPLATE_1D_CHANNELS = (("aligned", 1), ("identity", 1), ("similarity", 1), ("confidence", 1),
-                        ("sequence", N_CODES))
-"""Layout of ``template_1d``'s last axis: query residue aligned to a template residue (0/1), identical
-residue (0/1), substitution-similarity score of the aligned pair scaled to [0, 1], alignment confidence
-(HHsearch column probability, [0, 1]), and the one-hot of the aligned template residue over the 22 codes
-(gap where unaligned). Total 26."""
+                        ("sequence", N_CODES), ("secondary_structure", len(SS_STATES)))
+"""Layout of ``template_1d``'s last axis (:mod:`workflow_lib.features.templates`): query residue aligned to a
+template position (0/1, with or without coordinates), identical residue (0/1), similar residue (0/1: positive
+substitution log-odds, BLAST's "positives"), the hit's confidence ``significance = exp(−E)`` (the probability
+that no unrelated template of the database scores that high; :mod:`workflow_lib.templates.calibration`) on
+aligned columns, the one-hot of the aligned template residue over the 22 codes (gap where unaligned), and the
+template residue's DSSP state as one-hot H, E, C (zeros without coordinates or DSSP). Total 29."""
 
 C_TEMPLATE_PAIR = sum(size for _, size in TEMPLATE_PAIR_CHANNELS)
 C_TEMPLATE_1D = sum(size for _, size in TEMPLATE_1D_CHANNELS)
@@ -78,7 +81,7 @@ def channel_slices(layout: tuple[tuple[str, int], ...]) -> dict[str, slice]:
     return out
 
 
-FEATURES = NpzSchema("features", 1, {
+FEATURES = NpzSchema("features", 2, {  # 2: template_1d has 29 channels (DSSP one-hot added)
     "msa": ArraySpec("int8", ("N", "L"), "residue codes 0..21, row 0 = query"),
     "deletion_matrix": ArraySpec("uint8", ("N", "L"), "insertions before column j, clipped at 255"),
     "deletion_mean": ArraySpec("float32", ("L",), "mean deletion count over the statistics rows"),
@@ -92,7 +95,7 @@ FEATURES = NpzSchema("features", 1, {
     "ss_pred": ArraySpec("float32", ("L", len(SS_STATES)), "one-hot H/E/C from the A3M ss_pred row"),
     "ss_pred_mask": ArraySpec("bool", ("L",), "column has an ss_pred prediction"),
     "template_pair": ArraySpec("float16", ("T", "L", "L", C_TEMPLATE_PAIR), "6D one-hots + pair mask"),
-    "template_1d": ArraySpec("float32", ("T", "L", C_TEMPLATE_1D), "template 1D scores + sequence one-hot"),
+    "template_1d": ArraySpec("float32", ("T", "L", C_TEMPLATE_1D), "template 1D scores, sequence and SS one-hots"),
     "template_mask": ArraySpec("bool", ("T",), "slot holds a template"),
 }, "Per-protein network input features (workflow_lib.features.schema).")
 

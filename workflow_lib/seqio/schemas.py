@@ -56,7 +56,7 @@ CHUNKS = TableSchema("chunks", 1, pa.schema([
     ("note", pa.string()),           # empty, or why the protein is in no chunk (chunk = -1)
 ]), "Proteins of one proteome and the length-balanced chunk each belongs to (-1: skipped, see note).")
 
-HITS = TableSchema("hits", 1, pa.schema([
+HITS = TableSchema("hits", 2, pa.schema([
     ("query", pa.string()),
     ("target", pa.string()),
     ("evalue", pa.float64()),
@@ -72,9 +72,50 @@ HITS = TableSchema("hits", 1, pa.schema([
     ("alignment", pa.string()),      # state string: M (match), I (insert in target), D (deletion in target)
     ("iteration", pa.int16()),
     ("database", pa.string()),
+    ("tseq", pa.string()),           # target residues tstart..tend (the aligned segment, for building A3M rows)
 ]), "Search hits: one row per query-target alignment.")
 
-TABLES = {t.name: t for t in (SHARD, CHUNKS, HITS)}
+SEARCH_TIMES = TableSchema("search_times", 1, pa.schema([
+    ("query", pa.string()),
+    ("iteration", pa.int16()),
+    ("shard", pa.int32()),
+    ("seconds", pa.float64()),       # prefilter + Viterbi + calibration time of this query on this shard
+    ("candidates", pa.int64()),      # targets with a seeded diagonal
+    ("gapless", pa.int64()),         # passed the gapless stage
+    ("gapped", pa.int64()),          # passed the gapped stage (aligned by Viterbi)
+]), "Per query and shard: search time and prefilter counts.")
+
+MSA_STATE = TableSchema("msa_state", 1, pa.schema([
+    ("protein", pa.string()),        # FASTA ID
+    ("safe_id", pa.string()),
+    ("length", pa.int32()),
+    ("iteration", pa.int16()),       # iteration that produced the current MSA (0: precomputed)
+    ("converged", pa.bool_()),
+    ("reason", pa.string()),         # why it stopped (empty while searching)
+    ("depth", pa.int32()),           # sequences in the filtered MSA, query included
+    ("included", pa.int32()),        # targets with E <= inclusion threshold in the last search
+    ("neff", pa.float32()),
+    ("coverage", pa.float32()),      # fraction of query columns covered by at least one other sequence
+    ("seconds", pa.float64()),       # search time summed over shards and iterations
+    ("a3m", pa.string()),            # file holding the current MSA
+    ("source", pa.string()),         # search | precomputed
+]), "Per protein: the state of its iterative MSA after an iteration (the workflow's hand-over between jobs).")
+
+MSA_STATS = TableSchema("msa_stats", 1, pa.schema([
+    ("protein", pa.string()),
+    ("safe_id", pa.string()),
+    ("length", pa.int32()),
+    ("depth", pa.int32()),
+    ("neff", pa.float32()),
+    ("coverage", pa.float32()),
+    ("mean_coverage", pa.float32()), # mean fraction of query columns covered per non-query sequence
+    ("iterations", pa.int16()),
+    ("reason", pa.string()),
+    ("seconds", pa.float64()),
+    ("source", pa.string()),
+]), "Per protein: statistics of its final MSA.")
+
+TABLES = {t.name: t for t in (SHARD, CHUNKS, HITS, SEARCH_TIMES, MSA_STATE, MSA_STATS)}
 
 
 def _coerce(frame: pd.DataFrame | pa.Table, spec: TableSchema, where: str) -> pa.Table:

@@ -104,3 +104,94 @@ class ChunkConfig(StageConfig):
             raise InputError(f"chunks.max_length must be at least 1, got {self.max_length}")
         if self.too_long not in ("skip", "error"):
             raise InputError(f"chunks.too_long must be 'skip' or 'error', got {self.too_long!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchConfig(StageConfig):
+    """The MSA stage: which database, iterations, inclusion and filters (rules/search.smk)."""
+
+    database: str | None = None
+    iterations: int = 3
+    inclusion_evalue: float = 1e-3
+    max_evalue: float = 1.0
+    max_identity: float = 0.9
+    min_coverage: float = 0.5
+    kmer_threshold: float = 3.0
+    max_sequences: int = 10000
+    precomputed_msas: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.iterations < 1:
+            raise InputError(f"search.iterations must be at least 1, got {self.iterations}")
+        if not 0 < self.inclusion_evalue or not 0 < self.max_evalue:
+            raise InputError("search.inclusion_evalue and search.max_evalue must be positive")
+        if not 0 < self.max_identity <= 1 or not 0 <= self.min_coverage <= 1:
+            raise InputError("search.max_identity must be in (0, 1] and search.min_coverage in [0, 1]")
+
+    def cli_options(self) -> str:
+        """The settings as ``trackfold search-shard`` / ``msa-merge`` options."""
+        return (f"--iterations {self.iterations} --inclusion-evalue {self.inclusion_evalue} "
+                f"--max-evalue {self.max_evalue} --max-identity {self.max_identity} "
+                f"--min-coverage {self.min_coverage} --kmer-threshold {self.kmer_threshold} "
+                f"--max-sequences {self.max_sequences}")
+
+
+@dataclasses.dataclass(frozen=True)
+class TemplateConfig(StageConfig):
+    """The template database and the template search (config section ``templates``; no structures = off)."""
+
+    name: str = "templates"
+    structures: tuple[str, ...] = ()
+    msa_dir: str | None = None
+    min_length: int = 10
+    max_hits: int = 10
+    min_aligned: int = 10
+    decoys: int = 200
+
+    def __post_init__(self) -> None:
+        for key in ("min_length", "max_hits", "min_aligned"):
+            if getattr(self, key) < 1:
+                raise InputError(f"templates.{key} must be at least 1, got {getattr(self, key)}")
+        if self.decoys < 20:
+            raise InputError(f"templates.decoys must be at least 20, got {self.decoys}")
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.structures)
+
+
+@dataclasses.dataclass(frozen=True)
+class FeatureConfig(StageConfig):
+    """Per-protein feature files (config section ``features``)."""
+
+    max_seqs: int = 1024
+    max_stats_seqs: int = 16384
+    max_templates: int = 4
+
+    def __post_init__(self) -> None:
+        if self.max_seqs < 1 or self.max_stats_seqs < self.max_seqs:
+            raise InputError(f"features: need 1 <= max_seqs <= max_stats_seqs, got {self.max_seqs} and "
+                             f"{self.max_stats_seqs}")
+        if self.max_templates < 0:
+            raise InputError(f"features.max_templates must be at least 0, got {self.max_templates}")
+
+
+@dataclasses.dataclass(frozen=True)
+class PredictConfig(StageConfig):
+    """Structure prediction (config section ``predict``; see workflow_lib.model.predict)."""
+
+    model: str = "models/trackfold_small_v1.pt"
+    window: int = 300
+    seed: int = 0
+    device: str = "auto"
+    max_msa: int = 256
+
+    def __post_init__(self) -> None:
+        if not self.model:
+            raise InputError("predict.model must name a checkpoint file")
+        if self.window < 16:
+            raise InputError(f"predict.window must be at least 16, got {self.window}")
+        if self.max_msa < 1:
+            raise InputError(f"predict.max_msa must be at least 1, got {self.max_msa}")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise InputError(f"predict.device must be auto, cpu or cuda, got {self.device!r}")

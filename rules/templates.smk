@@ -1,0 +1,70 @@
+# Templates: the template database (once per config) and the HMM-HMM template search of every protein.
+# Library: workflow_lib.templates (build, search, E-value calibration); input functions in
+# workflow_lib/templates/rule_inputs.py (STAGE_INPUTS, shared with rules/features.smk).
+
+from workflow_lib.templates.rule_inputs import StageInputs
+from workflow_lib.workflow.config import FeatureConfig, TemplateConfig
+
+TEMPLATE_SETTINGS = TemplateConfig.from_dict(config.get("templates"), where="config 'templates'")
+FEATURE_SETTINGS = FeatureConfig.from_dict(config.get("features"), where="config 'features'")
+# a3m_path / msa_done come from rules/common.smk once the MSA stage provides them
+STAGE_INPUTS = StageInputs(RESULTS, TEMPLATE_SETTINGS, FEATURE_SETTINGS, PLANS,
+                           a3m_path=globals().get("a3m_path"), msa_done=globals().get("msa_done"))
+
+
+rule templates_build:
+    input:
+        structures=STAGE_INPUTS.structures,
+        msas=STAGE_INPUTS.msas,
+    output:
+        manifest=f"{RESULTS}/templates/{{template_db}}/manifest.json",
+    params:
+        trackfold=TRACKFOLD,
+        out_dir=output_parent,
+        msa_dir=STAGE_INPUTS.msa_option,
+        min_length=TEMPLATE_SETTINGS.min_length,
+    wildcard_constraints:
+        template_db=r"[A-Za-z0-9][A-Za-z0-9._-]*",
+    log:
+        "logs/templates_build/{template_db}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/templates_build/{{template_db}}.tsv"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=60,
+    conda:
+        "../envs/core.yaml"
+    shell:
+        "{params.trackfold} templates build --out {params.out_dir} {params.msa_dir} "
+        "--min-length {params.min_length} {input.structures} > {log} 2>&1"
+
+
+rule template_search:
+    input:
+        msa=STAGE_INPUTS.msa_done,
+        db=STAGE_INPUTS.db_manifest,
+    output:
+        hits=f"{RESULTS}/{{proteome}}/templates/{{protein}}.hits.parquet",
+    params:
+        trackfold=TRACKFOLD,
+        a3m=STAGE_INPUTS.a3m,
+        db_dir=STAGE_INPUTS.db_dir_of,
+        out_dir=output_parent,
+        max_hits=TEMPLATE_SETTINGS.max_hits,
+        min_aligned=TEMPLATE_SETTINGS.min_aligned,
+        decoys=TEMPLATE_SETTINGS.decoys,
+    log:
+        "logs/template_search/{proteome}/{protein}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/template_search/{{proteome}}/{{protein}}.tsv"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    conda:
+        "../envs/core.yaml"
+    shell:
+        "{params.trackfold} templates search --templates {params.db_dir} --out-dir {params.out_dir} "
+        "--max-hits {params.max_hits} --min-aligned {params.min_aligned} --decoys {params.decoys} "
+        "--cpus {threads} {params.a3m} > {log} 2>&1"

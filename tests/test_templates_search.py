@@ -1,0 +1,165 @@
+"""Template search: the OpenFold example query against the bundled template set, E-value calibration, hits table.
+
+Fixtures: ``tests/data/templates/openfold_query.a3m.gz`` (the 1024-row query MSA of
+``openfold_template_example``) and its HHsearch output ``pdb70_hits.hhr`` (HHsearch 3 vs pdb70, 80,799 HMMs);
+the template set is ``example/templates/`` (openfold mmCIFs + Docking Benchmark 5.5 chains), built here without
+DSSP (SS is not used by the search).
+
+Measured (2026-11, 47 templates, 200 decoys): the best hit is 3u8v_A (E = 0.011; HHsearch's rank 4), then
+3u8v_B, 1psm_A (E = 1.7, on HHsearch's diagonal); 4 of the 5 and 6 of the 10 best are chains of
+HHsearch's hit entries (the rest are Docking Benchmark chains with E > 2). Held-out decoy
+P-values below 0.05: 5.8% (openfold query), 2.5% (T1078), 2.8%, 4.5%, 4.3% (three example proteins).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import DATA, ROOT
+from workflow_lib.aligner import align_profiles, profile_from_alignment
+from workflow_lib.errors import SchemaError
+from workflow_lib.seqio.msa import read_a3m
+from workflow_lib.seqio.schemas import read_frame
+from workflow_lib.templates import (TEMPLATE_HITS, aligned_pairs, build_template_db, decoy_profiles, fit_gumbel,
+                                    fit_null, load_template_db, search_templates, write_hits)
+
+TEMPLATES = ROOT / "example" / "templates"
+QUERY = DATA / "templates" / "openfold_query.a3m.gz"
+HHR = DATA / "templates" / "pdb70_hits.hhr"
+
+
+@pytest.fixture(scope="module")
+def database(tmp_path_factory):
+    out = tmp_path_factory.mktemp("tdb")
+    structures = sorted((TEMPLATES / "structures").iterdir())
+    build_template_db(structures, out, msa_dir=TEMPLATES / "msas", dssp=False)
+    return load_template_db(out)
+
+
+@pytest.fixture(scope="module")
+def query():
+    return profile_from_alignment(read_a3m(QUERY), name="openfold_query")
+
+
+@pytest.fixture(scope="module")
+def openfold_hits(query, database):
+    return search_templates(query, database, max_hits=10, min_aligned=10)
+
+
+def hhr_hits() -> dict[str, tuple[int, int, int, int]]:
+    """HHsearch hit name (``1psm_A``) -> (qstart, qend, tstart, tend) from the summary table."""
+    hits = {}
+    for line in HHR.read_text().splitlines():
+        match = re.match(r"^\s*\d+ (\w{4})_(\w+) .*?\s(\d+)-(\d+)\s+(\d+)-(\d+)\s*\(\d+\)$", line)
+        if match:
+            entry, chain, q0, q1, t0, t1 = match.groups()
+            hits[f"{entry.lower()}_{chain}"] = (int(q0), int(q1), int(t0), int(t1))
+    return hits
+
+
+def test_hhr_parsing_finds_all_ten_hits():
+    hits = hhr_hits()
+    assert len(hits) == 10
+    assert hits["1psm_A"] == (11, 28, 14, 31)
+
+
+def test_openfold_query_finds_hhsearch_templates(openfold_hits, database):
+    hits, _ = openfold_hits
+    expected = set(hhr_hits()) & set(database.ids)
+    assert len(expected) == 9  # 1hf9 is not in the OpenFold snapshot
+    ranked = list(hits["template"])
+    assert ranked[0] in expected
+    # pdb70 keeps one chain per cluster (3U8V_A stands for 3u8v_B too): compare entries
+    entries = {name.split("_")[0] for name in expected}
+    ranked_entries = [name.split("_")[0] for name in ranked]
+    assert sum(entry in entries for entry in ranked_entries[:5]) >= 4
+    assert sum(entry in entries for entry in ranked_entries) >= 5
+    # 1psm_A: the 38-residue NMR chain is its whole SEQRES, so HHsearch's template numbering is ours: our
+    # alignment contains HHsearch's aligned pairs (one diagonal, q -> q + 3)
+    row = hits.set_index("template").loc["1psm_A"]
+    pairs = {tuple(p) for p in aligned_pairs(row["alignment"], row["qstart"] - 1, row["tstart"] - 1).tolist()}
+    q0, q1, t0, _ = hhr_hits()["1psm_A"]
+    reference = {(q - 1, q - 1 + t0 - q0) for q in range(q0, q1 + 1)}
+    assert len(reference & pairs) >= 0.8 * len(reference)
+
+
+def test_hits_table_columns_and_order(openfold_hits, query):
+    hits, null = openfold_hits
+    assert len(hits) == 10
+    assert list(hits["rank"]) == list(range(1, 11))
+    assert np.all(np.diff(hits["evalue"]) >= 0)
+    assert (hits["aligned_cols"] >= 10).all()
+    assert (hits["qlen"] == query.length).all()
+    assert ((hits["identity"] >= 0) & (hits["identity"] <= hits["similarity"]) & (hits["similarity"] <= 1)).all()
+    assert np.allclose(hits["significance"], np.exp(-hits["evalue"]), rtol=1e-6)
+    assert (hits["null_lambda"] == np.float32(null.lam)).all()
+    for _, row in hits.iterrows():
+        pairs = aligned_pairs(row["alignment"], row["qstart"] - 1, row["tstart"] - 1)
+        assert len(pairs) == row["aligned_cols"]
+        assert pairs[0].tolist() == [row["qstart"] - 1, row["tstart"] - 1]
+        assert pairs[-1].tolist() == [row["qend"] - 1, row["tend"] - 1]
+
+
+def test_aligned_pairs_match_the_viterbi_pairs(query, database):
+    hits = align_profiles(query, database.profiles[:8])
+    for hit in hits:
+        assert np.array_equal(aligned_pairs(hit.states, hit.query_start, hit.target_start), hit.pairs)
+    with pytest.raises(ValueError, match="unknown alignment state"):
+        aligned_pairs("MMXM", 0, 0)
+
+
+def test_hits_round_trip_and_determinism(openfold_hits, query, database, tmp_path):
+    hits, _ = openfold_hits
+    write_hits(tmp_path / "q.hits.parquet", hits)
+    back = read_frame(tmp_path / "q.hits.parquet", TEMPLATE_HITS)
+    pd.testing.assert_frame_equal(back, hits)
+    again, _ = search_templates(query, database, max_hits=10, min_aligned=10)
+    pd.testing.assert_frame_equal(again, hits)
+    with pytest.raises(SchemaError, match="template_hits"):
+        read_frame(tmp_path / "q.hits.parquet", TEMPLATE_HITS.__class__("other", 1, TEMPLATE_HITS.schema, ""))
+
+
+def test_true_homolog_gets_a_small_evalue(database):
+    # the 2q2k_A MSA (OpenFold example) as a query: both chains of 2q2k are the same protein
+    alignment = read_a3m(TEMPLATES / "msas" / "2q2k_A.a3m")
+    hits, _ = search_templates(profile_from_alignment(alignment), database, max_hits=3)
+    assert set(hits["template"][:2]) == {"2q2k_A", "2q2k_B"}
+    assert (hits["evalue"][:2] < 1e-3).all()
+    assert hits["evalue"][2] > 0.1
+
+
+def test_max_hits_and_min_aligned_filter(query, database):
+    hits, _ = search_templates(query, database, max_hits=3, min_aligned=40, n_decoys=40)
+    assert len(hits) <= 3 and (hits["aligned_cols"] >= 40).all()
+    none, _ = search_templates(query, database, max_hits=3, min_aligned=1000, n_decoys=40)
+    assert len(none) == 0 and list(none.columns) == [f.name for f in TEMPLATE_HITS.schema]
+
+
+def test_null_model_is_calibrated_on_held_out_decoys(query, database):
+    null = fit_null(query, database.profiles, n_decoys=200, seed=0)
+    held_out = decoy_profiles(database.profiles, 200, seed=99)
+    scores = np.array([h.score for h in align_profiles(query, held_out)])
+    p = null.pvalue(scores, [d.length for d in held_out])
+    # measured: 0.06 below 0.05, 0.50 below 0.5; binomial sd at n = 200 is 0.015 (p = 0.05) and 0.035 (0.5)
+    assert 0.01 <= np.mean(p < 0.05) <= 0.10
+    assert 0.40 <= np.mean(p < 0.5) <= 0.60
+
+
+def test_fit_gumbel_recovers_known_parameters():
+    rng = np.random.default_rng(0)
+    lam, mu = 0.9, 1.5
+    lengths = rng.integers(40, 400, 4000).astype(float)
+    # S = mu + (ln n + G) / lam with G standard Gumbel: P(S >= s) = 1 - exp(-n exp(-lam (s - mu)))
+    scores = mu + (np.log(lengths) + rng.gumbel(size=lengths.size)) / lam
+    fitted = fit_gumbel(scores, lengths)
+    assert fitted.lam == pytest.approx(lam, rel=0.05)
+    # μ and λ are strongly correlated (μ carries ln n / λ): compare the P-values they give
+    truth = type(fitted)(lam, mu, 0)
+    grid_scores, grid_lengths = np.meshgrid(np.linspace(4, 14, 21), [50.0, 150.0, 400.0])
+    assert np.abs(fitted.pvalue(grid_scores, grid_lengths) - truth.pvalue(grid_scores, grid_lengths)).max() < 0.02
+    with pytest.raises(ValueError, match="at least"):
+        fit_gumbel(scores[:5], lengths[:5])

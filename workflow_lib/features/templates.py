@@ -1,0 +1,157 @@
+"""Template features: each hit's 6D maps and 1D scores placed on the query's residue grid through its alignment.
+
+Seed 000: "Representing Protein Structure" (the 6D maps), "Iterative MSA Alignment" (HHsearch templates);
+channel layouts in :mod:`workflow_lib.features.schema` (:data:`TEMPLATE_PAIR_CHANNELS`,
+:data:`TEMPLATE_1D_CHANNELS`).
+
+For hit t (rows of a :data:`~workflow_lib.templates.schema.TEMPLATE_HITS` table in rank order, at most
+``max_templates``):
+
+1. the alignment's match steps give pairs (query column i, template profile position p)
+   (:func:`workflow_lib.templates.search.aligned_pairs`);
+2. the template's ``residue_map`` takes p to an observed residue r (or none: an unresolved SEQRES position);
+3. a query column is *placed* when r exists and the residue has N, CA and C, or CA and CB (so that its Cβ, the
+   file's or the virtual one of :func:`workflow_lib.structure.fill_cb`, exists);
+4. :func:`workflow_lib.structure.pair_geometry` (file Cβ, virtual where missing) and
+   :func:`~workflow_lib.structure.bin_pair_geometry` on the placed residues give, for every placed pair (i, j)
+   (i = j included, which is "no contact" by definition), one-hots of the d/ω/θ/φ bins and ``pair_mask`` 1.
+   Every other pair of the query grid is all zeros (mask 0);
+5. 1D, per query column: ``aligned`` (matched to a template position, with or without coordinates),
+   ``identity`` and ``similarity`` (BLAST positive) of the residue pair, ``confidence`` = the hit's
+   ``significance`` exp(−E) on aligned columns, the one-hot of the template residue (gap where unaligned),
+   and the template's DSSP state H/E/C where the column is placed and DSSP assigned it (zeros otherwise).
+
+Empty slots are never padded in: T is the number of templates actually used (0 allowed), ``template_mask``
+all True. Deterministic: a pure function of the hits table, the database and the query.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from workflow_lib.errors import InputError
+from workflow_lib.features.schema import (
+    C_TEMPLATE_1D,
+    C_TEMPLATE_PAIR,
+    SS_STATES,
+    TEMPLATE_1D_CHANNELS,
+    TEMPLATE_PAIR_CHANNELS,
+    channel_slices,
+)
+from workflow_lib.seqio.alphabet import GAP_CODE, encode
+from workflow_lib.seqio.schemas import read_frame
+from workflow_lib.structure.geometry import bin_pair_geometry, pair_geometry
+from workflow_lib.templates.database import TemplateDatabase, TemplateStructure
+from workflow_lib.templates.schema import TEMPLATE_HITS
+from workflow_lib.templates.search import aligned_pairs, pair_scores
+
+DEFAULT_MAX_TEMPLATES = 4
+PAIR = channel_slices(TEMPLATE_PAIR_CHANNELS)
+ONE_D = channel_slices(TEMPLATE_1D_CHANNELS)
+_N, _CA, _C, _O, _CB = range(5)
+
+
+def placeable(structure: TemplateStructure) -> np.ndarray:
+    """bool ``[R]``: the residue has a Cβ (CA and CB in the file, or N, CA, C for the virtual one)."""
+    mask = structure.atom_mask
+    return (mask[:, _CA] & mask[:, _CB]) | (mask[:, _N] & mask[:, _CA] & mask[:, _C])
+
+
+def template_maps(structure: TemplateStructure, query_columns: np.ndarray, residues: np.ndarray,
+                  length: int) -> np.ndarray:
+    """float16 ``[L, L, C_TEMPLATE_PAIR]``: binned 6D one-hots + pair mask of placed query columns.
+
+    ``query_columns`` int ``[K]`` and ``residues`` int ``[K]`` (observed residue indices, all placeable) are the
+    placed pairs of one alignment.
+    """
+    out = np.zeros((length, length, C_TEMPLATE_PAIR), dtype=np.float16)
+    if query_columns.size == 0:
+        return out
+    xyz = structure.coords[residues].astype(np.float64)
+    geometry = pair_geometry(xyz[:, _N], xyz[:, _CA], xyz[:, _C], xyz[:, _CB])
+    bins = bin_pair_geometry(geometry)
+    rows, cols = np.ix_(query_columns, query_columns)
+    for key in ("dist", "omega", "theta", "phi"):
+        out[rows, cols, PAIR[key].start + bins[key].astype(np.intp)] = 1.0
+    out[rows, cols, PAIR["pair_mask"].start] = 1.0
+    return out
+
+
+def template_1d(structure: TemplateStructure, query_codes: np.ndarray, pairs: np.ndarray, placed: np.ndarray,
+                residues: np.ndarray, confidence: float) -> np.ndarray:
+    """float32 ``[L, C_TEMPLATE_1D]`` of one hit (module docstring, step 5).
+
+    ``pairs`` int ``[K, 2]`` (query column, template position); ``placed`` bool ``[K]``; ``residues`` int
+    ``[K]`` observed residue per pair (−1 where none).
+    """
+    length = query_codes.shape[0]
+    out = np.zeros((length, C_TEMPLATE_1D), dtype=np.float32)
+    template_codes = encode(structure.sequence)
+    identical, positive = pair_scores(query_codes, template_codes, pairs)
+    columns = pairs[:, 0]
+    out[columns, ONE_D["aligned"].start] = 1.0
+    out[columns, ONE_D["identity"].start] = identical
+    out[columns, ONE_D["similarity"].start] = positive
+    out[columns, ONE_D["confidence"].start] = confidence
+    aligned_codes = np.full(length, GAP_CODE, dtype=np.intp)
+    aligned_codes[columns] = template_codes[pairs[:, 1]]
+    out[np.arange(length), ONE_D["sequence"].start + aligned_codes] = 1.0
+    ss_letters = np.array(list(structure.ss3), dtype="<U1") if structure.ss3 else np.zeros(0, dtype="<U1")
+    for k, state in enumerate(SS_STATES):
+        hit = placed & (residues >= 0)
+        hit[hit] = ss_letters[residues[hit]] == state
+        out[columns[hit], ONE_D["secondary_structure"].start + k] = 1.0
+    return out
+
+
+def _check_hit(row: pd.Series, structure: TemplateStructure, length: int, where: str | Path) -> np.ndarray:
+    if int(row["qlen"]) != length:
+        raise InputError(f"hit on {row['template']} is for a query of {int(row['qlen'])} columns, the A3M has "
+                         f"{length}", path=where, record=str(row["template"]))
+    if int(row["tlen"]) != len(structure.sequence):
+        raise InputError(f"hit on {row['template']} has template length {int(row['tlen'])}, the template "
+                         f"database has {len(structure.sequence)} (another database?)", path=where,
+                         record=str(row["template"]))
+    try:
+        pairs = aligned_pairs(str(row["alignment"]), int(row["qstart"]) - 1, int(row["tstart"]) - 1)
+    except ValueError as error:
+        raise InputError(str(error), path=where, record=str(row["template"])) from None
+    if pairs.size and (pairs[:, 0].max() >= length or pairs[:, 1].max() >= len(structure.sequence)
+                       or pairs.min() < 0):
+        raise InputError("alignment runs outside the query or the template", path=where,
+                         record=str(row["template"]))
+    return pairs
+
+
+def template_features(hits: pd.DataFrame, database: TemplateDatabase, query_codes: np.ndarray, *,
+                      max_templates: int = DEFAULT_MAX_TEMPLATES, where: str | Path = "") -> dict[str, np.ndarray]:
+    """``template_pair`` / ``template_1d`` / ``template_mask`` of the best ``max_templates`` hits."""
+    if max_templates < 0:
+        raise ValueError(f"max_templates must be ≥ 0, got {max_templates}")
+    query_codes = np.asarray(query_codes)
+    length = query_codes.shape[0]
+    ordered = hits.sort_values("rank", kind="stable").head(max_templates)
+    pair_maps, one_d = [], []
+    for _, row in ordered.iterrows():
+        structure = database.structure(database.index(str(row["template"]), where=where))
+        pairs = _check_hit(row, structure, length, where)
+        residues = structure.residue_map[pairs[:, 1]].astype(np.intp) if pairs.size else np.zeros(0, np.intp)
+        can_place = placeable(structure)
+        placed = (residues >= 0) & can_place[np.maximum(residues, 0)]
+        pair_maps.append(template_maps(structure, pairs[placed, 0].astype(np.intp), residues[placed], length))
+        one_d.append(template_1d(structure, query_codes, pairs, placed, residues, float(row["significance"])))
+    count = len(pair_maps)
+    return {
+        "template_pair": (np.stack(pair_maps) if count
+                          else np.zeros((0, length, length, C_TEMPLATE_PAIR), dtype=np.float16)),
+        "template_1d": np.stack(one_d) if count else np.zeros((0, length, C_TEMPLATE_1D), dtype=np.float32),
+        "template_mask": np.ones(count, dtype=bool),
+    }
+
+
+def read_hits(path: str | Path) -> pd.DataFrame:
+    """A template-hits table (:data:`~workflow_lib.templates.schema.TEMPLATE_HITS`), validated."""
+    return read_frame(path, TEMPLATE_HITS)

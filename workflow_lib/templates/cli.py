@@ -1,0 +1,103 @@
+"""Sub-commands ``trackfold templates build | search | sequences``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from workflow_lib.aligner.profile import profile_from_alignment
+from workflow_lib.errors import InputError
+from workflow_lib.features.cli import feature_stem
+from workflow_lib.seqio.fasta import write_fasta
+from workflow_lib.seqio.msa import read_a3m
+from workflow_lib.structure.parse import read_structure
+from workflow_lib.templates.build import DEFAULT_MIN_LENGTH, build_template_db
+from workflow_lib.templates.calibration import DEFAULT_DECOYS, MIN_DECOYS
+from workflow_lib.templates.database import load_template_db
+from workflow_lib.templates.search import DEFAULT_MAX_HITS, DEFAULT_MIN_ALIGNED, search_templates, write_hits
+
+
+def _at_least(minimum: int):
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+    return parse
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("templates", help="build a template database; search it with query A3Ms")
+    commands = parser.add_subparsers(dest="templates_command", metavar="ACTION", required=True)
+
+    build = commands.add_parser("build", help="structures (PDB/mmCIF, .gz) -> template database")
+    build.add_argument("structures", nargs="+", help="PDB or mmCIF files (plain or .gz); every protein chain")
+    build.add_argument("--out", required=True, help="template database directory")
+    build.add_argument("--msa-dir", help="A3M files {template}.a3m for the chains' profiles (others: single "
+                                         "sequence)")
+    build.add_argument("--min-length", type=_at_least(1), default=DEFAULT_MIN_LENGTH,
+                       help=f"skip chains with fewer observed residues (default {DEFAULT_MIN_LENGTH})")
+    build.add_argument("--no-dssp", action="store_true", help="do not run mkdssp (secondary structure unknown)")
+    build.add_argument("--force", action="store_true", help="rebuild even when the inputs are unchanged")
+    build.set_defaults(handler=run_build)
+
+    search = commands.add_parser("search", help="query A3Ms -> {stem}.hits.parquet (profile-profile Viterbi)")
+    search.add_argument("a3m", nargs="+", help="query A3M files (query first; plain or .gz)")
+    search.add_argument("--templates", required=True, help="template database directory")
+    search.add_argument("--out-dir", required=True, help="directory for {stem}.hits.parquet")
+    search.add_argument("--max-hits", type=_at_least(1), default=DEFAULT_MAX_HITS,
+                        help=f"best hits kept per query (default {DEFAULT_MAX_HITS})")
+    search.add_argument("--min-aligned", type=_at_least(1), default=DEFAULT_MIN_ALIGNED,
+                        help=f"minimum aligned columns of a hit (default {DEFAULT_MIN_ALIGNED})")
+    search.add_argument("--decoys", type=_at_least(MIN_DECOYS), default=DEFAULT_DECOYS,
+                        help=f"shuffled templates for the E-value fit (default {DEFAULT_DECOYS})")
+    search.add_argument("--seed", type=int, default=0, help="seed of the decoy shuffles")
+    search.add_argument("--cpus", type=int, default=1, help="processes (0 = all cores; default 1)")
+    search.set_defaults(handler=run_search)
+
+    sequences = commands.add_parser("sequences", help="FASTA of the chains a build would use (for their MSAs)")
+    sequences.add_argument("structures", nargs="+", help="PDB or mmCIF files (plain or .gz)")
+    sequences.add_argument("--out", required=True, help="FASTA file; IDs are the template IDs")
+    sequences.add_argument("--min-length", type=_at_least(1), default=DEFAULT_MIN_LENGTH)
+    sequences.set_defaults(handler=run_sequences)
+
+
+def run_build(args: argparse.Namespace) -> int:
+    manifest, rebuilt = build_template_db(args.structures, args.out, msa_dir=args.msa_dir,
+                                          min_length=args.min_length, dssp=not args.no_dssp, force=args.force)
+    state = "built" if rebuilt else "up to date"
+    print(f"{args.out}: {state}: {manifest['templates']} templates, {manifest['residues']} residues, "
+          f"{manifest['profiles_from_a3m']} profiles from A3M, DSSP: {manifest['dssp']}")
+    return 0
+
+
+def run_search(args: argparse.Namespace) -> int:
+    stems: dict[str, str] = {}
+    for path in args.a3m:
+        stem = feature_stem(path)
+        if stem in stems:
+            raise InputError(f"writes the same {stem}.hits.parquet as {stems[stem]}", path=path)
+        stems[stem] = path
+    database = load_template_db(args.templates)
+    out_dir = Path(args.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for stem, path in stems.items():
+        query = profile_from_alignment(read_a3m(path), name=stem)
+        hits, null = search_templates(query, database, query_name=stem, max_hits=args.max_hits,
+                                      min_aligned=args.min_aligned, n_decoys=args.decoys, seed=args.seed,
+                                      cpus=args.cpus)
+        out = out_dir / f"{stem}.hits.parquet"
+        write_hits(out, hits)
+        best = (f"best {hits['template'].iloc[0]} E={hits['evalue'].iloc[0]:.3g}" if len(hits) else "no hits")
+        print(f"{out}: {len(hits)} hits of {len(database)} templates ({best}); null lambda={null.lam:.3f} "
+              f"mu={null.mu:.2f}")
+    return 0
+
+
+def run_sequences(args: argparse.Namespace) -> int:
+    records = []
+    for path in args.structures:
+        records += [(chain.name, chain.sequence) for chain in read_structure(path) if len(chain) >= args.min_length]
+    write_fasta(args.out, records)
+    print(f"{args.out}: {len(records)} chains")
+    return 0

@@ -1,0 +1,89 @@
+"""Load a template database (:mod:`workflow_lib.templates.build`) for searching and for template features."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from workflow_lib.aligner.profile import Profile
+from workflow_lib.db.build import sha256_file
+from workflow_lib.errors import InputError, SchemaError
+from workflow_lib.seqio.alphabet import encode
+from workflow_lib.seqio.schemas import read_frame, read_npz
+from workflow_lib.templates.build import ARRAYS_FILE, CHAINS_FILE, read_template_manifest
+from workflow_lib.templates.schema import TEMPLATE_ARRAYS, TEMPLATE_CHAINS
+
+
+@dataclass(frozen=True)
+class TemplateStructure:
+    """The structure side of one template: observed residues and how profile positions map onto them."""
+
+    template: str
+    sequence: str            # profile sequence, length P
+    coords: np.ndarray       # float32 [R, 5, 3] N, CA, C, O, CB (NaN missing)
+    atom_mask: np.ndarray    # bool [R, 5]
+    residue_map: np.ndarray  # int32 [P] -> 0..R-1 or -1
+    ss3: str                 # length R, H/E/C or '-'
+
+
+class TemplateDatabase:
+    """A loaded template database: the chains table, the arrays, and per-template profiles and structures."""
+
+    def __init__(self, db_dir: str | Path, *, verify: bool = True) -> None:
+        self.path = Path(db_dir)
+        self.manifest = read_template_manifest(self.path)
+        if verify:
+            for name, digest in self.manifest.get("files", {}).items():
+                if not (self.path / name).is_file() or sha256_file(self.path / name) != digest:
+                    raise SchemaError(f"{self.path / name}: missing or changed since the manifest was written; "
+                                      "rebuild the template database")
+        self.chains: pd.DataFrame = read_frame(self.path / CHAINS_FILE, TEMPLATE_CHAINS)
+        self.arrays = read_npz(self.path / ARRAYS_FILE, TEMPLATE_ARRAYS)
+        if len(self.chains) != self.manifest["templates"]:
+            raise SchemaError(f"{self.path}: {len(self.chains)} chains, manifest says {self.manifest['templates']}")
+        self._index = {name: k for k, name in enumerate(self.chains["template"])}
+
+    def __len__(self) -> int:
+        return len(self.chains)
+
+    @property
+    def ids(self) -> list[str]:
+        return list(self.chains["template"])
+
+    def index(self, template: str, *, where: str | Path | None = None) -> int:
+        try:
+            return self._index[template]
+        except KeyError:
+            raise InputError(f"template {template!r} is not in the template database {self.path}",
+                             path=where) from None
+
+    def profile(self, k: int) -> Profile:
+        row = self.chains.iloc[k]
+        p0, length = int(row["profile_offset"]), int(row["length"])
+        q0 = p0 + k
+        a = self.arrays
+        return Profile(str(row["template"]), encode(str(row["sequence"])),
+                       a["emissions"][p0:p0 + length].copy(), a["transitions"][q0:q0 + length + 1].copy(),
+                       a["column_neff"][q0:q0 + length + 1].copy(), float(row["neff"]), a["background"][k].copy(),
+                       True)
+
+    @cached_property
+    def profiles(self) -> list[Profile]:
+        return [self.profile(k) for k in range(len(self))]
+
+    def structure(self, k: int) -> TemplateStructure:
+        row = self.chains.iloc[k]
+        p0, length = int(row["profile_offset"]), int(row["length"])
+        r0, n_res = int(row["coord_offset"]), int(row["structure_length"])
+        return TemplateStructure(str(row["template"]), str(row["sequence"]),
+                                 self.arrays["coords"][r0:r0 + n_res], self.arrays["atom_mask"][r0:r0 + n_res],
+                                 self.arrays["residue_map"][p0:p0 + length], str(row["ss3"]))
+
+
+def load_template_db(db_dir: str | Path, *, verify: bool = True) -> TemplateDatabase:
+    """Open a template database directory (checked against its manifest when ``verify``)."""
+    return TemplateDatabase(db_dir, verify=verify)

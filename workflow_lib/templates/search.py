@@ -1,0 +1,132 @@
+"""HMM-HMM template search: the query profile against every template profile (seed "Iterative MSA Alignment":
+HHsearch templates; "Viterbi Algorithm for HMM-HMM Alignment", "Correlation Score").
+
+:func:`search_templates` aligns the query profile (from its A3M, :func:`~workflow_lib.aligner.profile_from_alignment`)
+to all template profiles with the lane profile–profile Viterbi (:func:`~workflow_lib.aligner.align_profiles`,
+secondary-structure score off as documented there), fits the query's null model on shuffled templates
+(:mod:`workflow_lib.templates.calibration`), keeps hits with at least ``min_aligned`` aligned columns, ranks
+them by E-value (ties: higher bit score, then template ID) and returns the best ``max_hits`` as a
+:data:`~workflow_lib.templates.schema.TEMPLATE_HITS` table.
+
+- ``identity``: aligned pairs with the same residue / aligned columns (query residue vs template profile
+  sequence residue; X never counts as identical);
+- ``similarity``: aligned pairs whose substitution log-odds ``log(g(a, b) / f(b))`` is positive (BLAST's
+  "positives"; g the Gonnet-derived substitution probabilities of the aligner, f its background), / aligned
+  columns;
+- ``alignment``: the Viterbi state string (``M`` both advance; ``I``, ``D`` the query only; ``J``, ``G`` the
+  template only), from which :func:`aligned_pairs` rebuilds the column pairs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from workflow_lib.aligner.lanes import align_profiles
+from workflow_lib.aligner.profile import Profile
+from workflow_lib.aligner.substitution import DEFAULT_BACKGROUND, substitution_probabilities
+from workflow_lib.errors import InputError
+from workflow_lib.seqio.alphabet import N_AMINO
+from workflow_lib.seqio.schemas import write_table
+from workflow_lib.templates.calibration import DEFAULT_DECOYS, NullModel, fit_null
+from workflow_lib.templates.database import TemplateDatabase
+from workflow_lib.templates.schema import TEMPLATE_HITS
+
+DEFAULT_MAX_HITS = 10
+DEFAULT_MIN_ALIGNED = 10
+QUERY_ONLY = frozenset("ID")
+TEMPLATE_ONLY = frozenset("JG")
+
+
+def positive_pairs() -> np.ndarray:
+    """bool ``[20, 20]``: the substitution log-odds of (a, b) is positive (symmetric)."""
+    g = substitution_probabilities(DEFAULT_BACKGROUND)
+    log_odds = np.log(g / DEFAULT_BACKGROUND[None, :])
+    return (log_odds + log_odds.T) / 2 > 0
+
+
+_POSITIVE = positive_pairs()
+
+
+def aligned_pairs(states: str, qstart: int, tstart: int) -> np.ndarray:
+    """int32 ``[K, 2]`` (query column, template position), 0-based, of the ``M`` steps of a state string
+    that starts at 0-based ``qstart``/``tstart``; ValueError on an unknown letter."""
+    pairs = []
+    i, j = qstart, tstart
+    for letter in states:
+        if letter == "M":
+            pairs.append((i, j))
+            i += 1
+            j += 1
+        elif letter in QUERY_ONLY:
+            i += 1
+        elif letter in TEMPLATE_ONLY:
+            j += 1
+        else:
+            raise ValueError(f"unknown alignment state {letter!r}")
+    return np.array(pairs, dtype=np.int32).reshape(-1, 2)
+
+
+def pair_scores(query_codes: np.ndarray, template_codes: np.ndarray, pairs: np.ndarray) -> tuple[np.ndarray,
+                                                                                                 np.ndarray]:
+    """bool ``[K]`` identical and bool ``[K]`` positive per aligned pair (X or gaps: neither)."""
+    a = np.asarray(query_codes)[pairs[:, 0]].astype(np.intp)
+    b = np.asarray(template_codes)[pairs[:, 1]].astype(np.intp)
+    known = (a < N_AMINO) & (b < N_AMINO)
+    identical = known & (a == b)
+    positive = np.zeros(a.shape, dtype=bool)
+    positive[known] = _POSITIVE[a[known], b[known]]
+    return identical, positive
+
+
+def _typed(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame with exactly the columns and dtypes it has after a write/read round trip."""
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    return table.select(TEMPLATE_HITS.schema.names).cast(TEMPLATE_HITS.schema).to_pandas()
+
+
+def _empty() -> pd.DataFrame:
+    return TEMPLATE_HITS.schema.empty_table().to_pandas()
+
+
+def search_templates(query: Profile, database: TemplateDatabase, *, query_name: str | None = None,
+                     max_hits: int = DEFAULT_MAX_HITS, min_aligned: int = DEFAULT_MIN_ALIGNED,
+                     n_decoys: int = DEFAULT_DECOYS, seed: int = 0, cpus: int | None = 1
+                     ) -> tuple[pd.DataFrame, NullModel]:
+    """The hits table (schema :data:`TEMPLATE_HITS`, best first) and the fitted null model of ``query``."""
+    if max_hits < 1 or min_aligned < 1:
+        raise InputError(f"max_hits and min_aligned must be at least 1, got {max_hits} and {min_aligned}")
+    templates = database.profiles
+    null = fit_null(query, templates, n_decoys=n_decoys, seed=seed, cpus=cpus)
+    hits = align_profiles(query, templates, cpus=cpus)
+    rows = []
+    for hit, template in zip(hits, templates):
+        if hit.aligned_columns < min_aligned:
+            continue
+        identical, positive = pair_scores(query.sequence, template.sequence, hit.pairs)
+        pvalue = float(null.pvalue(hit.score, template.length))
+        evalue = len(templates) * pvalue
+        rows.append({
+            "query": query_name or query.name, "template": template.name, "rank": 0, "evalue": evalue,
+            "pvalue": pvalue, "significance": float(np.exp(-evalue)), "bitscore": hit.score,
+            "identity": float(identical.mean()), "similarity": float(positive.mean()),
+            "aligned_cols": hit.aligned_columns, "qstart": hit.query_start + 1, "qend": hit.query_end,
+            "tstart": hit.target_start + 1, "tend": hit.target_end, "qlen": query.length, "tlen": template.length,
+            "alignment": hit.states, "template_db": str(database.path), "db_size": len(templates),
+            "null_lambda": null.lam, "null_mu": null.mu,
+        })
+    if not rows:
+        return _typed(_empty()), null
+    frame = pd.DataFrame(rows)
+    frame = frame.sort_values(["evalue", "bitscore", "template"], ascending=[True, False, True], kind="stable")
+    frame = frame.head(max_hits).reset_index(drop=True)
+    frame["rank"] = np.arange(1, len(frame) + 1)
+    return _typed(frame), null
+
+
+def write_hits(path: str | Path, hits: pd.DataFrame) -> None:
+    """Write a template-hits table (validated against :data:`TEMPLATE_HITS`), atomically."""
+    write_table(path, hits, TEMPLATE_HITS)
