@@ -105,6 +105,8 @@ def all_targets():
     for proteome in PROTEOMES:
         targets.append(f"{RESULTS}/{proteome}/chunks/chunks.parquet")
         targets += [msa_stats_path(proteome, name) for name in chunk_names(proteome)]
+        targets += STAGE_INPUTS.template_targets(proteome)
+        targets += STAGE_INPUTS.feature_targets(proteome)
     return targets
 
 

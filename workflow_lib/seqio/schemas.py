@@ -247,12 +247,14 @@ def _stage_declarations() -> None:
     """Re-export the declarations that live with their stage, so this module lists every contract."""
     from workflow_lib.features.schema import FEATURES
     from workflow_lib.search.kmer_index import KMER_INDEX
+    from workflow_lib.templates.schema import TEMPLATE_ARRAYS, TEMPLATE_CHAINS, TEMPLATE_HITS
 
-    globals().update(FEATURES=FEATURES, KMER_INDEX=KMER_INDEX)
+    globals().update(FEATURES=FEATURES, KMER_INDEX=KMER_INDEX, TEMPLATE_ARRAYS=TEMPLATE_ARRAYS,
+                     TEMPLATE_CHAINS=TEMPLATE_CHAINS, TEMPLATE_HITS=TEMPLATE_HITS)
 
 
 def __getattr__(name: str):  # lazy: the stage modules import this one
-    if name in ("FEATURES", "KMER_INDEX"):
+    if name in ("FEATURES", "KMER_INDEX", "TEMPLATE_ARRAYS", "TEMPLATE_CHAINS", "TEMPLATE_HITS"):
         _stage_declarations()
         return globals()[name]
     raise AttributeError(name)
