@@ -19,6 +19,7 @@ install: $(STAMP)
 
 run: $(STAMP)
 	$(BIN)/snakemake --cores $(CORES) --configfile config/config.yaml
+	$(BIN)/snakemake --configfile config/config.yaml --report results/report.html
 
 dryrun: $(STAMP)
 	$(BIN)/snakemake -n --configfile config/config.yaml

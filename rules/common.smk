@@ -107,6 +107,7 @@ def all_targets():
         targets += [msa_stats_path(proteome, name) for name in chunk_names(proteome)]
         targets += STAGE_INPUTS.template_targets(proteome)
         targets += STAGE_INPUTS.feature_targets(proteome)
+        targets.append(f"{RESULTS}/{proteome}/summary.parquet")
     return targets
 
 

@@ -1,0 +1,249 @@
+"""Summary table, runtime table, report figures and progress logging (workflow_lib.report).
+
+The results tree is built in a temporary folder from real data: a three-protein proteome made of the queries of
+three real MSAs (CASP14 T1078, HH-suite's FAM69B query, caudal_act), the MSAs themselves, HHsearch's real top
+hits of T1078 turned into template-hit rows, and RoseTTAFold's per-residue confidence of its T1078 model
+(tests/data/README.md, report/).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from workflow_lib.cli import main
+from workflow_lib.db.chunks import chunk_table
+from workflow_lib.errors import InputError, SchemaError
+from workflow_lib.report.cli import PLOTS
+from workflow_lib.report.compare import compare_results
+from workflow_lib.report.collect import build_summary, read_benchmark, stage_of_rule
+from workflow_lib.report.plots import coverage_matrix, select_proteins
+from workflow_lib.report.progress import Progress, format_duration, track
+from workflow_lib.report.schema import RUNTIME, SUMMARY
+from workflow_lib.seqio.alphabet import GAP_CODE
+from workflow_lib.seqio.fasta import Record
+from workflow_lib.seqio.msa import read_a3m
+from workflow_lib.seqio.schemas import CHUNKS, read_frame, write_table
+from workflow_lib.templates.schema import TEMPLATE_HITS
+
+MSAS = {"T1078": "formats/t1078_ss2.a3m", "FA69B": "formats/hhsuite_query.a3m",
+        "caudal_act": "aligner/hhm/caudal_act.a3m"}
+BENCH_HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+
+
+def _bench(path, seconds, rss="100.5", cpu="1.0"):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(BENCH_HEADER + f"{seconds}\t0:00:01\t{rss}\t200\t90\t95\t0\t0\t50\t{cpu}\n")
+
+
+def _hits_frame(data_dir, query):
+    top = pd.read_csv(data_dir / "report" / "t1078_hhsearch_top10.tsv", sep="\t")
+    n = len(top)
+    return pd.DataFrame({
+        "query": query, "template": top["template"], "rank": top["rank"].astype("int16"),
+        "evalue": top["evalue"].astype(float), "pvalue": top["pvalue"].astype(float),
+        "significance": np.exp(-top["evalue"].astype(float)).astype("float32"),
+        "bitscore": top["bitscore"].astype("float32"), "identity": np.float32(0.2),
+        "similarity": np.float32(0.4), "aligned_cols": top["aligned_cols"].astype("int32"),
+        "qstart": top["qstart"].astype("int32"), "qend": top["qend"].astype("int32"),
+        "tstart": top["tstart"].astype("int32"), "tend": top["tend"].astype("int32"),
+        "qlen": np.int32(138), "tlen": top["tlen"].astype("int32"), "alignment": ["M"] * n,
+        "template_db": "pdb100_2021Mar03", "db_size": np.int32(153500), "null_lambda": np.float32(0.3),
+        "null_mu": np.float32(2.0)}).iloc[::-1]  # stored out of order on purpose: the summary must pick rank 1
+
+
+@pytest.fixture(scope="module")
+def results(data_dir, tmp_path_factory):
+    """results/ of proteome 'mini': chunks, MSAs + stats, template hits, residues, benchmark files."""
+    root = tmp_path_factory.mktemp("report") / "results"
+    alignments = {name: read_a3m(data_dir / path) for name, path in MSAS.items()}
+    records = [Record(name, "", a.query, name) for name, a in alignments.items()]
+    plan = chunk_table("mini", records, 2)
+    write_table(root / "mini" / "chunks" / "chunks.parquet", plan, CHUNKS)
+    for chunk, members in plan.groupby("chunk"):
+        rows = []
+        for name in members["protein"]:
+            alignment = alignments[name]
+            (root / "mini" / "msa").mkdir(parents=True, exist_ok=True)
+            (root / "mini" / "msa" / f"{name}.a3m").write_text((data_dir / MSAS[name]).read_text())
+            covered = alignment.matches != GAP_CODE
+            rows.append({"protein": name, "depth": alignment.depth, "neff": float(alignment.depth) / 3,
+                         "coverage": float(covered.mean()), "iterations": 2, "seconds": 1.5})
+        pq.write_table(pa.Table.from_pylist(rows), root / "mini" / "msa" / f"chunk_{chunk:04d}.stats.parquet")
+    write_table(root / "mini" / "templates" / "T1078.hits.parquet", _hits_frame(data_dir, "T1078"), TEMPLATE_HITS)
+    write_table(root / "mini" / "templates" / "FA69B.hits.parquet", _hits_frame(data_dir, "FA69B").iloc[:0],
+                TEMPLATE_HITS)
+    plddt = pd.read_csv(data_dir / "report" / "t1078_e2e_plddt.tsv", sep="\t")
+    (root / "mini" / "structures").mkdir(parents=True)
+    pq.write_table(pa.Table.from_pandas(plddt.astype({"plddt": "float32"}), preserve_index=False),
+                   root / "mini" / "structures" / "T1078.residues.parquet")
+    bench = root / "benchmarks"
+    _bench(bench / "db_build" / "sprot.tsv", 12.0)
+    _bench(bench / "chunk_table" / "mini.tsv", 3.0)
+    _bench(bench / "chunk_table" / "other.tsv", 99.0)          # another proteome: not ours
+    _bench(bench / "chunk_fasta" / "mini" / "0000.tsv", 4.0)
+    _bench(bench / "predict" / "mini" / "T1078.tsv", 30.0, rss="-", cpu="NA")
+    _bench(bench / "predict" / "other" / "T1078.tsv", 77.0)    # same protein name, other proteome
+    (root / "other" / "chunks").mkdir(parents=True)
+    write_table(root / "other" / "chunks" / "chunks.parquet", plan.assign(proteome="other"), CHUNKS)
+    return root
+
+
+def test_summary_gathers_every_stage_present(results, data_dir):
+    summary, runtime = build_summary(results, "mini", other_proteomes=["mini", "other"])
+    assert list(summary.columns) == [f.name for f in SUMMARY.schema]
+    rows = summary.set_index("protein")
+    assert list(summary["protein"]) == ["T1078", "FA69B", "caudal_act"]
+    assert rows.loc["T1078", "length"] == 138 and rows.loc["T1078", "msa_depth"] == 426
+    assert rows.loc["FA69B", "msa_depth"] == 59 and rows.loc["FA69B", "msa_iterations"] == 2
+    # Templates: rank 1 of HHsearch's table; searched without hits -> probability 0; not searched -> null.
+    assert rows.loc["T1078", "top_template"] == "3v0r_A"
+    assert rows.loc["T1078", "top_template_evalue"] == pytest.approx(220.0)
+    assert rows.loc["T1078", "top_template_probability"] == pytest.approx(math.exp(-220.0))
+    assert rows.loc["FA69B", "top_template"] is None and rows.loc["FA69B", "top_template_probability"] == 0
+    assert rows.loc["caudal_act", "top_template"] is None
+    assert np.isnan(rows.loc["caudal_act", "top_template_probability"])
+    plddt = pd.read_csv(data_dir / "report" / "t1078_e2e_plddt.tsv", sep="\t")["plddt"]
+    assert rows.loc["T1078", "mean_plddt"] == pytest.approx(plddt.mean(), rel=1e-5)
+    assert rows.loc["T1078", "fraction_plddt_over_70"] == pytest.approx((plddt > 70).mean())
+    assert np.isnan(rows.loc["FA69B", "mean_plddt"])
+    # Runtime: own job in full, chunk job shared by length, proteome job shared by all; MSA (no benchmark
+    # file here) from its statistics table.
+    chunk0 = summary[summary["chunk"] == 0]
+    assert chunk0["seconds_chunks"].sum() == pytest.approx(4.0 + 3.0 * chunk0["length"].sum()
+                                                           / summary["length"].sum(), rel=1e-5)
+    assert summary["seconds_chunks"].sum() == pytest.approx(7.0, rel=1e-5)
+    assert rows.loc["T1078", "seconds_predict"] == pytest.approx(30.0)
+    assert np.isnan(rows.loc["FA69B", "seconds_predict"])
+    assert (summary["seconds_msa"] == 1.5).all()
+    assert sorted(runtime["job"]) == ["mini.tsv", "mini/0000.tsv", "mini/T1078.tsv", "sprot.tsv"]
+    assert set(runtime["stage"]) == {"database", "chunks", "predict"}
+    assert np.isnan(runtime.set_index("job").loc["mini/T1078.tsv", "max_rss_mb"])
+
+
+def test_missing_stages_leave_null_columns(results, tmp_path):
+    """Only the chunk plan: every stage column is null, the table still has every protein."""
+    (tmp_path / "mini" / "chunks").mkdir(parents=True)
+    (tmp_path / "mini" / "chunks" / "chunks.parquet").write_bytes(
+        (results / "mini" / "chunks" / "chunks.parquet").read_bytes())
+    summary, runtime = build_summary(tmp_path, "mini")
+    assert len(summary) == 3 and len(runtime) == 0
+    for column in ("msa_depth", "msa_neff", "top_template_probability", "mean_plddt", "seconds_predict"):
+        assert summary[column].isna().all(), column
+
+
+def test_required_stage_with_a_missing_file_names_it(results):
+    with pytest.raises(InputError, match=r"stage 'predict' .* 2 of 3 files are missing, e\.g\. .*FA69B"):
+        build_summary(results, "mini", require=["predict"])
+
+
+def test_truncated_stage_table_names_the_file(results, tmp_path):
+    copy = tmp_path / "results"
+    for path in results.rglob("*"):
+        if path.is_file():
+            target = copy / path.relative_to(results)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(path.read_bytes())
+    stats = copy / "mini" / "msa" / "chunk_0000.stats.parquet"
+    stats.write_bytes(stats.read_bytes()[:200])
+    with pytest.raises(SchemaError, match=f"{stats}: not a readable Parquet file"):
+        build_summary(copy, "mini")
+    stats.write_bytes(b"")
+    bench = copy / "benchmarks" / "chunk_table" / "mini.tsv"
+    bench.write_text("garbage\n")
+    with pytest.raises(SchemaError, match=f"{bench}: not a Snakemake benchmark file"):
+        read_benchmark(bench)
+
+
+def test_summarize_command_writes_tables_and_plots(results, tmp_path):
+    out = tmp_path / "out"
+    args = ["summarize", "--results", str(results), "--proteome", "mini", "--out", str(out / "summary.parquet"),
+            "--runtime-out", str(out / "runtime.parquet"), "--plots-dir", str(out / "report"),
+            "--require", "msa,templates", "--protein", "caudal_act"]
+    assert main(args) == 2   # FA69B is searched, caudal_act is not: templates is not complete
+    args[args.index("msa,templates")] = "msa"
+    assert main(args) == 0
+    summary = read_frame(out / "summary.parquet", SUMMARY)
+    assert len(summary) == 3 and summary.loc[0, "top_template"] == "3v0r_A"
+    assert len(read_frame(out / "runtime.parquet", RUNTIME)) == 4
+    first = {name: (out / "report" / name).read_bytes() for name in PLOTS}
+    assert all(data.startswith(b"\x89PNG") and len(data) > 5000 for data in first.values())
+    assert main(args) == 0   # same inputs, byte-identical figures
+    assert first == {name: (out / "report" / name).read_bytes() for name in PLOTS}
+
+
+def test_summarize_without_chunk_table_names_it(tmp_path, capsys):
+    assert main(["summarize", "--results", str(tmp_path), "--proteome", "nope", "--out",
+                 str(tmp_path / "s.parquet")]) == 2
+    assert "nope" in capsys.readouterr().err
+
+
+def test_coverage_matrix_matches_a_loop(data_dir):
+    alignment = read_a3m(data_dir / MSAS["caudal_act"])
+    values, depth = coverage_matrix(alignment)
+    rows = [r for r in alignment.matches]
+    expected = []
+    for row in rows:
+        covered = [c != GAP_CODE for c in row]
+        same = sum(1 for c, q in zip(row, rows[0]) if c != GAP_CODE and c == q)
+        expected.append(same / max(sum(covered), 1))
+    assert values.shape == alignment.matches.shape
+    assert np.allclose(np.sort(np.nanmax(values, axis=1))[::-1], sorted(expected, reverse=True))
+    assert values[0, 0] == 1.0   # the query is identical to itself and comes first
+    assert list(depth) == [sum(1 for row in rows if row[j] != GAP_CODE) for j in range(alignment.length)]
+
+
+def test_select_proteins_spreads_over_plddt():
+    summary = pd.DataFrame({"protein": list("abcdefg"), "safe_id": list("ABCDEFG"), "chunk": [0] * 6 + [-1],
+                            "mean_plddt": [90, 10, 50, np.nan, 70, 30, 99.0], "msa_neff": np.nan})
+    assert select_proteins(summary, 3) == ["B", "C", "A"]       # lowest, middle, highest; skipped G excluded
+    assert select_proteins(summary, 2, wanted=["d", "E"]) == ["D", "E"]
+    assert select_proteins(summary.assign(mean_plddt=np.nan), 2) == ["A", "F"]   # FASTA order fallback
+
+
+def test_stage_of_rule():
+    assert [stage_of_rule(r) for r in ("db_build", "chunk_fasta", "search_shard", "msa", "template_search",
+                                       "templates_build", "features", "predict", "summary", "lint")] == \
+        ["database", "chunks", "msa", "msa", "templates", "templates", "features", "predict", "report", "other"]
+
+
+def test_progress_logs_rate_and_eta(caplog):
+    now = [100.0]
+    progress = Progress("queries", total=10, unit="queries", every_s=5.0, clock=lambda: now[0])
+    with caplog.at_level(logging.INFO, logger="trackfold.progress"):
+        for _ in range(4):
+            now[0] += 2.0
+            progress.advance()
+        progress.finish()
+    # Logged once the 5 s passed (after item 3, t=6 s) and at the end (4 items in 8 s).
+    assert progress.lines == ["queries: 3/10 (30.0%), 0.5 queries/s, elapsed 6.0s, ETA 14.0s",
+                              "queries: 4/10 (40.0%), 0.5 queries/s, elapsed 8.0s, ETA 12.0s"]
+    assert caplog.messages == progress.lines
+    assert format_duration(3725) == "1h02m05s" and format_duration(61) == "1m01s"
+    assert list(track([1, 2], "x", every_s=1e9)) == [1, 2]
+    with pytest.raises(ValueError):
+        Progress("x", total=-1)
+
+
+def test_compare_results_ignores_only_timings_and_temporary_files(tmp_path):
+    for run, (seconds, depth) in {"a": (1.0, 5), "b": (9.0, 5), "c": (1.0, 6)}.items():
+        folder = tmp_path / run
+        (folder / "benchmarks").mkdir(parents=True)
+        (folder / "benchmarks" / "x.tsv").write_text(f"s\n{seconds}\n")
+        (folder / f".left.{run}.tmp").write_text("partial")
+        pq.write_table(pa.table({"protein": ["P1"], "depth": [depth], "seconds": [seconds]}), folder / "stats.parquet")
+        (folder / "msa.a3m").write_text(">P1\nMKV\n")
+    assert compare_results(tmp_path / "a", tmp_path / "b") == []
+    assert compare_results(tmp_path / "a", tmp_path / "c") == [
+        "stats.parquet: tables differ (beyond the timing columns ['seconds'])"]
+    (tmp_path / "b" / "msa.a3m").write_text(">P1\nMKL\n")
+    (tmp_path / "b" / "extra.txt").write_text("")
+    assert compare_results(tmp_path / "a", tmp_path / "b") == [f"only in {tmp_path / 'b'}: extra.txt",
+                                                               "msa.a3m: bytes differ"]
+    assert compare_results(tmp_path / "a", tmp_path / "missing") == [f"not a folder: {tmp_path / 'missing'}"]
