@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -108,3 +110,33 @@ def test_single_pair_api_and_rendering():
     with pytest.raises(ValueError):
         align_targets(profile, [encode("AC-D")])
     assert decode(profile.sequence) == profile.query
+
+
+@pytest.mark.parametrize("max_steps", [0, 1, 3, 8])
+def test_blocked_and_doubling_scans_agree(monkeypatch, max_steps):
+    # long insert chains (I->I close to 1): rows need many doubling steps, so a low DOUBLING_STEPS_MAX sends
+    # them to the blocked scan; every mix must equal the reference
+    monkeypatch.setattr(viterbi_seq_module, "DOUBLING_STEPS_MAX", max_steps)
+    rng = np.random.default_rng(11)
+    profile = random_profile(rng, 40, sharpness=0.1)
+    transitions = profile.transitions.copy()
+    transitions[:, 3], transitions[:, 4] = 0.03, 0.97   # I->M, I->I
+    profile = dataclasses.replace(profile, transitions=transitions)
+    own = profile.emissions.argmax(axis=1).astype(np.uint8)     # the profile's consensus
+    targets = [np.concatenate([own[:20], rng.integers(0, 20, 12).astype(np.uint8), own[20:]]),
+               rng.integers(0, 20, 90).astype(np.uint8), own.copy(), np.array([5], dtype=np.uint8)]
+    hits = align_targets(profile, targets, backtrace=True)
+    assert_matches_reference(profile, targets, hits)
+    assert "I" * 12 in hits[0].states
+    assert [h.raw_score for h in align_targets(profile, targets)] == [h.raw_score for h in hits]
+
+
+def test_chain_steps_bound():
+    from workflow_lib.aligner.viterbi_seq import chain_steps
+    assert chain_steps(0, -5, 100) == 0 and chain_steps(-3, -5, 100) == 0
+    assert chain_steps(10, 0, 100) is None
+    for excess, step in ((10, -3), (9, -3), (1, -1), (1000, -7), (5, -100)):
+        longest = (excess - 1) // -step        # longest chain d with excess + d·step > 0
+        assert excess + longest * step > 0 >= excess + (longest + 1) * step
+        assert chain_steps(excess, step, 10 ** 6) in (longest.bit_length(), None)
+    assert chain_steps(10 ** 6, -1, 9) == 4    # capped by the row length: chains of at most 8

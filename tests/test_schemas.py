@@ -42,7 +42,7 @@ def test_table_rejects_missing_and_wrong_columns(tmp_path):
 def test_reader_detects_truncation_and_foreign_tables(tmp_path):
     path = tmp_path / "c.parquet"
     write_table(path, _chunks(), CHUNKS)
-    with pytest.raises(SchemaError, match="expected table 'hits/1', found 'chunks/1'"):
+    with pytest.raises(SchemaError, match="expected table 'hits/2', found 'chunks/1'"):
         read_frame(path, HITS)
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 2])

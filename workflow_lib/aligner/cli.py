@@ -37,6 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--mode", choices=("seq", "profile"), default="seq",
                         help="sequence–profile (seq, default) or profile–profile (profile)")
     parser.add_argument("--cpus", type=int, default=1, help="processes (0 = all cores; default 1)")
+    parser.add_argument("--device", default=None,
+                        help="--mode seq backend: numpy, or a torch device (cpu, cuda, cuda:1); default: CUDA "
+                             "when torch sees a GPU, else numpy")
     parser.add_argument("--top", type=int, default=0, help="report the N best targets (default 0 = all)")
     parser.set_defaults(handler=run_align)
 
@@ -97,7 +100,8 @@ def run_align(args: argparse.Namespace) -> int:
             for record in iter_fasta(path, allow_duplicates=True):
                 names.append(record.id)
                 sequences.append(record.sequence)
-        hits = align_targets(query, [encode(s) for s in sequences], backtrace=True, cpus=args.cpus)
+        hits = align_targets(query, [encode(s) for s in sequences], backtrace=True, cpus=args.cpus,
+                             device=args.device)
     else:
         profiles = [add_pseudocounts(read_hhm(path)) for path in _hhm_paths(args.targets)]
         names = [p.name for p in profiles]

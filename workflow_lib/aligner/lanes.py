@@ -9,6 +9,9 @@ in ``benchmarks/RESULTS.md``) and, with a backtrace, the ``Lq × Lt × W`` byte 
 ``cpus > 1`` spreads buckets (one query, many targets) or queries (many queries) over a ``multiprocessing``
 pool (fork start method where available, so the targets are inherited rather than pickled); results always
 come back in input order.
+
+``device=`` (sequence–profile only) selects the backend: the NumPy kernels here, or the torch kernel of
+:mod:`workflow_lib.aligner.torch_kernels` (automatically on CUDA when available).
 """
 
 from __future__ import annotations
@@ -21,31 +24,36 @@ import numpy as np
 
 from workflow_lib.aligner.profile import Profile
 from workflow_lib.aligner.scores import HHSUITE_SHIFT, Hit, PairScores, SequenceScores, pair_scores, sequence_scores
+from workflow_lib.aligner.torch_kernels import (NUMPY, TORCH_BACKTRACE_BYTES, TORCH_LANE_CELLS, TORCH_MAX_LANES,
+                                                align_lane_batch_torch, resolve_device)
 from workflow_lib.aligner.viterbi_hmm import align_template_batch
 from workflow_lib.aligner.viterbi_seq import align_lane_batch
 
-LANE_CELLS = 64 * 1024
+LANE_CELLS = 48 * 1024
 MAX_LANES = 512
 MIN_LANES = 8
 BACKTRACE_BYTES = 96 * 1024 * 1024
 
 
-def lane_width(target_length: int, query_length: int, *, backtrace: bool, lane_cells: int = LANE_CELLS) -> int:
+def lane_width(target_length: int, query_length: int, *, backtrace: bool, lane_cells: int = LANE_CELLS,
+               max_lanes: int = MAX_LANES, backtrace_bytes: int = BACKTRACE_BYTES) -> int:
     """Lanes for a bucket whose longest target has ``target_length`` residues."""
-    width = max(MIN_LANES, min(MAX_LANES, lane_cells // max(target_length, 1)))
+    width = max(MIN_LANES, min(max_lanes, lane_cells // max(target_length, 1)))
     if backtrace:
-        width = min(width, max(1, BACKTRACE_BYTES // max(1, query_length * target_length)))
+        width = min(width, max(1, backtrace_bytes // max(1, query_length * target_length)))
     return max(1, width)
 
 
 def length_buckets(lengths: Sequence[int], query_length: int, *, backtrace: bool,
-                   lane_cells: int = LANE_CELLS) -> list[list[int]]:
+                   lane_cells: int = LANE_CELLS, max_lanes: int = MAX_LANES,
+                   backtrace_bytes: int = BACKTRACE_BYTES) -> list[list[int]]:
     """Indices grouped into buckets of similar length (ascending), each within its :func:`lane_width`."""
     order = np.argsort(np.asarray(lengths), kind="stable")
     buckets: list[list[int]] = []
     current: list[int] = []
     for index in order.tolist():
-        width = lane_width(int(lengths[index]), query_length, backtrace=backtrace, lane_cells=lane_cells)
+        width = lane_width(int(lengths[index]), query_length, backtrace=backtrace, lane_cells=lane_cells,
+                           max_lanes=max_lanes, backtrace_bytes=backtrace_bytes)
         if current and len(current) + 1 > width:
             buckets.append(current)
             current = []
@@ -114,13 +122,23 @@ def _run_seq(scores_list: list[SequenceScores], targets: list[np.ndarray],
 
 
 def align_targets(profile: Profile | SequenceScores, targets: Sequence[np.ndarray], *, backtrace: bool = False,
-                  cpus: int | None = 1, lane_cells: int = LANE_CELLS) -> list[Hit]:
+                  cpus: int | None = 1, lane_cells: int | None = None, device: str | None = None) -> list[Hit]:
     """Align many sequences (uint8 code arrays ``[L_k]``) to one profile; one :class:`Hit` per target, in
-    input order. ``backtrace`` adds the alignment; ``cpus`` processes (``0``/``None`` = all cores)."""
+    input order. ``backtrace`` adds the alignment; ``cpus`` processes (``0``/``None`` = all cores).
+
+    ``device``: ``None`` runs the torch kernel on CUDA when ``torch.cuda.is_available()`` and the NumPy
+    kernel otherwise; ``"numpy"`` forces NumPy; a torch device string (``"cpu"``, ``"cuda:0"``) runs the torch
+    kernel there, in this process (``cpus`` is then ignored). Results are identical on every backend.
+    ``lane_cells``: cells per DP row (default :data:`LANE_CELLS`, or ``TORCH_LANE_CELLS`` on CUDA).
+    """
     scores = profile if isinstance(profile, SequenceScores) else sequence_scores(profile)
     checked = _check_targets(targets)
     if not checked:
         return []
+    backend = resolve_device(device)
+    if backend != NUMPY:
+        return _align_torch(scores, checked, backtrace, backend, lane_cells)
+    lane_cells = LANE_CELLS if lane_cells is None else lane_cells
     buckets = length_buckets([t.size for t in checked], scores.length, backtrace=backtrace, lane_cells=lane_cells)
     workers = resolve_cpus(cpus)
     if workers > 1 and len(buckets) < 4 * workers:
@@ -129,6 +147,22 @@ def align_targets(profile: Profile | SequenceScores, targets: Sequence[np.ndarra
     hits: list[Hit | None] = [None] * len(checked)
     for bucket_hits in results:
         for hit in bucket_hits:
+            hits[hit.index] = hit
+    return hits  # type: ignore[return-value]
+
+
+def _align_torch(scores: SequenceScores, targets: list[np.ndarray], backtrace: bool, device: str,
+                 lane_cells: int | None) -> list[Hit]:
+    """All buckets through the torch kernel in this process (one device)."""
+    gpu = device.startswith("cuda")
+    if lane_cells is None:
+        lane_cells = TORCH_LANE_CELLS if gpu else LANE_CELLS
+    buckets = length_buckets([t.size for t in targets], scores.length, backtrace=backtrace, lane_cells=lane_cells,
+                             max_lanes=TORCH_MAX_LANES if gpu else MAX_LANES,
+                             backtrace_bytes=TORCH_BACKTRACE_BYTES if gpu else BACKTRACE_BYTES)
+    hits: list[Hit | None] = [None] * len(targets)
+    for bucket in buckets:
+        for hit in align_lane_batch_torch(scores, targets, bucket, backtrace=backtrace, device=device):
             hits[hit.index] = hit
     return hits  # type: ignore[return-value]
 
@@ -147,11 +181,17 @@ def _split_for_workers(buckets: list[list[int]], wanted: int) -> list[list[int]]
 
 
 def align_queries(profiles: Sequence[Profile], targets: Sequence[np.ndarray], *, backtrace: bool = False,
-                  cpus: int | None = 1, lane_cells: int = LANE_CELLS) -> list[list[Hit]]:
+                  cpus: int | None = 1, lane_cells: int | None = None,
+                  device: str | None = None) -> list[list[Hit]]:
     """Many queries against the same targets: ``result[q][k]`` is query q's hit on target k. Processes split
-    the (query, bucket) tasks."""
+    the (query, bucket) tasks; ``device`` as in :func:`align_targets`."""
     checked = _check_targets(targets)
     scores_list = [sequence_scores(p) for p in profiles]
+    backend = resolve_device(device)
+    if backend != NUMPY:
+        return [_align_torch(scores, checked, backtrace, backend, lane_cells) if checked else []
+                for scores in scores_list]
+    lane_cells = LANE_CELLS if lane_cells is None else lane_cells
     tasks = []
     for query_index, scores in enumerate(scores_list):
         for bucket in length_buckets([t.size for t in checked], scores.length, backtrace=backtrace,
@@ -166,10 +206,10 @@ def align_queries(profiles: Sequence[Profile], targets: Sequence[np.ndarray], *,
 
 
 def viterbi_seq_profile(profile: Profile | SequenceScores, target: str | np.ndarray, *,
-                        backtrace: bool = True) -> Hit:
+                        backtrace: bool = True, device: str | None = None) -> Hit:
     """One sequence against one profile (a convenience wrapper of :func:`align_targets`)."""
     from workflow_lib.aligner.profile import encode_query
-    return align_targets(profile, [encode_query(target)], backtrace=backtrace, cpus=1)[0]
+    return align_targets(profile, [encode_query(target)], backtrace=backtrace, cpus=1, device=device)[0]
 
 
 def _hmm_task(args: tuple[int, list[int], float, bool]) -> list[Hit]:

@@ -14,9 +14,19 @@ block of query rows. After the Viterbi, the correlation score ``0.1 · Σ_{d=1..
 steps k of the best alignment (s_k the column score of an MM step without the shift, 0 otherwise) is added to
 the reported score, as HH-suite does after its backtrace.
 
-Secondary structure: the seed's SS score needs PSIPRED/DSSP confusion statistics that we do not ship, so it is
-left off (``hhalign -ssm 0`` is the comparable setting; profiles built by ``hhmake`` from A3M files without
-``>ss_pred`` rows carry no SS anyway).
+Secondary structure (seed "Secondary Structure Score"): not scored, on purpose. The seed gives the form of the
+score, ``w · log P(σ; ρ, c) / (P(σ) P(ρ, c))`` for a known template state σ (DSSP, 7 states) against a PSIPRED
+prediction ρ with confidence c, and
+``w · log Σ_σ P(ρ_q, c_q | σ) P(ρ_t, c_t | σ) P(σ) / (P(ρ_q, c_q) P(ρ_t, c_t))`` for predicted against
+predicted, but not the numbers: they are frequencies from PSIPRED runs on SCOP domains.
+HH-suite 3 hard-codes them in its source (``hhmatrices.cpp``, GPL-3; ``hhalign -ssm 2 -ssw 0.11 -ssa 1`` by
+default: scored during the alignment, weight 0.11 on the log-odds, the PSIPRED confusion matrix unmixed). Neither
+the seeds nor ``shared/data`` carry those statistics, PSIPRED is not available to derive them (``shared/data``
+has one ``.ss2`` file), and copying HH-suite's GPL tables into this code base is a licensing decision, not an
+engineering one. So ``Profile.ss_pred`` / ``ss_conf`` (read from ``.hhm`` / A3M ``>ss_pred``, ``>ss_conf``) are
+carried but not scored, and the HH-suite agreement tests run ``hhalign -ssm 0`` (the comparable setting; the
+``.hhm`` files there carry no SS anyway). With a table, the score is one lookup per (i, j) added to the column
+score block ``S`` below, before the Viterbi (for every MM state, as HH-suite's ``-ssm 2``).
 """
 
 from __future__ import annotations

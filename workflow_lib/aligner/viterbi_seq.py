@@ -2,17 +2,23 @@
 "Dynamic Programming Matrices", "SIMD and Vectorized Viterbi Algorithm").
 
 The recurrences are those of :mod:`workflow_lib.aligner.reference`. Layout: the DP runs over query columns i
-(one row at a time, two rows kept per state); each row is an int32 array ``[Lt + 1, W]`` over target positions l
-(row 0 is the boundary) and W lanes = targets of similar length packed side by side, lanes contiguous. Per row:
+(one row at a time); each row is an int32 array ``[Lt + 1, W]`` over target positions l (row 0 is the
+boundary) and W lanes = targets of similar length packed side by side, lanes contiguous. Per row:
 
-- M: the emission scores of all lanes are gathered at once from the row's 22-entry table (``np.take``) with the
-  M->M transition folded in; the three predecessors and the local 0 are combined with in-place maxima;
-- D depends on the previous row only (two ops);
-- I is the in-row chain ``I(l) = max(M(l-1) + t.MI, I(l-1) + t.II)`` with a constant step t.II, solved as a
-  prefix max-plus scan: ``I(l) = l·t.II + cummax_{k≤l}(M(k-1) + t.MI − k·t.II)`` (:func:`prefix_max`, a blocked
-  ``np.maximum.accumulate``).
-  We keep I in that shifted form (Î = I − l·t.II) and D as ``D − t.MD``: the shifts fold into the next row's
-  constants and save an array pass each.
+- M: the emission scores of all lanes are gathered at once from the row's 22-entry table (``np.take``) with
+  the M->M transition out of the row folded in; the predecessors are combined with in-place maxima and the
+  local start as ``A = max(g, g + X)`` (two array-array passes; an int32 maximum with a scalar is ~3× slower);
+- D depends on the previous row only (two ops, updated in place);
+- I is the in-row chain ``I(l) = max(M(l-1) + t.MI, I(l-1) + t.II)`` with a constant step t.II, kept in the
+  shifted form ``B = I − l·t.II`` where the chain is a plain cumulative maximum. Only I values with
+  ``I + t.IM > 0`` can change a score or an optimal path, which bounds the chain lengths that matter by
+  ``(row max of M + t.MI + t.IM) / |t.II|`` (:func:`chain_steps`): a few doubling steps (``max(B(l), B(l − s))``
+  for s = 1, 2, 4, …; one array pass each, typically 3–4) resolve them; rows with longer chains use the
+  blocked full scan (:func:`prefix_max`). Cells whose I is left below its true value are exactly the cells no
+  score and no optimal path reads, so scores and alignments equal the reference's.
+- Stored: ``A = M + t_i.MM``, ``B`` and ``C = D − t_{i−1}.MD + t_{i−1}.MM``; the shifts fold into per-row
+  constants. Five ``[Lt + 1, W]`` buffers (A twice, B twice, C) and one work row: a 48k-cell row then stays in
+  L2 cache (``LANE_CELLS`` in :mod:`workflow_lib.aligner.lanes`).
 
 Overflow: values stay in [NEG_INF − 2^31/4, 2^26·…]; the shifted scan adds ``l·|t.II| ≤ Lt·2^15``, so targets
 longer than :data:`INT32_MAX_TARGET` use int64 arrays (same code, slower).
@@ -27,11 +33,24 @@ from workflow_lib.aligner.profile import DD, DM, II, IM, MD, MI, MM
 from workflow_lib.aligner.scores import NEG_INF, PAD_CODE, Hit, SequenceScores
 
 INT32_MAX_TARGET = 16000
+SCAN_BLOCK = 8
+DOUBLING_STEPS_MAX = 8
+"""Rows needing more doubling steps than this use the blocked scan (measured in ``benchmarks/RESULTS.md``)."""
+ROW_BLOCK = 64
+PACK_ROWS = 8
+"""Query rows whose backtrace bytes are packed by one set of NumPy calls."""
+"""Query rows whose in-row ramps are computed together."""
 
 
 def scan_block(n_positions: int) -> int:
-    """Block length of :func:`prefix_max` for ``n_positions`` rows (about sqrt(n): fewest NumPy calls)."""
-    return max(1, int(np.ceil(np.sqrt(n_positions))))
+    """Block length of :func:`prefix_max` for ``n_positions`` rows.
+
+    A small fixed block (:data:`SCAN_BLOCK`): the scan costs ``block − 1`` strided maxima, one
+    ``np.maximum.accumulate`` over the ``n / block`` block ends and one broadcast maximum, so with NumPy's
+    per-call overhead (~3 µs here) a short block beats the √n block of the first version (measured in
+    ``benchmarks/RESULTS.md``).
+    """
+    return max(1, min(SCAN_BLOCK, n_positions))
 
 
 def padded_length(n_positions: int) -> int:
@@ -40,26 +59,49 @@ def padded_length(n_positions: int) -> int:
     return -(-n_positions // block) * block
 
 
-def prefix_max(values: np.ndarray, out: np.ndarray, block: int) -> None:
-    """``out = np.maximum.accumulate(values, axis=0)`` for ``[n, W]`` arrays with ``n % block == 0``.
-
-    ``np.maximum.accumulate`` along the position axis runs a scalar loop (~2.4 ns/cell measured); this blocked
-    form does ``block`` strided maxima over all blocks at once, a carry across the ``n / block`` block ends,
-    and one broadcast maximum (~1 ns/cell at 256 lanes, see ``benchmarks/RESULTS.md``).
-    """
-    n, width = values.shape
-    n_blocks = n // block
-    v = values.reshape(n_blocks, block, width)
-    o = out.reshape(n_blocks, block, width)
-    o[:, 0] = v[:, 0]
+def _scan_blocks(v: np.ndarray, o: np.ndarray) -> None:
+    """Prefix maximum along the flattened first two axes of ``[n_blocks, block, W]`` views (``o`` may be ``v``)."""
+    block = v.shape[1]
+    if o is not v:
+        np.copyto(o[:, 0], v[:, 0])
     for r in range(1, block):
         np.maximum(o[:, r - 1], v[:, r], out=o[:, r])
-    if n_blocks > 1:
-        carry = np.empty((n_blocks, width), dtype=values.dtype)
-        carry[0] = np.iinfo(values.dtype).min
-        for b in range(1, n_blocks):
-            np.maximum(carry[b - 1], o[b - 1, -1], out=carry[b])
-        np.maximum(o, carry[:, None, :], out=o)
+    if v.shape[0] > 1:
+        carry = np.maximum.accumulate(o[:-1, -1], axis=0)
+        np.maximum(o[1:], carry[:, None, :], out=o[1:])
+
+
+def prefix_max(values: np.ndarray, out: np.ndarray, block: int) -> None:
+    """``out = np.maximum.accumulate(values, axis=0)`` for ``[n, W]`` arrays with ``n % block == 0``
+    (``out`` may be ``values``: the scan then runs in place).
+
+    ``np.maximum.accumulate`` along the position axis runs a scalar loop (~2 ns/cell measured); this blocked
+    form does ``block − 1`` strided maxima over all blocks at once (vectorised over ``n / block × W``
+    elements), a scalar ``accumulate`` over the block ends only, and one broadcast maximum.
+    """
+    n, width = values.shape
+    v = values.reshape(n // block, block, width)
+    o = v if out is values else out.reshape(n // block, block, width)
+    _scan_blocks(v, o)
+
+
+def chain_steps(excess: int, step: int, n_positions: int) -> int | None:
+    """Doubling steps (shifts 1, 2, 4, …) that resolve every in-row I chain that can matter, or None for the
+    full blocked scan.
+
+    ``excess`` bounds ``F(k) + t.IM`` over the row (F the fresh I values, ``M(i, k−1) + t.MI``); a chain of
+    length d from k yields ``F(k) + d·step``, which can matter only while ``F(k) + d·step + t.IM > 0`` (else the
+    next row's M takes its 0 start or another predecessor, and no optimal path visits the cell). So chains up
+    to ``d = ceil(excess / |step|) − 1`` are needed: ``d.bit_length()`` doubling steps (each one array pass),
+    or None when that exceeds :data:`DOUBLING_STEPS_MAX` (or ``step ≥ 0``: unbounded chains).
+    """
+    if excess <= 0:
+        return 0
+    if step >= 0:
+        return None
+    longest = min((excess - 1) // -step, n_positions - 1)
+    steps = longest.bit_length()
+    return steps if steps <= DOUBLING_STEPS_MAX else None
 
 
 def pack_targets(targets: list[np.ndarray], indices: list[int]) -> np.ndarray:
@@ -79,7 +121,13 @@ def viterbi_seq_lanes(scores: SequenceScores, residues: np.ndarray, *,
     ``residues``: intp ``[Lt, W]`` residue codes (0..20, :data:`PAD_CODE` after each target's end); ``Lt`` a
     multiple of ``scan_block(Lt)`` (as :func:`pack_targets` makes it).
     Returns ``best`` int64 ``[W]`` (milli-bits), ``best_i`` / ``best_l`` int64 ``[W]`` (1-based cell of the best
-    M score: first maximum in row-major order), and the backtrace uint8 ``[Lq, Lt, W]`` (or None).
+    M score: first maximum in row-major order; zeros without backtrace), and the backtrace uint8
+    ``[Lq, Lt, W]`` (or None).
+
+    Stored per row i (t_i = transitions out of query column i): ``A = M + t_i.MM`` (so the local start is the
+    constant 0 and ``A = max(g, g + X)`` with ``g = e + t_i.MM`` gathered once), ``B = I − l·t_i.II`` (the
+    in-row scan is a plain cumulative maximum) and ``C = D − t_{i−1}.MD + t_{i−1}.MM``; the shifts fold into
+    per-row constants.
     """
     residues = np.asarray(residues)
     if residues.ndim != 2 or residues.dtype != np.intp:
@@ -92,66 +140,118 @@ def viterbi_seq_lanes(scores: SequenceScores, residues: np.ndarray, *,
     emission = scores.emission.astype(np.int64)
     tr = scores.transitions.astype(np.int64)
     n_query = emission.shape[0]
+    # per-row constants (index r = i − 1); "previous" terms of row 1 are 0 (its predecessors are NEG_INF)
+    mm_out = tr[1:, MM]                                   # t_i.MM
+    gathered_table = (emission + mm_out[:, None]).astype(dtype)
+    prev_ii = tr[:-1, II]                                 # t_{i−1}.II
+    prev_shift = np.concatenate([[0], tr[:n_query - 1, MD] - tr[:n_query - 1, MM]])  # t_{i−2}.MD − t_{i−2}.MM
+    k_dm = (prev_shift + tr[:-1, DM]).tolist()            # C(i−1) → D(i−1) + t_{i−1}.DM
+    k_dd = (prev_shift + tr[:-1, DD] - tr[:-1, MD] + tr[:-1, MM]).tolist()
+    mm_list = mm_out.tolist()
+    positions = np.arange(1, n_target + 1, dtype=np.int64)[None, :]
     shape = (n_target + 1, width)
-    m_prev, m_cur = np.full(shape, NEG_INF, dtype), np.full(shape, NEG_INF, dtype)
-    ihat_prev, ihat_cur = np.full(shape, NEG_INF, dtype), np.full(shape, NEG_INF, dtype)
-    dhat_prev, dhat_cur = np.full(shape, NEG_INF, dtype), np.full(shape, NEG_INF, dtype)
-    work = np.empty((n_target, width), dtype)
-    gathered = np.empty((n_target, width), dtype)
-    positions = np.arange(1, n_target + 1, dtype=np.int64)[:, None]
+    # C(i, l) and B(i, l) overwrite C(i−1, l) and B(i−1, l) in place once the row's A has read them; A needs
+    # two rows (A(i, l) reads A(i−1, l−1), C(i, l) reads A(i−1, l)). Fewer buffers keep a row in L2 cache.
+    a_prev, a_cur = np.full(shape, NEG_INF, dtype), np.full(shape, NEG_INF, dtype)
+    # B rows and the work row carry `pad` leading NEG_INF rows (positions l ≤ 0), so that a doubling step is
+    # one call over all positions: max(B(l), B(l − s)) with B(l − s) = NEG_INF for l ≤ s
+    pad = min(1 << max(DOUBLING_STEPS_MAX - 1, 0), n_target)
+    b_row = np.full((pad + n_target + 1, width), NEG_INF, dtype)
+    b_alt = np.full((pad + n_target + 1, width), NEG_INF, dtype)
+    c_row = np.full(shape, NEG_INF, dtype)
+    work_full = np.full((pad + n_target, width), NEG_INF, dtype)
+    work = work_full[pad:]
+    n_blocks = n_target // block
+    work_blocks = work.reshape(n_blocks, block, width)
+    b_blocks = {id(b): b[pad + 1:].reshape(n_blocks, block, width) for b in (b_row, b_alt)}
+    # I(i, l) matters only where I + t_i.IM > 0 (else neither the score nor an optimal path uses it): per row,
+    # the longest chain that can matter follows from the row's best A (see chain_steps)
+    excess_offset = (tr[1:, MI] - tr[1:, MM] + tr[1:, IM]).tolist()
+    ii_list = tr[1:, II].tolist()
     best = np.full(width, np.iinfo(np.int64).min, dtype=np.int64)
     best_i = np.zeros(width, dtype=np.int64)
     best_l = np.zeros(width, dtype=np.int64)
     bt = np.empty((n_query, n_target, width), dtype=np.uint8) if backtrace else None
     if backtrace:
-        beats = [np.empty((n_target, width), dtype=bool) for _ in range(5)]
-        byte = np.empty((n_target, width), dtype=np.uint8)
-    prev_ii = 0      # t.II of the previous row (Î_prev(l) = I(i-1, l) − l·prev_ii)
-    prev_md = 0      # t.MD of the row before the previous one (D̂_prev = D(i-1, ·) − prev_md)
-    for i in range(1, n_query + 1):
-        tp, tc = tr[i - 1], tr[i]
-        mm = int(tp[MM])
-        # --- M(i, l) = e + mm + max(-mm, M', I' + im - mm, D' + dm - mm) at (i-1, l-1)
-        np.take((emission[i - 1] + mm).astype(dtype), residues, out=gathered, mode="clip")
-        i_ramp = ((positions - 1) * prev_ii + (int(tp[IM]) - mm)).astype(dtype)
-        np.add(ihat_prev[:-1], i_ramp, out=work)
-        m_new = m_cur[1:]
+        # the five comparison masks of PACK_ROWS rows, packed into backtrace bytes together (fewer calls)
+        beats_rows = [np.empty((PACK_ROWS, n_target, width), dtype=bool) for _ in range(5)]
+        byte = np.empty((PACK_ROWS, n_target, width), dtype=np.uint8)
+    for r in range(n_query):
+        if r % ROW_BLOCK == 0:
+            rows = slice(r, r + ROW_BLOCK)
+            # I(i−1, l−1) + t_{i−1}.IM = B(i−1, l−1) + (l−1)·t_{i−1}.II + t_{i−1}.IM
+            ramp_im = ((positions - 1) * prev_ii[rows, None]
+                       + tr[:n_query][rows, IM][:, None]).astype(dtype)[:, :, None]
+            # B(i, l) = cummax_k (A(i, k−1) − t_i.MM + t_i.MI − k·t_i.II)
+            rows_out = slice(r + 1, r + 1 + ROW_BLOCK)
+            ramp_mi = (tr[rows_out, MI][:, None] - tr[rows_out, MM][:, None]
+                       - positions * tr[rows_out, II][:, None]).astype(dtype)[:, :, None]
+        ramp_row = r % ROW_BLOCK
+        a_new = a_cur[1:]
+        # --- X = max(M', I' + im, D' + dm) at (i−1, l−1), in A terms; then A = max(g, g + X)
+        np.add(c_row[:-1], k_dm[r], out=a_new)
+        np.add(b_row[pad:-1], ramp_im[ramp_row], out=work)
         if backtrace:
-            m_beats_i, d_beats, stop, from_i, from_d = beats
-            np.greater(work, m_prev[:-1], out=m_beats_i)
-        np.maximum(work, m_prev[:-1], out=work)
-        np.add(dhat_prev[:-1], prev_md + int(tp[DM]) - mm, out=m_new)
+            slot = r % PACK_ROWS
+            m_beats_i, d_beats, stop, from_i, from_d = (mask[slot] for mask in beats_rows)
+            np.greater(work, a_prev[:-1], out=m_beats_i)
+        np.maximum(work, a_prev[:-1], out=work)
         if backtrace:
-            np.greater(m_new, work, out=d_beats)
-        np.maximum(work, m_new, out=work)
+            np.greater(a_new, work, out=d_beats)
+        np.maximum(work, a_new, out=work)
         if backtrace:
-            np.greater_equal(-mm, work, out=stop)
-        np.maximum(work, -mm, out=work)
-        np.add(work, gathered, out=m_new)
-        # --- D̂(i, l) = max(M(i-1, l), D(i-1, l) + dd - md)
-        md = int(tp[MD])
-        np.add(dhat_prev[1:], prev_md + int(tp[DD]) - md, out=work)
+            np.less_equal(work, 0, out=stop)
+        np.take(gathered_table[r], residues, out=a_new, mode="clip")
+        np.add(work, a_new, out=work)
+        np.maximum(work, a_new, out=a_new)
+        # --- C(i, l) = max(A(i−1, l), C(i−1, l) + k_dd), in place
+        c_new = c_row[1:]
+        np.add(c_new, k_dd[r], out=c_new)
         if backtrace:
-            np.greater(work, m_prev[1:], out=from_d)
-        np.maximum(work, m_prev[1:], out=dhat_cur[1:])
-        # --- Î(i, l) = cummax_k (M(i, k-1) + mi - k·ii)
-        ii = int(tc[II])
-        np.add(m_cur[:-1], (int(tc[MI]) - positions * ii).astype(dtype), out=work)
-        prefix_max(work, ihat_cur[1:], block)
-        if backtrace:
-            np.greater(ihat_cur[1:], work, out=from_i)
-            _pack_seq_byte(bt[i - 1], byte, m_beats_i, d_beats, stop, from_i, from_d)
-        row_best = m_new.max(axis=0)
-        improved = row_best > best
-        if improved.any():
-            best[improved] = row_best[improved]
-            best_i[improved] = i
+            np.greater(c_new, a_prev[1:], out=from_d)
+        np.maximum(c_new, a_prev[1:], out=c_new)
+        row_best = a_new.max(axis=0)
+        # --- B(i, l) = cummax along l of the fresh values (A(i, l−1) + ramp): a doubling scan over the
+        # chain lengths that can matter, or the blocked scan when those are long
+        steps = chain_steps(int(row_best.max()) + excess_offset[r], ii_list[r], n_target)
+        fresh = work if backtrace else b_alt[pad + 1:]
+        np.add(a_cur[:-1], ramp_mi[ramp_row], out=fresh)
+        if steps is None:
             if backtrace:
-                best_l[improved] = m_new.argmax(axis=0)[improved] + 1
-        m_prev, m_cur = m_cur, m_prev
-        ihat_prev, ihat_cur = ihat_cur, ihat_prev
-        dhat_prev, dhat_cur = dhat_cur, dhat_prev
-        prev_ii, prev_md = ii, md
+                _scan_blocks(work_blocks, b_blocks[id(b_row)])
+            else:
+                _scan_blocks(b_blocks[id(b_alt)], b_blocks[id(b_alt)])
+                b_row, b_alt = b_alt, b_row
+        else:
+            current, start = (work_full, pad) if backtrace else (b_alt, pad + 1)
+            for k in range(steps):
+                shift = 1 << k
+                target = b_row if k % 2 == 0 else b_alt
+                np.maximum(current[start:start + n_target], current[start - shift:start + n_target - shift],
+                           out=target[pad + 1:])
+                current, start = target, pad + 1
+            if steps == 0 and backtrace:
+                np.copyto(b_row[pad + 1:], work)
+            elif steps % 2 == 0:
+                b_row, b_alt = b_alt, b_row
+        if backtrace:
+            np.greater(b_row[pad + 1:], work, out=from_i)
+            if slot == PACK_ROWS - 1 or r == n_query - 1:
+                _pack_seq_byte(bt[r - slot:r + 1], byte[:slot + 1], *(mask[:slot + 1] for mask in beats_rows))
+            row_best -= mm_list[r]
+            improved = row_best > best
+            lanes = np.flatnonzero(improved)
+            if lanes.size:
+                best[lanes] = row_best[lanes]
+                best_i[lanes] = r + 1
+                # argmax over the improved lanes only (usually a few): first maximum along l
+                if 4 * lanes.size < width:
+                    best_l[lanes] = a_new[:, lanes].argmax(axis=0) + 1
+                else:
+                    best_l[lanes] = a_new.argmax(axis=0)[lanes] + 1
+        else:
+            np.maximum(best, row_best - mm_list[r], out=best)
+        a_prev, a_cur = a_cur, a_prev
     return best, best_i, best_l, bt
 
 

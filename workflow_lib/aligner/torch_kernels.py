@@ -1,0 +1,161 @@
+"""The sequence–profile lane Viterbi in torch, so that a GPU node can run it (seed "SIMD and Vectorized Viterbi
+Algorithm"; recurrences, tie-breaking and backtrace bytes as in :mod:`workflow_lib.aligner.reference` and
+:mod:`workflow_lib.aligner.backtrace`).
+
+Same lane layout as :mod:`workflow_lib.aligner.viterbi_seq` (rows = query columns, ``[Lt + 1, W]`` per row,
+int32 milli-bits; int64 above :data:`~workflow_lib.aligner.viterbi_seq.INT32_MAX_TARGET`), written for few
+kernel launches and no host synchronisation inside the row loop rather than for NumPy's call overhead:
+
+- M, D as in the reference (unshifted), the local start as ``max(·, 0)``;
+- the in-row I chain as one ``torch.cummax`` over the shifted fresh values ``M(i, l−1) + t.MI − l·t.II``
+  (exact in integers; the full chain, no bound needed);
+- the best cell (first maximum in row-major order) with ``torch.where`` updates per row;
+- the backtrace byte per cell packed on the device, copied to the host once at the end and decoded by
+  :func:`workflow_lib.aligner.backtrace.sequence_hits` (shared with the NumPy kernel).
+
+:func:`resolve_device` picks the backend: ``None`` = CUDA when ``torch.cuda.is_available()``, else NumPy;
+``"numpy"`` forces NumPy; any torch device string (``"cpu"``, ``"cuda"``, ``"cuda:1"``) runs this kernel
+there. The tests run it on CPU tensors and require scores and alignments equal to the NumPy kernel's.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from contextlib import contextmanager
+
+import numpy as np
+
+from workflow_lib.aligner.backtrace import sequence_hits
+from workflow_lib.aligner.profile import DD, DM, II, IM, MD, MI, MM
+from workflow_lib.aligner.scores import NEG_INF, Hit, SequenceScores
+
+NUMPY = "numpy"
+TORCH_LANE_CELLS = 1 << 22
+"""Cells per DP row on a GPU (4M: enough work per launch; far above the CPU cache-sized rows)."""
+TORCH_MAX_LANES = 1 << 14
+TORCH_BACKTRACE_BYTES = 1 << 30
+"""Backtrace bytes per bucket on a GPU (copied to host memory once per bucket)."""
+
+_CUDA: bool | None = None
+
+
+def cuda_available() -> bool:
+    """``torch.cuda.is_available()`` (False without torch). Without an NVIDIA driver on the machine
+    (``/proc/driver/nvidia``, ``/dev/nvidiactl``) torch is not even imported, so CPU-only jobs do not pay
+    for the import; the answer is cached per process."""
+    global _CUDA
+    if _CUDA is None:
+        driver = os.path.exists("/proc/driver/nvidia") or os.path.exists("/dev/nvidiactl")
+        if not driver or importlib.util.find_spec("torch") is None:
+            _CUDA = False
+        else:
+            import torch
+            _CUDA = bool(torch.cuda.is_available())
+    return _CUDA
+
+
+def resolve_device(device: str | None) -> str:
+    """``None`` → ``"cuda"`` when available, else :data:`NUMPY`; other values are returned as given."""
+    if device is None:
+        return "cuda" if cuda_available() else NUMPY
+    if not isinstance(device, str) or not device:
+        raise ValueError(f"device must be None, 'numpy' or a torch device string, not {device!r}")
+    return device
+
+
+def viterbi_seq_lanes_torch(scores: SequenceScores, residues: np.ndarray, *, backtrace: bool,
+                            device: str = "cpu") -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """Torch twin of :func:`workflow_lib.aligner.viterbi_seq.viterbi_seq_lanes` (same inputs and outputs;
+    ``residues`` intp ``[Lt, W]`` padded with ``PAD_CODE``, any ``Lt``)."""
+    import torch
+
+    from workflow_lib.aligner.viterbi_seq import INT32_MAX_TARGET
+
+    residues = np.asarray(residues)
+    if residues.ndim != 2:
+        raise ValueError("residues must be a matrix [Lt, W]")
+    n_target, width = residues.shape
+    dtype = torch.int32 if n_target <= INT32_MAX_TARGET else torch.int64
+    dev = torch.device(device)
+    emission = torch.as_tensor(scores.emission, device=dev).to(dtype)
+    tr = torch.as_tensor(scores.transitions, device=dev).to(dtype)
+    res = torch.as_tensor(residues.astype(np.int64), device=dev)
+    n_query = emission.shape[0]
+    positions = torch.arange(1, n_target + 1, device=dev, dtype=dtype)[:, None]
+    zero = torch.zeros((), dtype=dtype, device=dev)
+    m_prev = torch.full((n_target + 1, width), NEG_INF, dtype=dtype, device=dev)
+    i_prev = m_prev.clone()
+    d_prev = m_prev.clone()
+    best = torch.full((width,), np.iinfo(np.int64).min, dtype=torch.int64, device=dev)
+    best_i = torch.zeros(width, dtype=torch.int64, device=dev)
+    best_l = torch.zeros(width, dtype=torch.int64, device=dev)
+    bt = torch.empty((n_query, n_target, width), dtype=torch.uint8, device=dev) if backtrace else None
+    boundary = torch.full((1, width), NEG_INF, dtype=dtype, device=dev)
+    for r in range(n_query):
+        tp, tc = tr[r], tr[r + 1]
+        # M(i, l) = e + max(0, M' + MM, I' + IM, D' + DM) at (i−1, l−1); ties keep the earlier candidate
+        from_m = m_prev[:-1] + tp[MM]
+        from_i = i_prev[:-1] + tp[IM]
+        from_d = d_prev[:-1] + tp[DM]
+        m_beats_i = from_i > from_m
+        value = torch.maximum(from_m, from_i)
+        d_beats = from_d > value
+        value = torch.maximum(value, from_d)
+        stop = value <= 0
+        m_new = emission[r][res] + torch.maximum(value, zero)
+        # D(i, l) = max(M(i−1, l) + MD, D(i−1, l) + DD)
+        d_fresh = m_prev[1:] + tp[MD]
+        d_extend = d_prev[1:] + tp[DD]
+        d_self = d_extend > d_fresh
+        d_new = torch.maximum(d_fresh, d_extend)
+        # I(i, l) = l·II + cummax_k (M(i, k−1) + MI − k·II)
+        m_left = torch.cat([boundary, m_new[:-1]])
+        shifted = m_left + tc[MI] - positions * tc[II]
+        running = torch.cummax(shifted, dim=0).values
+        i_self = running > shifted
+        i_new = running + positions * tc[II]
+        if backtrace:
+            pointer = torch.where(d_beats, 3, torch.where(m_beats_i, 2, 1)).to(torch.uint8)
+            pointer = torch.where(stop, torch.zeros_like(pointer), pointer)
+            bt[r] = pointer | (i_self.to(torch.uint8) << 2) | (d_self.to(torch.uint8) << 3)
+        row_best, row_arg = m_new.max(dim=0)
+        row_best = row_best.to(torch.int64)
+        improved = row_best > best
+        best = torch.where(improved, row_best, best)
+        best_i = torch.where(improved, torch.full_like(best_i, r + 1), best_i)
+        best_l = torch.where(improved, row_arg.to(torch.int64) + 1, best_l)
+        m_prev = torch.cat([boundary, m_new])
+        i_prev = torch.cat([boundary, i_new])
+        d_prev = torch.cat([boundary, d_new])
+    bt_host = bt.cpu().numpy() if backtrace else None
+    return best.cpu().numpy(), best_i.cpu().numpy(), best_l.cpu().numpy(), bt_host
+
+
+@contextmanager
+def _cpu_threads(device: str):
+    """One intra-op thread while the kernel runs on a CPU device: its row tensors are small, and on a busy
+    machine torch's OpenMP threads stall each of the ~20 operations per row (measured: an int32 add of 70k
+    elements took 26 ms with 2 threads on a loaded 2-core machine, 18 µs with 1). GPU devices: unchanged."""
+    import torch
+    if not device.startswith("cpu"):
+        yield
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def align_lane_batch_torch(scores: SequenceScores, targets: list[np.ndarray], indices: list[int], *,
+                           backtrace: bool, device: str) -> list[Hit]:
+    """Hits for the targets ``indices`` (one lane each, in that order), computed with the torch kernel."""
+    from workflow_lib.aligner.viterbi_seq import pack_targets
+    residues = pack_targets(targets, indices)
+    with _cpu_threads(device):
+        best, best_i, best_l, bt = viterbi_seq_lanes_torch(scores, residues, backtrace=backtrace, device=device)
+    if backtrace:
+        return sequence_hits(bt, best, best_i, best_l, indices)
+    return [Hit(index, int(best[lane]) / 1000.0, int(best[lane])) for lane, index in enumerate(indices)]
