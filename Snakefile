@@ -15,6 +15,7 @@ include: "rules/chunks.smk"
 include: "rules/search.smk"
 include: "rules/templates.smk"
 include: "rules/features.smk"
+include: "rules/predict.smk"
 include: "rules/report.smk"
 
 

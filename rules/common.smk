@@ -14,7 +14,7 @@ if str(BASEDIR) not in sys.path:
 from workflow_lib.db.chunks import chunk_name, chunk_table
 from workflow_lib.errors import InputError
 from workflow_lib.seqio.fasta import read_fasta
-from workflow_lib.workflow.config import ChunkConfig, DatabaseConfig, SearchConfig
+from workflow_lib.workflow.config import ChunkConfig, DatabaseConfig, PredictConfig, SearchConfig
 
 validate(config, str(BASEDIR / "config" / "schema.yaml"), set_default=True)
 
@@ -25,6 +25,17 @@ DATABASES = {
     for name, settings in config["databases"].items()
 }
 SEARCH_SETTINGS = SearchConfig.from_dict(config.get("search"), where="config 'search'")
+PREDICT_SETTINGS = PredictConfig.from_dict(config.get("predict"), where="config 'predict'")
+
+
+def _model_path(path):
+    """A relative checkpoint path is found in the working directory, else in the workflow (models/ ships there)."""
+    if Path(path).is_absolute() or Path(path).exists() or not (BASEDIR / path).exists():
+        return str(path)
+    return str(BASEDIR / path)
+
+
+PREDICT_MODEL = _model_path(PREDICT_SETTINGS.model)
 SEARCH_DATABASE = SEARCH_SETTINGS.database or next(iter(DATABASES))
 if SEARCH_DATABASE not in DATABASES:
     raise InputError(
@@ -107,6 +118,7 @@ def all_targets():
         targets += [msa_stats_path(proteome, name) for name in chunk_names(proteome)]
         targets += STAGE_INPUTS.template_targets(proteome)
         targets += STAGE_INPUTS.feature_targets(proteome)
+        targets += structure_targets(proteome)
         targets.append(f"{RESULTS}/{proteome}/summary.parquet")
     return targets
 
@@ -173,4 +185,13 @@ def state_option(wildcards, input):
 def precomputed_option(wildcards):
     path = SEARCH_SETTINGS.precomputed_msas
     return f"--precomputed {shlex.quote(path)}" if path and int(wildcards.iteration) == 1 else ""
+
+
+def structure_targets(proteome):
+    """The three inference outputs (rules/predict.smk) of every planned protein of a proteome."""
+    return [
+        f"{RESULTS}/{proteome}/structures/{protein}{suffix}"
+        for protein in proteins_of(proteome)
+        for suffix in (".pdb", ".pred.npz", ".residues.parquet")
+    ]
 

@@ -16,7 +16,7 @@ rule search_shard:
         times=f"{RESULTS}/{{proteome}}/search/chunk_{{chunk}}/iter_{{iteration}}/shard_{{shard}}.times.parquet",
     params:
         trackfold=TRACKFOLD,
-        db=search_db_dir(),
+        db=lambda wildcards, input: str(Path(input.manifest).parent),
         state=state_option,
         precomputed=precomputed_option,
         settings=SEARCH_SETTINGS.cli_options(),

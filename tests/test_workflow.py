@@ -51,13 +51,22 @@ def test_dry_run_on_the_bundled_example(root, tmp_path):
     result = _snakemake(root, root, "-n", "--configfile", str(root / "config" / "config.yaml"),
                         "--config", f"results={tmp_path / 'results'}")
     counts = _job_counts(result.stdout)
-    assert counts == {"db_build": 1, "chunk_table": 1, "chunk_fasta": 3, "all": 1, "total": 6}
+    # 30 proteins in 3 chunks, 2 shards, 3 iterations; 47 templates; one summary
+    expected = {"db_build": 1, "chunk_table": 1, "chunk_fasta": 3, "search_shard": 3 * 2 * 3, "msa_merge": 3 * 3,
+                "msa_final": 3, "templates_build": 1, "template_search": 30, "features": 30, "predict": 30,
+                "summary": 1, "all": 1}
+    assert counts == {**expected, "total": sum(expected.values())}
 
 
 def test_dry_run_two_proteomes_lists_every_chunk(root, tmp_path):
     config = _config(tmp_path, root, {"ana": "anaerococcus_slice.fasta", "eco": "ecoli_slice.fasta"})
     counts = _job_counts(_snakemake(root, tmp_path, "-n", "--configfile", str(config)).stdout)
-    assert counts == {"db_build": 1, "chunk_table": 2, "chunk_fasta": 8 + 2, "all": 1, "total": 14}
+    # 8 + 2 chunks of at most 4 proteins, 3 shards, 3 iterations, no template stage (no structures configured)
+    chunks, proteins = 8 + 2, 30 + 6
+    expected = {"db_build": 1, "chunk_table": 2, "chunk_fasta": chunks, "search_shard": chunks * 3 * 3,
+                "msa_merge": chunks * 3, "msa_final": chunks, "features": proteins, "predict": proteins,
+                "summary": 2, "all": 1}
+    assert counts == {**expected, "total": sum(expected.values())}
 
 
 def test_lint_is_clean(root, tmp_path):
@@ -94,7 +103,7 @@ def test_bad_proteome_stops_with_file_and_record(root, tmp_path):
 @pytest.mark.slow
 def test_real_run_builds_database_and_chunks(root, tmp_path):
     config = _config(tmp_path, root, {"ana": "anaerococcus_slice.fasta", "eco": "ecoli_slice.fasta"})
-    _snakemake(root, tmp_path, "--cores", "2", "--configfile", str(config))
+    _snakemake(root, tmp_path, "--cores", "2", "--configfile", str(config), "--until", "chunk_fasta")
     results = tmp_path / "results"
     manifest = yaml.safe_load((results / "db" / "sprot" / "manifest.json").read_text())
     assert manifest["total_sequences"] == 3000 and len(manifest["shards"]) == 3
@@ -103,5 +112,5 @@ def test_real_run_builds_database_and_chunks(root, tmp_path):
     assert chunk_ids == sorted(table["protein"]) and len(chunk_ids) == 30
     assert (tmp_path / "logs" / "db_build" / "sprot.log").exists()
     assert (results / "benchmarks" / "db_build" / "sprot.tsv").exists()
-    again = _snakemake(root, tmp_path, "--cores", "2", "--configfile", str(config))
+    again = _snakemake(root, tmp_path, "--cores", "2", "--configfile", str(config), "--until", "chunk_fasta")
     assert "Nothing to be done" in again.stdout + again.stderr

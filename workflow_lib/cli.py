@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "workflow_lib.search.cli",
     "workflow_lib.features.cli",
     "workflow_lib.templates.cli",
+    "workflow_lib.model.predict_cli",
     "workflow_lib.report.cli",
 )
 

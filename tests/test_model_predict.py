@@ -1,0 +1,294 @@
+"""Inference (workflow_lib.model.predict, predict_cli): inputs, crop-and-stitch, outputs, determinism, errors.
+
+Real data: ``tests/data/predict/t1078_head64.a3m`` (a cut of the CASP14 T1078 HHblits MSA, see
+tests/data/README.md) and the SCOPe globin domain ``tests/data/structure/d1mbaa_.pdb.gz``. The model is a
+randomly initialised ``tiny`` network saved to ``tmp_path`` (the shipped checkpoint is not used here).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from Bio.PDB import PDBParser
+from model_testing import randomize_
+
+from workflow_lib.cli import main
+from workflow_lib.features import build_features, write_features
+from workflow_lib.model import ThreeTrackNetwork, preset
+from workflow_lib.model.checkpoint import save_checkpoint
+from workflow_lib.model.predict import (
+    PairMean,
+    PredictOptions,
+    crop_plan,
+    model_inputs,
+    predict_features,
+    predict_many,
+    run_network,
+    select_rows,
+    stitch_backbone,
+    stitch_pair,
+)
+from workflow_lib.model.predict_cli import PREDICTED_RESIDUES, PREDICTION
+from workflow_lib.model.structure import IDEAL_BACKBONE
+from workflow_lib.seqio.schemas import read_frame, read_npz
+from workflow_lib.structure import read_chain
+
+DATA = Path(__file__).parent / "data"
+A3M = DATA / "predict" / "t1078_head64.a3m"
+GLOBIN = DATA / "structure" / "d1mbaa_.pdb.gz"
+
+
+def tiny_model(seed: int = 0, **overrides) -> ThreeTrackNetwork:
+    torch.manual_seed(seed)
+    model = ThreeTrackNetwork(preset("tiny", c_coevolution=2, **overrides))
+    return randomize_(model, seed=seed).eval()
+
+
+def sliced(features: dict[str, np.ndarray], stop: int) -> dict[str, np.ndarray]:
+    """The first ``stop`` residues of a feature dict (every L axis cut)."""
+    out = dict(features)
+    for key in ("msa", "deletion_matrix"):
+        out[key] = features[key][:, :stop]
+    for key in ("deletion_mean", "profile", "residue_index", "ss_pred", "ss_pred_mask"):
+        out[key] = features[key][:stop]
+    out["coevolution"] = features["coevolution"][:stop, :stop]
+    out["template_pair"] = features["template_pair"][:, :stop, :stop]
+    out["template_1d"] = features["template_1d"][:, :stop]
+    return out
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Tiny models on a shared CI machine: one torch thread avoids OpenMP oversubscription (restored after)."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+@pytest.fixture(scope="module")
+def features() -> dict[str, np.ndarray]:
+    return build_features(A3M)
+
+
+@pytest.fixture(scope="module")
+def model() -> ThreeTrackNetwork:
+    return tiny_model()
+
+
+@pytest.fixture()
+def checkpoint(tmp_path: Path, model: ThreeTrackNetwork) -> Path:
+    return save_checkpoint(tmp_path / "tiny.pt", model)
+
+
+# --- inputs ---------------------------------------------------------------------------------------------------
+def test_select_rows_keeps_query_caps_and_is_seeded(features):
+    msa = features["msa"]
+    rows = select_rows(msa, 10, seed=3, drop_gappy=False)
+    assert rows[0] == 0 and len(rows) == 10 and np.all(np.diff(rows) > 0)
+    assert np.array_equal(rows, select_rows(msa, 10, seed=3, drop_gappy=False))
+    assert not np.array_equal(rows, select_rows(msa, 10, seed=4, drop_gappy=False))
+    assert np.array_equal(select_rows(msa, 1000, seed=0, drop_gappy=False), np.arange(msa.shape[0]))
+    # gappy rows are dropped in crops: columns 0..9 of T1078's MSA are mostly gaps outside the query
+    crop = msa[:, :10]
+    kept = select_rows(crop, 1000, seed=0, drop_gappy=True)
+    gap_fraction = (crop[kept[1:]] == 21).mean(axis=1)
+    assert kept[0] == 0 and len(kept) < msa.shape[0] and (gap_fraction < 0.5).all()
+
+
+def test_model_inputs_crop_every_residue_axis(features):
+    config = preset("tiny", c_coevolution=2, c_template_pair=131, c_template_1d=26)
+    length = features["msa"].shape[1]
+    rng = np.random.default_rng(0)
+    with_templates = dict(features, template_pair=rng.random((2, length, length, 131)).astype(np.float16),
+                          template_1d=rng.random((2, length, 26)).astype(np.float32),
+                          template_mask=np.array([True, False]))
+    columns = np.array([3, 4, 5, 40, 41])
+    x = model_inputs(with_templates, config, columns=columns, max_msa=8)
+    assert x["msa"].shape == (x["msa_weights"].shape[0], 5) and x["msa"].shape[0] <= 8
+    assert np.array_equal(x["residue_index"], columns - 3)  # shifted to start at 0, differences kept
+    assert np.array_equal(x["coevolution"], features["coevolution"][np.ix_(columns, columns)])
+    assert np.array_equal(x["templates_pair"][1, 2, 3], with_templates["template_pair"][1, 5, 40].astype(np.float32))
+    assert np.array_equal(x["templates_1d"][0, 4], with_templates["template_1d"][0, 41])
+    assert np.array_equal(x["template_mask"], [1.0, 0.0])
+    # T = 0 (no template stage yet): nothing is passed; a model without co-evolution gets none
+    assert "templates_pair" not in model_inputs(features, config)
+    assert "coevolution" not in model_inputs(features, preset("tiny"))
+
+
+# --- crops and stitching --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("length,window", [(40, 40), (41, 40), (100, 32), (301, 64), (1000, 300)])
+def test_crop_plan_bounds_size_covers_pairs_and_chains(length, window):
+    crops = crop_plan(length, window)
+    covered = np.zeros((length, length), dtype=bool)
+    for crop in crops:
+        assert len(crop.indices) <= window and np.all(np.diff(crop.indices) > 0)
+        covered[np.ix_(crop.indices, crop.indices)] = True
+    assert covered.all()
+    chain = [crop.indices for crop in crops if crop.contiguous]
+    assert np.array_equal(np.unique(np.concatenate(chain)), np.arange(length))
+    for before, after in zip(chain, chain[1:]):
+        assert np.all(np.diff(after) == 1) and len(np.intersect1d(before, after)) >= 3
+    if length <= window:
+        assert len(crops) == 1 and np.array_equal(crops[0].indices, np.arange(length))
+
+
+def test_pair_mean_is_exact_on_a_constructed_case():
+    length = 7
+    crops = [np.array([0, 1, 2, 3]), np.array([2, 3, 4, 5, 6]), np.array([0, 1, 5, 6]), np.array([0, 1, 4])]
+    rng = np.random.default_rng(1)
+    values = [rng.random((len(c), len(c), 3)) for c in crops]
+    expected = np.zeros((length, length, 3))
+    for a in range(length):
+        for b in range(length):
+            hits = [v[list(c).index(a), list(c).index(b)] for c, v in zip(crops, values) if a in c and b in c]
+            expected[a, b] = np.mean(hits, axis=0)
+    got = stitch_pair(length, crops, values)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-15)
+    # pair (0, 3) is in crop 0 only; (2, 3) in crops 0 and 1; (0, 1) in crops 0, 2 and 3
+    assert np.array_equal(got[0, 3], values[0][0, 3])
+    assert np.array_equal(got[2, 3], (values[0][2, 3] + values[1][0, 1]) / 2)
+    np.testing.assert_allclose(got[0, 1], (values[0][0, 1] + values[2][0, 1] + values[3][0, 1]) / 3, atol=1e-15)
+    with pytest.raises(ValueError, match="cover"):
+        stitch_pair(length, crops[:3], values[:3])
+    mean = PairMean(3)
+    mean.add(np.array([0, 1, 2]), {"x": np.ones((3, 3, 1), dtype=np.float16)})
+    assert mean.mean()["x"].dtype == np.float32
+
+
+def test_stitch_backbone_recovers_rigidly_moved_windows():
+    chain = read_chain(GLOBIN, "A")
+    backbone = chain.coords[:, :3].astype(np.float64)
+    length = len(chain)
+    contiguous = [c.indices for c in crop_plan(length, 48) if c.contiguous]
+    assert len(contiguous) > 3
+    rng = np.random.default_rng(7)
+    moved = []
+    for k, indices in enumerate(contiguous):
+        rotation = np.linalg.qr(rng.normal(size=(3, 3)))[0]
+        rotation *= np.sign(np.linalg.det(rotation))
+        shift = rng.normal(scale=30.0, size=3)
+        xyz = backbone[indices]
+        moved.append(xyz if k == 0 else xyz @ rotation.T + shift)
+    plddt = [np.full(len(idx), float(k)) for k, idx in enumerate(contiguous)]
+    stitched, (chosen_plddt,) = stitch_backbone(length, contiguous, moved, [plddt])
+    np.testing.assert_allclose(stitched, backbone, atol=1e-9)
+    # each residue's values come from the crop where it is farthest from an end (the first such crop on ties)
+    expected = np.zeros(length)
+    for residue in range(length):
+        scores = [min(list(idx).index(residue), len(idx) - 1 - list(idx).index(residue)) if residue in idx else -1
+                  for idx in contiguous]
+        expected[residue] = int(np.argmax(scores))
+    np.testing.assert_array_equal(chosen_plddt, expected)
+    assert len(np.unique(chosen_plddt)) == len(contiguous)
+
+
+# --- prediction -----------------------------------------------------------------------------------------------
+def test_single_window_equals_the_full_forward_pass(model, features):
+    length = features["msa"].shape[1]
+    direct = run_network(model, [model_inputs(features, model.config, max_msa=16)], torch.device("cpu"))[0]
+    for window in (length, 4 * length):
+        got = predict_features(model, features, PredictOptions(window=window, max_msa=16))
+        assert got.n_crops == 1
+        for head in ("dist", "omega", "theta", "phi"):
+            assert np.array_equal(got.probs[head], direct[head])
+        np.testing.assert_array_equal(got.backbone[:, :3], direct["coords"])
+        np.testing.assert_allclose(got.plddt, 100 * direct["plddt"], rtol=1e-6)
+
+
+def test_cropped_prediction_stays_within_the_window(model, features):
+    seen: list[int] = []
+    handle = model.register_forward_pre_hook(lambda module, args: seen.append(args[0]["msa"].shape[-1]))
+    try:
+        got = predict_features(model, features, PredictOptions(window=32, max_msa=16, embeddings=True))
+    finally:
+        handle.remove()
+    length = features["msa"].shape[1]
+    assert got.n_crops == len(crop_plan(length, 32)) == len(seen) > 1 and max(seen) <= 32
+    for head, bins in (("dist", 37), ("omega", 37), ("theta", 37), ("phi", 19)):
+        assert got.probs[head].shape == (length, length, bins)
+        np.testing.assert_allclose(got.probs[head].sum(-1), 1.0, atol=1e-5)
+    assert np.isfinite(got.backbone[:, :4]).all() and got.backbone.shape == (length, 5, 3)
+    ca = got.backbone[:, 1]
+    # every residue keeps the network's ideal geometry (N-CA, CA-C bonds) even where untrained windows disagree
+    ideal = np.array(IDEAL_BACKBONE)
+    np.testing.assert_allclose(np.linalg.norm(got.backbone[:, 0] - ca, axis=1), np.linalg.norm(ideal[0]), atol=1e-4)
+    np.testing.assert_allclose(np.linalg.norm(got.backbone[:, 2] - ca, axis=1), np.linalg.norm(ideal[2]), atol=1e-4)
+    assert got.single.shape == (length, 16) and got.pair.shape == (length, length, 16)
+    assert ((got.plddt >= 0) & (got.plddt <= 100)).all()
+
+
+def test_batched_proteins_match_single_runs(model, features):
+    items = [("a", sliced(features, 40)), ("b", sliced(features, 38))]
+    single = dict(predict_many(model, items, PredictOptions(max_msa=16)))
+    batched = dict(predict_many(model, items, PredictOptions(max_msa=16, batch_size=2)))
+    for name in ("a", "b"):
+        np.testing.assert_allclose(batched[name].probs["dist"], single[name].probs["dist"], atol=1e-5)
+        np.testing.assert_allclose(batched[name].backbone, single[name].backbone, atol=1e-3)
+        np.testing.assert_allclose(batched[name].plddt, single[name].plddt, atol=1e-3)
+
+
+# --- command line ---------------------------------------------------------------------------------------------
+def test_predict_cli_outputs_parse_and_are_deterministic(tmp_path, checkpoint, features):
+    npz = tmp_path / "in" / "t1078_cut.npz"
+    write_features(npz, sliced(features, 48))
+    runs = []
+    for run in ("one", "two"):
+        out = tmp_path / run
+        assert main(["predict", "--model", str(checkpoint), "--out-dir", str(out), "--device", "cpu",
+                     "--window", "32", "--max-msa", "16", "--seed", "5", str(npz), str(A3M)]) == 0
+        runs.append(out)
+    for name, length in (("t1078_cut", 48), ("t1078_head64", 64)):
+        pdb = runs[0] / f"{name}.pdb"
+        assert pdb.read_text() == (runs[1] / f"{name}.pdb").read_text()
+        first, second = (read_npz(run / f"{name}.pred.npz", PREDICTION) for run in runs)
+        for key in first:
+            assert first[key].tobytes() == second[key].tobytes(), key
+        assert first["dist"].dtype == np.float16 and first["dist"].shape == (length, length, 37)
+        assert int(first["n_crops"]) > 1
+        structure = PDBParser(QUIET=True).get_structure(name, str(pdb))
+        residues = list(structure[0]["A"])
+        assert len(residues) == length
+        bfactors = np.array([residue["CA"].get_bfactor() for residue in residues])
+        np.testing.assert_allclose(bfactors, first["plddt"], atol=0.006)
+        assert all({"N", "CA", "C", "O"} <= {atom.get_id() for atom in residue} for residue in residues)
+        assert all(("CB" in residue) == (residue.get_resname() != "GLY") for residue in residues)
+        table = read_frame(runs[0] / f"{name}.residues.parquet", PREDICTED_RESIDUES)
+        assert list(table["residue_number"]) == list(range(1, length + 1))
+        assert "".join(table["aa"]) == "MAAPTPADKSMMAAVPEWTITNLKRVCNAGNTSCTWTFGVDTHLATATSCTYVVKANANASQAS"[:length]
+        np.testing.assert_allclose(table["plddt"], first["plddt"])
+        if shutil.which("mkdssp"):
+            assert table["ss8"].notna().all() and set("".join(table["ss3"])) <= set("HEC-")
+        else:
+            assert table["ss8"].isna().all()
+
+
+@pytest.mark.skipif(shutil.which("TMalign") is None, reason="TMalign not installed")
+def test_predicted_pdb_is_read_by_tmalign(tmp_path, checkpoint):
+    assert main(["predict", "--model", str(checkpoint), "--out-dir", str(tmp_path), "--device", "cpu",
+                 "--max-msa", "8", str(A3M)]) == 0
+    pdb = tmp_path / "t1078_head64.pdb"
+    done = subprocess.run(["TMalign", str(pdb), str(pdb)], capture_output=True, text=True, check=True)
+    assert re.search(r"Length of Chain_1:\s+64 residues", done.stdout)
+    assert "TM-score= 1.00000" in done.stdout
+
+
+def test_mismatched_checkpoint_fails_naming_the_key(tmp_path, checkpoint, capsys):
+    payload = torch.load(checkpoint, weights_only=True)
+    removed = "plddt_head.linear_2.weight"
+    del payload["state_dict"][removed]
+    broken = tmp_path / "broken.pt"
+    torch.save(payload, broken)
+    args = ["predict", "--model", str(broken), "--out-dir", str(tmp_path / "out"), "--device", "cpu", str(A3M)]
+    assert main(args) == 2
+    assert removed in capsys.readouterr().err
+    assert not (tmp_path / "out" / "t1078_head64.pdb").exists()
+    wrong_width = save_checkpoint(tmp_path / "coev3.pt", ThreeTrackNetwork(preset("tiny", c_coevolution=3)))
+    assert main(["predict", "--model", str(wrong_width), "--out-dir", str(tmp_path / "out"), str(A3M)]) == 2
+    assert "c_coevolution" in capsys.readouterr().err

@@ -1,0 +1,485 @@
+"""Inference: feature dict -> network inputs -> backbone, pLDDT and 6D probabilities, with crop-and-stitch.
+
+Seed 000, "Introduction" (the three-track network predicts 6D inter-residue geometry and coordinates) and
+DESIGN.md, "Features and the model" ("long proteins are cropped or chunked so memory stays bounded").
+
+Inputs (:func:`model_inputs`): the feature file's ``msa`` (row 0 = query), ``residue_index`` and, when the
+checkpoint's config accepts them, ``coevolution`` and the templates (``template_pair``, ``template_1d``,
+``template_mask``; none are passed when T = 0). ``seq_weights`` go in as ``msa_weights``. The MSA is capped
+at ``max_msa`` rows: the query plus a sample of the other rows drawn with ``numpy.random.default_rng(seed)``
+(kept in their file order), so a fixed seed gives the same rows every time.
+
+Crop-and-stitch (:func:`crop_plan`, :func:`stitch_pair`, :func:`stitch_backbone`), for ``L > window``, after
+RoseTTAFold's ``predict_e2e.py``, which for L > 300 runs every pair of 150-residue windows (shift 75) and
+averages the 6D probabilities by pair counts. Differences: segments here do not overlap each other (shift =
+segment, 21 crops at L = 1000 instead of 78), and RoseTTAFold re-runs its structure module on the averaged
+features of the whole chain, which this network has no entry point for, so coordinates are stitched instead:
+
+* The chain is cut into segments of ``S = window // 2`` residues starting at 0, S, 2S, ...; the last one is
+  moved back to end at residue L (it then overlaps its neighbour).
+* Every pair of segments ``i < j`` is one crop of at most ``window`` residues (their union, sorted). Every
+  residue pair ``(a, b)`` lies in at least one crop, so the 6D map is covered; a crop's residue numbers are
+  shifted to start at 0, as the training crops are, and keep their true differences (the relative-position
+  encoding sees the real separation of the two segments). In a crop, MSA rows with half or
+  more gaps in the crop's columns are dropped, as RoseTTAFold does, before the ``max_msa`` cap.
+* 6D probabilities (softmax of each crop's logits) are averaged: ``P[a, b] = mean over the crops holding a
+  and b`` (:func:`stitch_pair`). The exported pair embedding is averaged the same way.
+* Coordinates come from the *contiguous* crops ``(i, i + 1)``, which chain along the sequence and overlap
+  their neighbour by one segment: each is superposed (Kabsch on N, CA, C) onto the residues already placed,
+  and every residue keeps the N, CA, C of the crop in which it is most central, i.e. farthest from a crop end
+  (:func:`stitch_backbone`). Averaging the superposed copies instead was tried and rejected: where windows
+  disagree it shrinks bonds (N-CA down to 1.0 Å with an untrained model); choosing one crop per residue keeps
+  the network's residue geometry, and seams fall in the middle of the overlaps. pLDDT and the single
+  embedding come from the same chosen crop. O and Cβ are derived afterwards from N, CA, C. The relative
+  placement of segments that never share a contiguous crop comes only through this chain of superpositions
+  (domain packing beyond ``window`` residues is not refined against the stitched distogram).
+
+Memory: the network only ever sees ``window`` residues; the stitched 6D sums are float32 ``[L, L, 130]``
+(520 bytes per residue pair: 0.5 GB at L = 1000).
+
+Determinism: the model runs in eval mode (no dropout; the Performer projections are stored buffers), under
+``torch.use_deterministic_algorithms(True)`` on CPU (:func:`deterministic`), so two CPU runs with the same
+seed, threads and inputs give byte-identical arrays. Batching pads proteins of similar length to one shape
+(masked); a protein's outputs then differ from its unbatched outputs by float rounding only (~1e-6 in the
+logits), which is why ``batch_size`` defaults to 1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from workflow_lib.errors import InputError, SchemaError
+from workflow_lib.features.schema import C_COEVOLUTION, C_TEMPLATE_1D, C_TEMPLATE_PAIR
+from workflow_lib.model.config import ModelConfig
+from workflow_lib.model.network import ThreeTrackNetwork
+from workflow_lib.seqio.alphabet import GAP_CODE, decode
+from workflow_lib.structure.metrics import kabsch
+from workflow_lib.structure.pdb_writer import complete_backbone
+
+LOG = logging.getLogger(__name__)
+
+DEFAULT_WINDOW = 300
+"""Residues per network call; longer proteins are cropped (RoseTTAFold crops for L > 300)."""
+DEFAULT_MAX_MSA = 256
+"""MSA rows (query included) given to the network per call."""
+MIN_WINDOW = 16
+GAPPY_ROW_FRACTION = 0.5
+"""In a crop, rows with at least this fraction of gaps in the crop's columns are dropped (RoseTTAFold)."""
+HEADS_6D = ("dist", "omega", "theta", "phi")
+BATCH_LENGTH_SLACK = 0.1
+"""Proteins share a batch when the longest is at most 10% (and 8 residues) longer than the shortest."""
+
+
+@dataclass(frozen=True)
+class PredictOptions:
+    """How a prediction is run; every field is a ``trackfold predict`` option.
+
+    ``device`` is where the caller loads the model (:func:`resolve_device`); :func:`predict_many` runs on the
+    device the model's parameters are on.
+    """
+
+    window: int = DEFAULT_WINDOW
+    max_msa: int = DEFAULT_MAX_MSA
+    seed: int = 0
+    device: str = "auto"
+    batch_size: int = 1
+    chunk_size: int | None = None
+    embeddings: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.window, int) or self.window < MIN_WINDOW:
+            raise InputError(f"predict: window must be an integer >= {MIN_WINDOW}, got {self.window!r}")
+        if not isinstance(self.max_msa, int) or self.max_msa < 1:
+            raise InputError(f"predict: max_msa must be a positive integer, got {self.max_msa!r}")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise InputError(f"predict: device must be auto, cpu or cuda, got {self.device!r}")
+        if not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise InputError(f"predict: batch_size must be a positive integer, got {self.batch_size!r}")
+        if self.chunk_size is not None and (not isinstance(self.chunk_size, int) or self.chunk_size < 1):
+            raise InputError(f"predict: chunk_size must be None or a positive integer, got {self.chunk_size!r}")
+
+
+@dataclass(frozen=True)
+class Crop:
+    """Residue positions ``[n]`` (sorted, 0-based) of one network call; ``contiguous`` crops give coordinates."""
+
+    indices: np.ndarray
+    contiguous: bool
+
+
+@dataclass
+class Prediction:
+    """One protein's prediction (numpy, CPU).
+
+    ``sequence`` (L letters), ``residue_index [L]`` int32, ``backbone [L, 5, 3]`` float32 N, CA, C, O, Cβ
+    (Å; Cβ NaN for glycine), ``plddt [L]`` float32 on 0-100, ``probs`` head -> float32 ``[L, L, bins]``
+    (``dist``, ``omega``, ``theta``, ``phi``), ``n_crops``, and when asked ``single [L, C_m]`` / ``pair
+    [L, L, C_z]`` float32 embeddings.
+    """
+
+    sequence: str
+    residue_index: np.ndarray
+    backbone: np.ndarray
+    plddt: np.ndarray
+    probs: dict[str, np.ndarray]
+    n_crops: int
+    single: np.ndarray | None = None
+    pair: np.ndarray | None = field(default=None, repr=False)
+
+
+# --- device, determinism, model checks ----------------------------------------------------------------------
+def resolve_device(name: str) -> torch.device:
+    """``auto`` -> CUDA when present, else CPU; ``cuda`` without a GPU is an :class:`InputError`."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise InputError("predict: --device cuda requested but torch sees no CUDA device")
+    if name not in ("cpu", "cuda"):
+        raise InputError(f"predict: device must be auto, cpu or cuda, got {name!r}")
+    return torch.device(name)
+
+
+@contextlib.contextmanager
+def deterministic(device: torch.device, seed: int) -> Iterator[None]:
+    """Seed torch and, on CPU, enforce deterministic algorithms for the duration (restored afterwards)."""
+    previous = torch.are_deterministic_algorithms_enabled()
+    torch.manual_seed(seed)
+    if device.type == "cpu":
+        torch.use_deterministic_algorithms(True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(previous)
+
+
+def check_feature_widths(config: ModelConfig, where: str = "checkpoint") -> None:
+    """The config's input widths must be 0 or the feature file's channel counts; names the key otherwise."""
+    for key, width in (("c_coevolution", C_COEVOLUTION), ("c_template_pair", C_TEMPLATE_PAIR),
+                       ("c_template_1d", C_TEMPLATE_1D)):
+        value = getattr(config, key)
+        if value not in (0, width):
+            raise SchemaError(f"{where}: config key {key}={value} does not match the feature files "
+                              f"({width} channels, or 0 for none)")
+
+
+# --- inputs --------------------------------------------------------------------------------------------------
+def select_rows(msa: np.ndarray, max_msa: int, seed: int, *, drop_gappy: bool) -> np.ndarray:
+    """Row indices (query first, then file order) given to the network for the columns of ``msa [N, n]``.
+
+    With ``drop_gappy``, rows with at least :data:`GAPPY_ROW_FRACTION` gaps are dropped (the query never).
+    Then, beyond ``max_msa`` rows, the query plus ``max_msa - 1`` others drawn with ``default_rng(seed)``.
+    """
+    others = np.arange(1, msa.shape[0])
+    if drop_gappy and others.size:
+        gaps = (msa[1:] == GAP_CODE).mean(axis=1)
+        others = others[gaps < GAPPY_ROW_FRACTION]
+    if others.size > max_msa - 1:
+        rng = np.random.default_rng(seed)
+        others = np.sort(rng.choice(others, size=max_msa - 1, replace=False))
+    return np.concatenate(([0], others)).astype(np.int64)
+
+
+def model_inputs(features: Mapping[str, np.ndarray], config: ModelConfig, *, columns: np.ndarray | None = None,
+                 max_msa: int = DEFAULT_MAX_MSA, seed: int = 0) -> dict[str, np.ndarray]:
+    """Unbatched numpy inputs of :class:`ThreeTrackNetwork` for the residue positions ``columns`` (all: None).
+
+    The residue index is shifted to start at 0 in every crop, as in training (``training.make_example``); the
+    differences, including the jump between the two segments of a crop, are kept.
+
+    Keys: ``msa [N, n]`` int64, ``residue_index [n]``, ``msa_weights [N]`` and, when the config accepts them,
+    ``coevolution [n, n, 2]``, ``templates_pair [T, n, n, 131]``, ``templates_1d [T, n, 26]``,
+    ``template_mask [T]`` (float32; templates only when T > 0).
+    """
+    length = features["msa"].shape[1]
+    cropped = columns is not None and len(columns) < length
+    columns = np.arange(length) if columns is None else np.asarray(columns, dtype=np.int64)
+    msa = features["msa"][:, columns]
+    rows = select_rows(msa, max_msa, seed, drop_gappy=cropped)
+    out = {
+        "msa": msa[rows].astype(np.int64),
+        "residue_index": (features["residue_index"][columns] - features["residue_index"][columns[0]]).astype(np.int64),
+        "msa_weights": features["seq_weights"][rows].astype(np.float32),
+    }
+    if config.c_coevolution:
+        out["coevolution"] = features["coevolution"][np.ix_(columns, columns)].astype(np.float32)
+    n_templates = features["template_mask"].shape[0]
+    if (config.c_template_pair or config.c_template_1d) and n_templates:
+        out["templates_pair"] = features["template_pair"][:, columns][:, :, columns].astype(np.float32)
+        out["templates_1d"] = features["template_1d"][:, columns].astype(np.float32)
+        out["template_mask"] = features["template_mask"].astype(np.float32)
+    return out
+
+
+def collate(items: Sequence[dict[str, np.ndarray]], device: torch.device) -> dict[str, torch.Tensor]:
+    """Pad unbatched inputs to one batch: gaps / zeros in the padding, ``seq_mask`` and ``msa_mask`` mark it.
+
+    Padded residues get residue numbers continuing after the protein's last one.
+    """
+    n_res = max(item["msa"].shape[1] for item in items)
+    n_seq = max(item["msa"].shape[0] for item in items)
+    batch = len(items)
+    msa = np.full((batch, n_seq, n_res), GAP_CODE, dtype=np.int64)
+    msa_mask = np.zeros((batch, n_seq, n_res), dtype=np.float32)
+    seq_mask = np.zeros((batch, n_res), dtype=np.float32)
+    residue_index = np.zeros((batch, n_res), dtype=np.int64)
+    weights = np.zeros((batch, n_seq), dtype=np.float32)
+    for b, item in enumerate(items):
+        rows, cols = item["msa"].shape
+        msa[b, :rows, :cols] = item["msa"]
+        msa_mask[b, :rows, :cols] = 1.0
+        seq_mask[b, :cols] = 1.0
+        last = item["residue_index"][-1]
+        residue_index[b] = np.concatenate((item["residue_index"], last + 1 + np.arange(n_res - cols)))
+        weights[b, :rows] = item["msa_weights"]
+    out = {"msa": msa, "residue_index": residue_index, "msa_weights": weights}
+    if batch > 1 or n_seq != items[0]["msa"].shape[0] or n_res != items[0]["msa"].shape[1]:
+        out.update(seq_mask=seq_mask, msa_mask=msa_mask)
+    if "coevolution" in items[0]:
+        coevolution = np.zeros((batch, n_res, n_res, items[0]["coevolution"].shape[-1]), dtype=np.float32)
+        for b, item in enumerate(items):
+            cols = item["coevolution"].shape[0]
+            coevolution[b, :cols, :cols] = item["coevolution"]
+        out["coevolution"] = coevolution
+    if any("templates_pair" in item for item in items):
+        out.update(_collate_templates(items, n_res))
+    return {key: torch.from_numpy(value).to(device) for key, value in out.items()}
+
+
+def _collate_templates(items: Sequence[dict[str, np.ndarray]], n_res: int) -> dict[str, np.ndarray]:
+    n_templates = max(item["template_mask"].shape[0] if "template_mask" in item else 0 for item in items)
+    example = next(item for item in items if "templates_pair" in item)
+    pair = np.zeros((len(items), n_templates, n_res, n_res, example["templates_pair"].shape[-1]), np.float32)
+    one_d = np.zeros((len(items), n_templates, n_res, example["templates_1d"].shape[-1]), np.float32)
+    mask = np.zeros((len(items), n_templates), np.float32)
+    for b, item in enumerate(items):
+        if "templates_pair" not in item:
+            continue
+        t, cols = item["templates_pair"].shape[:2]
+        pair[b, :t, :cols, :cols] = item["templates_pair"]
+        one_d[b, :t, :cols] = item["templates_1d"]
+        mask[b, :t] = item["template_mask"]
+    return {"templates_pair": pair, "templates_1d": one_d, "template_mask": mask}
+
+
+# --- crops and stitching ----------------------------------------------------------------------------------
+def crop_plan(length: int, window: int) -> list[Crop]:
+    """The crops of a protein of ``length`` residues (module docstring); one crop of all when it fits."""
+    if length < 1:
+        raise InputError("predict: a protein needs at least one residue")
+    if window < MIN_WINDOW:
+        raise InputError(f"predict: window must be at least {MIN_WINDOW}, got {window}")
+    if length <= window:
+        return [Crop(np.arange(length), True)]
+    segment = window // 2
+    starts = list(range(0, length - segment, segment)) + [length - segment]
+    crops = []
+    for i, start_i in enumerate(starts):
+        for j in range(i + 1, len(starts)):
+            indices = np.union1d(np.arange(start_i, start_i + segment), np.arange(starts[j], starts[j] + segment))
+            crops.append(Crop(indices, contiguous=(j == i + 1)))
+    return crops
+
+
+class PairMean:
+    """Running mean of pair arrays over crops: :meth:`add` ``[n, n, C]`` at positions ``[n]``, then :meth:`mean`.
+
+    Sums are float32 (float64 when a float64 array is added first); only the sums and one count matrix are
+    kept, so crops can be dropped as soon as they are added.
+    """
+
+    def __init__(self, length: int) -> None:
+        self.length = length
+        self.total: dict[str, np.ndarray] = {}
+        self.count = np.zeros((length, length), dtype=np.int32)
+
+    def add(self, indices: np.ndarray, values: Mapping[str, np.ndarray]) -> None:
+        grid = np.ix_(indices, indices)
+        for key, value in values.items():
+            if key not in self.total:
+                dtype = np.result_type(np.float32, value.dtype)
+                self.total[key] = np.zeros((self.length, self.length, value.shape[-1]), dtype=dtype)
+            self.total[key][grid] += value
+        self.count[grid] += 1
+
+    def mean(self) -> dict[str, np.ndarray]:
+        """The means (the sums are divided in place); :class:`ValueError` if a pair was never covered."""
+        if (self.count == 0).any():
+            raise ValueError("crops do not cover every residue pair")
+        for total in self.total.values():
+            total /= self.count[..., None]
+        return self.total
+
+
+def stitch_pair(length: int, crops: Sequence[np.ndarray], values: Sequence[np.ndarray]) -> np.ndarray:
+    """Mean over crops of pair arrays: ``values[k] [n_k, n_k, C]`` at positions ``crops[k]`` -> ``[L, L, C]``.
+
+    Every pair must be covered by some crop (else :class:`ValueError`).
+    """
+    accumulator = PairMean(length)
+    for indices, value in zip(crops, values):
+        accumulator.add(indices, {"value": value})
+    return accumulator.mean()["value"]
+
+
+def centrality(n: int) -> np.ndarray:
+    """Distance of each of ``n`` crop positions to the nearer crop end (0 at both ends)."""
+    positions = np.arange(n)
+    return np.minimum(positions, n - 1 - positions)
+
+
+def stitch_backbone(length: int, crops: Sequence[np.ndarray], coords: Sequence[np.ndarray],
+                    per_residue: Sequence[Sequence[np.ndarray]] = ()) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Chain overlapping crops into one backbone (module docstring).
+
+    ``crops[k]`` positions ``[n_k]``, each overlapping the crops before it by >= 3 residues (except the first);
+    ``coords[k] [n_k, 3, 3]`` N, CA, C. Crop k is superposed (Kabsch on N, CA, C) onto the residues already
+    placed; a residue takes its coordinates from the crop in which it is most central (:func:`centrality`;
+    the earlier crop on ties). Returns float64 ``[L, 3, 3]`` in the first crop's frame and, for each list of
+    per-crop arrays in ``per_residue`` (``[n_k, ...]``), the values of the same chosen crops.
+    """
+    placed = np.full((length, 3, 3), np.nan, dtype=np.float64)
+    best = np.full(length, -1, dtype=np.int64)
+    source = np.full(length, -1, dtype=np.int64)
+    for k, (indices, xyz) in enumerate(zip(crops, coords)):
+        xyz = np.asarray(xyz, dtype=np.float64)
+        have = best[indices] >= 0
+        if k > 0:
+            if have.sum() < 3:
+                raise ValueError(f"crop {k} overlaps the crops before it by fewer than 3 residues")
+            rotation, translation = kabsch(xyz[have].reshape(-1, 3), placed[indices[have]].reshape(-1, 3))
+            xyz = xyz @ rotation.T + translation
+        score = centrality(len(indices))
+        take = score > best[indices]
+        placed[indices[take]] = xyz[take]
+        best[indices[take]] = score[take]
+        source[indices[take]] = k
+    if (source < 0).any():
+        raise ValueError("crops do not cover every residue")
+    chosen = []
+    for arrays in per_residue:
+        out = np.zeros((length, *np.shape(arrays[0])[1:]), dtype=np.result_type(*[a.dtype for a in arrays]))
+        for k, (indices, value) in enumerate(zip(crops, arrays)):
+            mine = source[indices] == k
+            out[indices[mine]] = value[mine]
+        chosen.append(out)
+    return placed, chosen
+
+
+# --- running the network ----------------------------------------------------------------------------------
+def _outputs(out: dict[str, torch.Tensor], b: int, n: int, embeddings: bool) -> dict[str, np.ndarray]:
+    """Protein ``b`` of a batched output, its first ``n`` residues, as float32 numpy (6D as probabilities)."""
+    result = {head: torch.softmax(out[f"{head}_logits"][b, :n, :n].float(), dim=-1).cpu().numpy()
+              for head in HEADS_6D}
+    result["coords"] = out["coords"][b, :n].float().cpu().numpy()
+    result["plddt"] = out["plddt"][b, :n].float().cpu().numpy()
+    if embeddings:
+        result["single"] = out["single"][b, :n].float().cpu().numpy()
+        result["pair"] = out["pair"][b, :n, :n].float().cpu().numpy()
+    return result
+
+
+def run_network(model: ThreeTrackNetwork, items: Sequence[dict[str, np.ndarray]], device: torch.device, *,
+                chunk_size: int | None = None, embeddings: bool = False) -> list[dict[str, np.ndarray]]:
+    """One batched forward pass over unbatched inputs (:func:`model_inputs`); per-item numpy outputs."""
+    batch = collate(items, device)
+    with torch.inference_mode():
+        out = model(batch, chunk_size=chunk_size)
+    return [_outputs(out, b, item["msa"].shape[1], embeddings) for b, item in enumerate(items)]
+
+
+def _finish(features: Mapping[str, np.ndarray], backbone_3: np.ndarray, plddt: np.ndarray,
+            probs: Mapping[str, np.ndarray], n_crops: int, single: np.ndarray | None,
+            pair: np.ndarray | None) -> Prediction:
+    sequence = decode(features["msa"][0]).replace("-", "X")
+    backbone = complete_backbone(sequence, backbone_3).astype(np.float32)
+    return Prediction(
+        sequence=sequence, residue_index=features["residue_index"].astype(np.int32), backbone=backbone,
+        plddt=(100.0 * np.clip(plddt, 0.0, 1.0)).astype(np.float32),
+        probs={head: np.asarray(probs[head], dtype=np.float32) for head in HEADS_6D}, n_crops=n_crops,
+        single=None if single is None else single.astype(np.float32),
+        pair=None if pair is None else pair.astype(np.float32))
+
+
+def _predict_cropped(model: ThreeTrackNetwork, features: Mapping[str, np.ndarray], options: PredictOptions,
+                     device: torch.device, crops: Sequence[Crop]) -> Prediction:
+    """Run every crop and stitch (module docstring); crop outputs are folded in as they come."""
+    length = features["msa"].shape[1]
+    pair_mean = PairMean(length)
+    chained: list[np.ndarray] = []
+    chained_coords: list[np.ndarray] = []
+    chained_1d: list[list[np.ndarray]] = [[], []]
+    for crop in crops:
+        inputs = model_inputs(features, model.config, columns=crop.indices, max_msa=options.max_msa,
+                              seed=options.seed)
+        (result,) = run_network(model, [inputs], device, chunk_size=options.chunk_size,
+                                embeddings=options.embeddings)
+        pair_keys = HEADS_6D + (("pair",) if options.embeddings else ())
+        pair_mean.add(crop.indices, {key: result[key] for key in pair_keys})
+        if crop.contiguous:
+            chained.append(crop.indices)
+            chained_coords.append(result["coords"])
+            chained_1d[0].append(result["plddt"])
+            if options.embeddings:
+                chained_1d[1].append(result["single"])
+    backbone_3, means = stitch_backbone(length, chained, chained_coords,
+                                        chained_1d if options.embeddings else chained_1d[:1])
+    stitched = pair_mean.mean()
+    return _finish(features, backbone_3, means[0], stitched, len(crops),
+                   means[1] if options.embeddings else None, stitched.get("pair"))
+
+
+def predict_features(model: ThreeTrackNetwork, features: Mapping[str, np.ndarray],
+                     options: PredictOptions = PredictOptions()) -> Prediction:
+    """Predict one protein (crop-and-stitch when ``L > options.window``)."""
+    return next(iter(predict_many(model, [("protein", features)], options)))[1]
+
+
+def _batches(items: Sequence[tuple[str, Mapping[str, np.ndarray]]], options: PredictOptions) -> list[list[int]]:
+    """Indices of single-window proteins grouped by similar length (at most ``batch_size`` each)."""
+    fitting = sorted((items[i][1]["msa"].shape[1], i) for i in range(len(items))
+                     if items[i][1]["msa"].shape[1] <= options.window)
+    groups: list[list[int]] = []
+    shortest = 0
+    for length, index in fitting:
+        if groups and len(groups[-1]) < options.batch_size \
+                and length <= max(shortest * (1 + BATCH_LENGTH_SLACK), shortest + 8):
+            groups[-1].append(index)
+        else:
+            groups.append([index])
+            shortest = length
+    return groups
+
+
+def predict_many(model: ThreeTrackNetwork, items: Sequence[tuple[str, Mapping[str, np.ndarray]]],
+                 options: PredictOptions = PredictOptions()) -> Iterator[tuple[str, Prediction]]:
+    """Predict named proteins; yields ``(name, Prediction)`` as each finishes (batches first, then long ones).
+
+    Proteins that fit one window are batched by similar length (``options.batch_size``); longer ones are
+    cropped and their crops run one at a time.
+    """
+    device = next(model.parameters()).device
+    config = model.config
+    check_feature_widths(config)
+    model.eval()
+    with deterministic(device, options.seed):
+        for group in _batches(items, options):
+            inputs = [model_inputs(items[i][1], config, max_msa=options.max_msa, seed=options.seed) for i in group]
+            outputs = run_network(model, inputs, device, chunk_size=options.chunk_size,
+                                  embeddings=options.embeddings)
+            for i, result in zip(group, outputs):
+                name, features = items[i]
+                yield name, _finish(features, result["coords"].astype(np.float64), result["plddt"], result, 1,
+                                    result.get("single"), result.get("pair"))
+        for name, features in items:
+            length = features["msa"].shape[1]
+            if length <= options.window:
+                continue
+            crops = crop_plan(length, options.window)
+            LOG.info("%s: L=%d > window %d, %d crops", name, length, options.window, len(crops))
+            yield name, _predict_cropped(model, features, options, device, crops)
