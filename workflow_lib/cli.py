@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "workflow_lib.features.cli",
     "workflow_lib.templates.cli",
     "workflow_lib.model.predict_cli",
+    "workflow_lib.model.train_cli",
     "workflow_lib.report.cli",
 )
 
