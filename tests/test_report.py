@@ -237,11 +237,14 @@ def test_compare_results_ignores_only_timings_and_temporary_files(tmp_path):
         (folder / "benchmarks").mkdir(parents=True)
         (folder / "benchmarks" / "x.tsv").write_text(f"s\n{seconds}\n")
         (folder / f".left.{run}.tmp").write_text("partial")
-        pq.write_table(pa.table({"protein": ["P1"], "depth": [depth], "seconds": [seconds]}), folder / "stats.parquet")
+        pq.write_table(pa.table({"protein": ["P1"], "depth": [depth], "seconds": [seconds],
+                                 "seconds_msa": [seconds], "max_rss_mb": [seconds]}), folder / "stats.parquet")
         (folder / "msa.a3m").write_text(">P1\nMKV\n")
+        (folder / "report").mkdir()
+        (folder / "report" / "runtime.png").write_bytes(bytes([int(seconds)]))
     assert compare_results(tmp_path / "a", tmp_path / "b") == []
     assert compare_results(tmp_path / "a", tmp_path / "c") == [
-        "stats.parquet: tables differ (beyond the timing columns ['seconds'])"]
+        "stats.parquet: tables differ (beyond the measured time and memory columns)"]
     (tmp_path / "b" / "msa.a3m").write_text(">P1\nMKL\n")
     (tmp_path / "b" / "extra.txt").write_text("")
     assert compare_results(tmp_path / "a", tmp_path / "b") == [f"only in {tmp_path / 'b'}: extra.txt",

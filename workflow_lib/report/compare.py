@@ -4,8 +4,9 @@ Every file must exist in both and be byte-identical, except
 
 - ``benchmarks/`` (Snakemake's timing files) and hidden files (a killed writer's ``.name.tmp``), which are
   skipped;
-- Parquet tables, which are compared by content with their measured-time columns (:data:`TIMING_COLUMNS`)
-  left out: a table that only differs in how long a job took is the same result.
+- Parquet tables, which are compared by content with their measured columns (:func:`is_measured`: seconds,
+  CPU seconds, peak memory) left out: a table that only differs in how long a job took is the same result;
+- figures that plot measured run times (:data:`TIMING_FIGURES`), which are skipped.
 
 ``python -m workflow_lib.report.compare RESULTS_A RESULTS_B`` prints the differences and exits 1 when there
 are any (.ci/slurm/run_example.sh compares a local and a Slurm run this way).
@@ -19,7 +20,13 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-TIMING_COLUMNS = frozenset({"seconds"})
+TIMING_COLUMNS = frozenset({"seconds", "cpu_seconds", "max_rss_mb"})
+TIMING_FIGURES = frozenset({"runtime.png"})
+
+
+def is_measured(column: str) -> bool:
+    """A column holding a measurement of the run (time, memory), not a result."""
+    return column in TIMING_COLUMNS or column.startswith("seconds_")
 
 
 def result_files(results: str | Path) -> list[str]:
@@ -27,12 +34,13 @@ def result_files(results: str | Path) -> list[str]:
     results = Path(results)
     return sorted(str(p.relative_to(results)) for p in results.rglob("*")
                   if p.is_file() and "benchmarks" not in p.relative_to(results).parts
+                  and p.name not in TIMING_FIGURES
                   and not any(part.startswith(".") for part in p.relative_to(results).parts))
 
 
 def _table_without_timings(path: Path) -> pa.Table:
     table = pq.read_table(path)
-    return table.drop_columns([c for c in table.column_names if c in TIMING_COLUMNS])
+    return table.drop_columns([c for c in table.column_names if is_measured(c)])
 
 
 def compare_results(first: str | Path, second: str | Path) -> list[str]:
@@ -55,7 +63,7 @@ def compare_results(first: str | Path, second: str | Path) -> list[str]:
             except (pa.ArrowInvalid, OSError) as error:
                 problems.append(f"{name}: unreadable Parquet ({error})")
                 continue
-            problems.append(f"{name}: tables differ (beyond the timing columns {sorted(TIMING_COLUMNS)})")
+            problems.append(f"{name}: tables differ (beyond the measured time and memory columns)")
         else:
             problems.append(f"{name}: bytes differ")
     return problems
@@ -70,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     for problem in problems:
         print(problem)
     if not problems:
-        print(f"identical: {len(result_files(argv[0]))} result files (benchmarks and timing columns excluded)")
+        print(f"identical: {len(result_files(argv[0]))} result files (benchmarks, timing columns and figures excluded)")
     return 1 if problems else 0
 
 
