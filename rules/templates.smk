@@ -12,6 +12,37 @@ STAGE_INPUTS = StageInputs(RESULTS, TEMPLATE_SETTINGS, FEATURE_SETTINGS, PLANS,
                            a3m_path=globals().get("a3m_path"), msa_done=globals().get("msa_done"))
 
 
+rule template_msas:
+    input:
+        structures=STAGE_INPUTS.structures,
+        manifest=f"{RESULTS}/db/{SEARCH_DATABASE}/manifest.json",
+    output:
+        stats=f"{RESULTS}/templates/{{template_db}}_msas/msa_stats.parquet",
+    params:
+        trackfold=TRACKFOLD,
+        out_dir=output_parent,
+        fasta=lambda wildcards, output: str(Path(output.stats).parent / "chains.fasta"),
+        db=lambda wildcards, input: str(Path(input.manifest).parent),
+        min_length=TEMPLATE_SETTINGS.min_length,
+        settings=SEARCH_SETTINGS.cli_options(),
+    wildcard_constraints:
+        template_db=r"[A-Za-z0-9][A-Za-z0-9._-]*",
+    log:
+        "logs/template_msas/{template_db}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/template_msas/{{template_db}}.tsv"
+    threads: 2
+    resources:
+        mem_mb=3000,
+        runtime=240,
+    conda:
+        "../envs/core.yaml"
+    shell:
+        "({params.trackfold} templates sequences --out {params.fasta} --min-length {params.min_length} "
+        "{input.structures} && {params.trackfold} msa --db {params.db} --out-dir {params.out_dir} "
+        "--cpus {threads} {params.settings} {params.fasta}) > {log} 2>&1"
+
+
 rule templates_build:
     input:
         structures=STAGE_INPUTS.structures,

@@ -51,9 +51,9 @@ def test_dry_run_on_the_bundled_example(root, tmp_path):
     result = _snakemake(root, root, "-n", "--configfile", str(root / "config" / "config.yaml"),
                         "--config", f"results={tmp_path / 'results'}")
     counts = _job_counts(result.stdout)
-    # 30 proteins in 3 chunks, 2 shards, 3 iterations; 47 templates; one summary
+    # 30 proteins in 3 chunks, 2 shards, 3 iterations; 47 templates (their MSAs in one job); one summary
     expected = {"db_build": 1, "chunk_table": 1, "chunk_fasta": 3, "search_shard": 3 * 2 * 3, "msa_merge": 3 * 3,
-                "msa_final": 3, "templates_build": 1, "template_search": 30, "features": 30, "predict": 30,
+                "msa_final": 3, "template_msas": 1, "templates_build": 1, "template_search": 30, "features": 30, "predict": 30,
                 "summary": 1, "all": 1}
     assert counts == {**expected, "total": sum(expected.values())}
 

@@ -50,8 +50,15 @@ class StageInputs:
         self.structures = expand_structures(templates.structures)
         self.db_dir = f"{results}/templates/{templates.name}"
         self.db_manifest = f"{self.db_dir}/manifest.json"
-        self.msas = sorted(glob.glob(str(Path(templates.msa_dir) / "*.a3m"))) if templates.msa_dir else []
-        self.msa_option = f"--msa-dir {shlex.quote(templates.msa_dir)}" if templates.msa_dir else ""
+        if templates.msa_dir:
+            self.msas = sorted(glob.glob(str(Path(templates.msa_dir) / "*.a3m")))
+            self.msa_option = f"--msa-dir {shlex.quote(templates.msa_dir)}"
+        elif templates.search_msas:
+            # rule template_msas: the template chains searched against the sequence database
+            self.msas = [f"{self.db_dir}_msas/msa_stats.parquet"]
+            self.msa_option = f"--msa-dir {shlex.quote(self.db_dir + '_msas')}"
+        else:
+            self.msas, self.msa_option = [], ""
 
     def a3m(self, wildcards) -> str:
         if self._a3m_path is not None:

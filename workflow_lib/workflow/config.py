@@ -143,6 +143,7 @@ class TemplateConfig(StageConfig):
     name: str = "templates"
     structures: tuple[str, ...] = ()
     msa_dir: str | None = None
+    search_msas: bool = True
     min_length: int = 10
     max_hits: int = 10
     min_aligned: int = 10
