@@ -54,10 +54,17 @@ run() {
 }
 
 run local --cores 2
-# --cores/--resources cap each submission (group jobs included) to what the one CI node has.
+# --cores/--resources cap each submission (group jobs included) to what the one CI node has, and the
+# multi-threaded rules ask for at most the node's CPUs (profiles/slurm asks for 4: sbatch would leave them
+# pending forever with Reason=PartitionConfig on a 2-CPU node).
 node_mem_mb=$(scontrol show node -o | sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p' | head -n 1)
+node_cpus=$(nproc)
+[ "$node_cpus" -gt 4 ] && node_cpus=4
 run slurm --jobs 4 --cores "$(nproc)" --resources mem_mb="$node_mem_mb" --slurm-no-account --slurm-status-command squeue \
-    --slurm-init-seconds-before-status-checks "$INIT_S" --slurm-keep-successful-logs
+    --slurm-init-seconds-before-status-checks "$INIT_S" --slurm-keep-successful-logs \
+    --set-threads search_shard="$node_cpus" template_search="$node_cpus" template_msas="$node_cpus" \
+    --set-resources search_shard:cpus_per_task="$node_cpus" template_search:cpus_per_task="$node_cpus" \
+    template_msas:cpus_per_task="$node_cpus"
 
 submitted=$(grep -c -E "Job [^ ]+ has been submitted with SLURM jobid" "$WORK/slurm.log" || true)
 log "slurm run: $submitted sbatch submissions"
