@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from workflow_lib.cli_args import positive_int, unique_outputs
 from workflow_lib.errors import InputError
 from workflow_lib.features.build import build_features, write_features
 from workflow_lib.features.msa_features import DEFAULT_MAX_SEQS, DEFAULT_MAX_STATS_SEQS
@@ -28,20 +29,13 @@ def feature_stem(path: str | Path) -> str:
     return Path(name).stem
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     features = subparsers.add_parser("features", help="A3M files -> per-protein feature npz files")
     features.add_argument("a3m", nargs="+", help="A3M alignments, query first (plain or .gz)")
     features.add_argument("--out-dir", required=True, help="directory for {stem}.npz")
-    features.add_argument("--max-seqs", type=_positive, default=DEFAULT_MAX_SEQS,
+    features.add_argument("--max-seqs", type=positive_int, default=DEFAULT_MAX_SEQS,
                           help=f"MSA rows kept for the network, query included (default {DEFAULT_MAX_SEQS})")
-    features.add_argument("--max-stats-seqs", type=_positive, default=DEFAULT_MAX_STATS_SEQS,
+    features.add_argument("--max-stats-seqs", type=positive_int, default=DEFAULT_MAX_STATS_SEQS,
                           help="rows the weights, profile and co-evolution are computed from "
                                f"(default {DEFAULT_MAX_STATS_SEQS}; at least --max-seqs)")
     features.add_argument("--seed", type=int, default=0, help="salt of the deterministic row sampling")
@@ -70,12 +64,7 @@ def _hits_for(args: argparse.Namespace, stems: dict[str, str]) -> dict[str, Path
 def run_features(args: argparse.Namespace) -> int:
     if args.max_stats_seqs < args.max_seqs:
         raise InputError(f"--max-stats-seqs ({args.max_stats_seqs}) is smaller than --max-seqs ({args.max_seqs})")
-    stems: dict[str, str] = {}
-    for path in args.a3m:
-        stem = feature_stem(path)
-        if stem in stems:
-            raise InputError(f"writes the same {stem}.npz as {stems[stem]}", path=path)
-        stems[stem] = path
+    stems = unique_outputs(args.a3m, feature_stem, ".npz")
     hits = _hits_for(args, stems)
     database = load_template_db(args.templates) if args.templates is not None else None
     out_dir = Path(args.out_dir)

@@ -30,7 +30,8 @@ import pandas as pd
 import pyarrow as pa
 import torch
 
-from workflow_lib.errors import InputError, ToolError
+from workflow_lib.cli_args import positive_int, unique_outputs
+from workflow_lib.errors import ToolError
 from workflow_lib.features.build import build_features, read_features
 from workflow_lib.features.cli import feature_stem
 from workflow_lib.model.checkpoint import load_checkpoint
@@ -142,13 +143,6 @@ def write_prediction(out_dir: str | Path, name: str, prediction: Prediction) -> 
     return paths
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
 def _window(text: str) -> int:
     value = int(text)
     if value < MIN_WINDOW:
@@ -166,26 +160,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     predict.add_argument("--window", type=_window, default=DEFAULT_WINDOW,
                          help=f"residues per network call; longer proteins are cropped and stitched "
                               f"(default {DEFAULT_WINDOW})")
-    predict.add_argument("--max-msa", type=_positive, default=DEFAULT_MAX_MSA,
+    predict.add_argument("--max-msa", type=positive_int, default=DEFAULT_MAX_MSA,
                          help=f"MSA rows per network call, query included (default {DEFAULT_MAX_MSA})")
     predict.add_argument("--seed", type=int, default=0, help="seed of the MSA row sample and of torch")
-    predict.add_argument("--batch-size", type=_positive, default=1,
+    predict.add_argument("--batch-size", type=positive_int, default=1,
                          help="proteins of similar length per forward pass (default 1)")
-    predict.add_argument("--chunk-size", type=_positive, default=None,
+    predict.add_argument("--chunk-size", type=positive_int, default=None,
                          help="attention chunk size (less memory, same result); default: the checkpoint's")
-    predict.add_argument("--threads", type=_positive, default=None, help="torch CPU threads (default: torch's)")
+    predict.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's)")
     predict.add_argument("--embeddings", action="store_true",
                          help="also write {protein}.embeddings.npz (single and pair representations)")
     predict.set_defaults(handler=run_predict)
 
 
 def run_predict(args: argparse.Namespace) -> int:
-    names: dict[str, str] = {}
-    for path in args.inputs:
-        name = protein_name(path)
-        if name in names:
-            raise InputError(f"writes the same {name}.pdb as {names[name]}", path=path)
-        names[name] = path
+    names = unique_outputs(args.inputs, protein_name, ".pdb")
     if args.threads:
         torch.set_num_threads(args.threads)
     options = PredictOptions(window=args.window, max_msa=args.max_msa, seed=args.seed, device=args.device,

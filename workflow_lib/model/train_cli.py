@@ -9,19 +9,13 @@ from typing import Any
 
 import torch
 
+from workflow_lib.cli_args import positive_int
 from workflow_lib.errors import InputError
 from workflow_lib.model.config import PRESETS
 from workflow_lib.model.training import (TRAINING_CHAINS, TrainConfig, load_training_chains, prepare_training_data,
                                          train, training_model_config)
 from workflow_lib.seqio.schemas import read_frame
 
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def _override(text: str) -> tuple[str, Any]:
@@ -38,13 +32,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     data = subparsers.add_parser("train-data", help="structure files -> training chains, identity split, A3Ms")
     data.add_argument("structures", nargs="+", help="PDB/mmCIF files (plain or .gz)")
     data.add_argument("--out-dir", required=True, help="writes chains.parquet, split.json, a3m/{name}.a3m")
-    data.add_argument("--min-length", type=_positive, default=40)
-    data.add_argument("--max-length", type=_positive, default=400)
+    data.add_argument("--min-length", type=positive_int, default=40)
+    data.add_argument("--max-length", type=positive_int, default=400)
     data.add_argument("--identity", type=float, default=0.3,
                       help="no validation chain is more identical than this to a training chain (default 0.3)")
     data.add_argument("--val-fraction", type=float, default=0.1)
     data.add_argument("--seed", type=int, default=0)
-    data.add_argument("--cpus", type=_positive, default=1)
+    data.add_argument("--cpus", type=positive_int, default=1)
     data.set_defaults(handler=run_train_data)
 
     tr = subparsers.add_parser("train", help="train the three-track network (resumes from OUT_DIR/train_state.pt)")
@@ -60,11 +54,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         tr.add_argument(f"--{name.replace('_', '-')}", type=int, default=getattr(defaults, name))
     for name in ("lr", "weight_decay", "clip_norm", "min_lr_fraction"):
         tr.add_argument(f"--{name.replace('_', '-')}", type=float, default=getattr(defaults, name))
-    tr.add_argument("--threads", type=_positive, default=1, help="torch intra-op threads (default 1)")
+    tr.add_argument("--threads", type=positive_int, default=1, help="torch intra-op threads (default 1)")
     tr.add_argument("--time-limit-min", type=float, default=None,
                     help="stop at the first step past this many minutes (then validate and export)")
-    tr.add_argument("--stop-after", type=_positive, default=None, help="stop after this step (resumable)")
-    tr.add_argument("--max-train-chains", type=_positive, default=None, help="use only the first N train chains")
+    tr.add_argument("--stop-after", type=positive_int, default=None, help="stop after this step (resumable)")
+    tr.add_argument("--max-train-chains", type=positive_int, default=None, help="use only the first N train chains")
     tr.add_argument("--no-resume", action="store_true", help="start over even if a training state exists")
     tr.set_defaults(handler=run_train)
 

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from workflow_lib.aligner.profile import profile_from_alignment
-from workflow_lib.errors import InputError
+from workflow_lib.cli_args import unique_outputs
 from workflow_lib.features.cli import feature_stem
 from workflow_lib.seqio.fasta import write_fasta
 from workflow_lib.seqio.msa import read_a3m
@@ -72,12 +72,7 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def run_search(args: argparse.Namespace) -> int:
-    stems: dict[str, str] = {}
-    for path in args.a3m:
-        stem = feature_stem(path)
-        if stem in stems:
-            raise InputError(f"writes the same {stem}.hits.parquet as {stems[stem]}", path=path)
-        stems[stem] = path
+    stems = unique_outputs(args.a3m, feature_stem, ".hits.parquet")
     database = load_template_db(args.templates)
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
