@@ -249,3 +249,31 @@ def test_precomputed_msa_must_match_the_protein(tmp_path, queries):
     bad.write_text(f">{record.id}\n{record.sequence[1:]}\n")
     with pytest.raises(InputError, match="bad.a3m"):
         load_precomputed(bad, record)
+
+
+def test_composition_bias_correction_removes_a_biased_false_hit(data_dir):
+    """HMMER-style null2 on real Pfam pairs: the Ala/Lys/Pro-rich non-homologous pair loses most of its score."""
+    from workflow_lib.aligner import align_targets
+    from workflow_lib.search.bias import composition_bias_bits
+
+    records = read_fasta(data_dir / "search" / "pfam_bias_pairs.fasta")
+    results = {}
+    for query, target in zip(records[::2], records[1::2]):
+        profile = profile_from_sequence(query.sequence)
+        codes = encode(target.sequence)
+        hit = align_targets(profile, [codes], backtrace=True, cpus=1)[0]
+        results[query.id] = (hit.score, composition_bias_bits(profile.emissions, profile.background, codes,
+                                                              hit.pairs))
+    score, bias = results["P49006"]
+    assert bias > 0.8 * score and score - bias < 10.0
+    for homolog in ("Q6DCL6", "Q90923"):
+        score, bias = results[homolog]
+        assert score > 400 and 0.0 <= bias < 0.05 * score
+    # no aligned pairs: nothing to correct; an unbiased random target: (almost) no correction
+    profile = profile_from_sequence(records[2].sequence)
+    assert composition_bias_bits(profile.emissions, profile.background, encode("ACD"), np.zeros((0, 2), int)) == 0.0
+    rng = np.random.default_rng(0)
+    background = profile.background / profile.background.sum()
+    random_target = rng.choice(20, size=300, p=background).astype(np.uint8)
+    hit = align_targets(profile, [random_target], backtrace=True, cpus=1)[0]
+    assert composition_bias_bits(profile.emissions, profile.background, random_target, hit.pairs) < 0.5

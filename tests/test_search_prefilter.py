@@ -79,3 +79,22 @@ def test_threshold_is_the_seeds(small_db, query_scores):
                                offset_bits=-1e9)
     assert hits.sequence.size < seeded.sequence.size <= len(shard)
     assert set(hits.sequence.tolist()) <= set(seeded.sequence.tolist())
+
+
+def test_best_diagonals_equals_a_two_key_sort_with_ties_and_negative_ranks():
+    from workflow_lib.search.prefilter import best_diagonals
+
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        n = 5000
+        sequence = np.sort(rng.integers(0, 400, n))
+        rank = rng.normal(0.0, 6.0, n).astype(np.float32)
+        rank[rng.integers(0, n, 1500)] = 2.5          # many exact ties
+        rank[rng.integers(0, n, 50)] = -0.0
+        order = np.lexsort((-rank, sequence))        # reference: best first within a target, stable ties
+        ordered = sequence[order]
+        starts = np.concatenate([[0], np.nonzero(ordered[1:] != ordered[:-1])[0] + 1])
+        sizes = np.diff(np.concatenate([starts, [n]]))
+        expected = np.sort(order[np.arange(n) - np.repeat(starts, sizes) < 4])
+        np.testing.assert_array_equal(best_diagonals(sequence, rank, 4), expected)
+    np.testing.assert_array_equal(best_diagonals(sequence, rank, None), np.arange(n))

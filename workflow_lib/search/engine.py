@@ -7,7 +7,9 @@ Seed "Iterative MSA Alignment" (HHblits): for each query profile and each databa
 2. gapped Smith–Waterman with the query profile (:mod:`workflow_lib.search.gapped`), pass if
    ``N_db · Lq · Lt · 2^-S < 1000``;
 3. Viterbi (sequence–profile, :func:`workflow_lib.aligner.align_targets`) with backtrace on the survivors;
-4. E-value from the query's Gumbel calibration (:mod:`workflow_lib.search.evalue`) and the whole-database
+4. composition-bias correction of the Viterbi score (:mod:`workflow_lib.search.bias`, HMMER's null2): the
+   reported ``bitscore`` is the corrected score;
+5. E-value from the query's Gumbel calibration (:mod:`workflow_lib.search.evalue`) and the whole-database
    sequence count from the manifest.
 
 Every number depends only on the query profile, the target and the database totals, never on which shard a
@@ -28,6 +30,7 @@ import pandas as pd
 from workflow_lib.aligner import Profile, align_targets
 from workflow_lib.aligner.lanes import resolve_cpus
 from workflow_lib.db.build import Shard, load_kmer_index, load_shard, read_manifest
+from workflow_lib.search.bias import composition_bias_bits
 from workflow_lib.search.evalue import CALIBRATION_SAMPLES, Calibration, fit_mu, profile_seed, random_sequences
 from workflow_lib.search.gapped import (GAP_EXTEND_BITS, GAP_OPEN_BITS, GAPPED_MAX_EVALUE, gapped_evalues,
                                         gapped_scores)
@@ -124,16 +127,17 @@ def search_query_shard(query: SearchQuery, shard: Shard, index: dict[str, np.nda
     if passed.size:
         targets = [candidates[k] for k in passed]
         hits = align_targets(profile, targets, backtrace=True, cpus=1)
-        bits = np.array([h.score for h in hits], dtype=np.float64)
+        bits = np.array([h.score - composition_bias_bits(profile.emissions, profile.background, target, h.pairs)
+                         for h, target in zip(hits, targets)], dtype=np.float64)
         evalues = query.calibration.evalues(bits, lengths[passed], totals.sequences)
         query_codes = profile.sequence
-        for k, hit, evalue in zip(passed, hits, evalues):
+        for k, hit, score, evalue in zip(passed, hits, bits, evalues):
             if evalue > settings.max_evalue or hit.aligned_columns == 0:
                 continue
             target = candidates[k]
             pairs = hit.pairs
             identity = float(np.mean(query_codes[pairs[:, 0]] == target[pairs[:, 1]]))
-            rows.append((query.name, shard.ids[int(gapless.sequence[k])], float(evalue), float(hit.score),
+            rows.append((query.name, shard.ids[int(gapless.sequence[k])], float(evalue), float(score),
                          hit.query_start + 1, hit.query_end, hit.target_start + 1, hit.target_end,
                          profile.length, int(target.size), identity, hit.aligned_columns, hit.states, iteration,
                          totals.name, decode(target[hit.target_start:hit.target_end])))
