@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "workflow_lib.model.predict_cli",
     "workflow_lib.model.train_cli",
     "workflow_lib.report.cli",
+    "workflow_lib.evaluate.cli",
 )
 
 
