@@ -6,7 +6,7 @@ TORCH  ?= torch==2.13.0
 CORES  ?= 2
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test dryrun lint bench clean
+.PHONY: install run test dryrun lint bench clean train-example
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,10 @@ dryrun: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/snakemake --lint --configfile config/config.yaml
+
+# the training workflow on the bundled example (config/train_ci.yaml): results/train/ci_tiny/MODEL_CARD.md
+train-example: $(STAMP)
+	$(BIN)/snakemake --cores $(CORES) --configfile config/train_ci.yaml
 
 test: $(STAMP)
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -q

@@ -17,6 +17,7 @@ include: "rules/templates.smk"
 include: "rules/features.smk"
 include: "rules/predict.smk"
 include: "rules/report.smk"
+include: "rules/train.smk"
 
 
 rule all:

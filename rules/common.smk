@@ -112,6 +112,8 @@ def database_shards(database):
 
 
 def all_targets():
+    if config.get("train"):
+        return train_targets()  # rules/train.smk: the training workflow instead of the proteome targets
     targets = [f"{RESULTS}/db/{SEARCH_DATABASE}/manifest.json"]
     for proteome in PROTEOMES:
         targets.append(f"{RESULTS}/{proteome}/chunks/chunks.parquet")

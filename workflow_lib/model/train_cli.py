@@ -1,20 +1,30 @@
-"""Sub-commands ``trackfold train-data`` and ``trackfold train`` (see :mod:`workflow_lib.model.training`)."""
+"""Sub-commands ``trackfold train-data`` and ``trackfold train`` (see :mod:`workflow_lib.model.training`), and the
+training workflow's glue (rules/train.smk): ``train-batch``, ``train-targets`` and ``train-card``
+(:mod:`workflow_lib.model.card`)."""
 
 from __future__ import annotations
 
 import argparse
+import glob
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import torch
 
 from workflow_lib.cli_args import positive_int
 from workflow_lib.errors import InputError
 from workflow_lib.model.config import PRESETS
 from workflow_lib.model.training import (TRAINING_CHAINS, TrainConfig, load_training_chains, prepare_training_data,
-                                         train, training_model_config)
-from workflow_lib.seqio.schemas import read_frame
+                                         train, training_device, training_model_config)
+from workflow_lib.search.iterative import msa_statistics
+from workflow_lib.seqio.atomic import atomic_path, write_text_atomic
+from workflow_lib.seqio.fasta import safe_name, write_fasta
+from workflow_lib.seqio.msa import read_a3m
+from workflow_lib.seqio.schemas import MSA_STATS, read_frame, write_table
 
 
 
@@ -60,7 +70,46 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     tr.add_argument("--stop-after", type=positive_int, default=None, help="stop after this step (resumable)")
     tr.add_argument("--max-train-chains", type=positive_int, default=None, help="use only the first N train chains")
     tr.add_argument("--no-resume", action="store_true", help="start over even if a training state exists")
+    tr.add_argument("--device", choices=("auto", "cpu", "cuda"), default="cpu",
+                    help="cpu (default), cuda, or auto: CUDA when torch sees a GPU")
     tr.set_defaults(handler=run_train)
+
+    batch = subparsers.add_parser(
+        "train-batch", help="one MSA batch of the training chains: query FASTA, or checked precomputed A3Ms",
+        description="Chain i of chains.parquet belongs to batch i mod BATCHES (rules/train.smk). Writes the "
+                    "batch's chains to --fasta for `trackfold msa`; with --precomputed, copies each chain's "
+                    "{name}.a3m (query row checked against the chain) into --out-dir and writes "
+                    "OUT_DIR/msa_stats.parquet instead (also for an empty batch), leaving --fasta empty.")
+    batch.add_argument("--chains", required=True, help="chains.parquet from train-data")
+    batch.add_argument("--batch", type=int, required=True)
+    batch.add_argument("--batches", type=positive_int, required=True)
+    batch.add_argument("--fasta", required=True, help="query FASTA to write (empty when nothing to search)")
+    batch.add_argument("--out-dir", required=True, help="the batch's A3M directory")
+    batch.add_argument("--precomputed", nargs="+", default=[], metavar="DIR",
+                       help="directories (or glob patterns of directories) of {name}.a3m, searched in order")
+    batch.set_defaults(handler=run_train_batch)
+
+    targets = subparsers.add_parser(
+        "train-targets", help="targets TSV (trackfold evaluate --targets) and predict inputs of a split")
+    targets.add_argument("--chains", required=True, help="chains.parquet from train-data")
+    targets.add_argument("--batches", type=positive_int, required=True, help="MSA batches (train-batch)")
+    targets.add_argument("--msa-dir", required=True, help="directory holding batch_NNN/{name}.a3m")
+    targets.add_argument("--features-dir", required=True, help="directory of {name}.npz")
+    targets.add_argument("--pred-dir", required=True, help="where trackfold predict writes {name}.pdb")
+    targets.add_argument("--split", default="validation", choices=("validation", "train"))
+    targets.add_argument("--out", required=True, help="targets TSV")
+    targets.add_argument("--inputs-list", required=True, help="feature files to predict, one per line")
+    targets.set_defaults(handler=run_train_targets)
+
+    card = subparsers.add_parser("train-card", help="Markdown model card of a training workflow run")
+    card.add_argument("--data-dir", required=True, help="chains.parquet and split.json")
+    card.add_argument("--run-dir", required=True, help="trackfold train output (model.pt, metrics.json, ...)")
+    card.add_argument("--msa-stats", nargs="*", default=[], help="msa_stats.parquet of every batch")
+    card.add_argument("--evaluation-dir", help="trackfold evaluate output (evaluation.parquet)")
+    card.add_argument("--settings", default="{}", help="workflow settings as JSON (shown in the card)")
+    card.add_argument("--benchmarks", help="Snakemake benchmark folder of the run (wall time per stage)")
+    card.add_argument("--out", required=True, help="MODEL_CARD.md")
+    card.set_defaults(handler=run_train_card)
 
 
 def run_train_data(args: argparse.Namespace) -> int:
@@ -94,11 +143,136 @@ def run_train(args: argparse.Namespace) -> int:
     result = train(config, train_chains, train_table["cluster"].tolist(), val_chains, args.out_dir,
                    resume=not args.no_resume, stop_after=args.stop_after,
                    time_limit_s=None if args.time_limit_min is None else 60.0 * args.time_limit_min,
-                   export_extra={"preset": args.preset, "chains_table": str(Path(args.chains))})
+                   export_extra={"preset": args.preset, "chains_table": str(Path(args.chains)),
+                                 "device": str(training_device(args.device))},
+                   device=args.device)
     print(f"{args.out_dir}: {result.step} steps, {result.wall_s:.0f} s"
           + (f", model {result.model_path}" if result.model_path else " (stopped, resumable)"))
     if result.validation is not None and len(result.validation):
         v = result.validation
         print(f"validation ({len(v)} chains): lDDT-Cα {v['lddt_ca'].mean():.3f}, distogram top-1 "
               f"{v['dist_top1'].mean():.3f}, P@L/5 long {v['contact_precision_long'].mean():.3f}")
+    return 0
+
+
+# ------------------------------------------------------------------------------- training workflow glue
+# rules/train.smk: the chains are known only after train-data, so the workflow fans out over a fixed number of
+# batches (chain i -> batch i mod N) and these commands turn chains.parquet into each job's inputs.
+
+def chain_batches(n_chains: int, batches: int) -> np.ndarray:
+    """Batch of each row of chains.parquet: row ``i`` → ``i mod batches`` (balanced, stable for a table)."""
+    return np.arange(n_chains) % batches
+
+
+def batch_dir_name(batch: int) -> str:
+    return f"batch_{batch:03d}"
+
+
+def precomputed_dirs(sources: list[str]) -> list[Path]:
+    """The directories of ``sources`` in order; a source with ``*?[`` is a glob of directories (sorted)."""
+    dirs: list[Path] = []
+    for source in sources:
+        if any(ch in source for ch in "*?["):
+            matched = sorted(Path(p) for p in glob.glob(source) if Path(p).is_dir())
+            if not matched:
+                raise InputError(f"precomputed MSA pattern {source!r} matches no directory")
+            dirs += matched
+        elif Path(source).is_dir():
+            dirs.append(Path(source))
+        else:
+            raise InputError("precomputed MSA directory does not exist", path=source)
+    return dirs
+
+
+def copy_precomputed(name: str, sequence: str, dirs: list[Path], out_dir: Path) -> dict[str, Any] | None:
+    """Copy the first ``{dir}/{name}.a3m`` into ``out_dir`` after checking its query row is ``sequence`` (as
+    the main workflow's ``search.precomputed_msas``); its MSA statistics row, or None when there is none."""
+    for directory in dirs:
+        path = directory / f"{name}.a3m"
+        if not path.is_file():
+            continue
+        alignment = read_a3m(path)
+        if alignment.query != sequence.upper():
+            raise InputError(f"the first row is not the sequence of chain {name} ({len(alignment.query)} vs "
+                             f"{len(sequence)} residues)", path=path, record=alignment.names[0])
+        with atomic_path(out_dir / f"{name}.a3m") as tmp:
+            shutil.copyfile(path, tmp)
+        return {"protein": name, "safe_id": name, "length": len(sequence), **msa_statistics(alignment),
+                "iterations": 0, "reason": "precomputed", "seconds": 0.0, "source": "precomputed"}
+    return None
+
+
+def run_train_batch(args: argparse.Namespace) -> int:
+    table = read_frame(args.chains, TRAINING_CHAINS)
+    if not 0 <= args.batch < args.batches:
+        raise InputError(f"--batch must be in [0, {args.batches}), got {args.batch}")
+    rows = table[chain_batches(len(table), args.batches) == args.batch]
+    unsafe = [n for n in rows["name"] if safe_name(n) != n]
+    if unsafe:
+        raise InputError(f"chain names are not usable as file names: {unsafe[:5]}", path=args.chains)
+    out_dir = Path(args.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    names = set(rows["name"])
+    for stale in out_dir.glob("*.a3m"):          # from an earlier chains.parquet: would become features
+        if stale.stem not in names:
+            stale.unlink()
+    if not args.precomputed:
+        write_fasta(args.fasta, zip(rows["name"], rows["sequence"]))
+        if rows.empty:
+            write_table(out_dir / "msa_stats.parquet", pd.DataFrame(columns=MSA_STATS.schema.names), MSA_STATS)
+        print(f"batch {args.batch}: {len(rows)} chains to search -> {args.fasta}")
+        return 0
+    dirs = precomputed_dirs(args.precomputed)
+    stats, missing = [], []
+    for name, sequence in zip(rows["name"], rows["sequence"]):
+        row = copy_precomputed(name, sequence, dirs, out_dir)
+        if row is None:
+            missing.append(name)
+        else:
+            stats.append(row)
+    if missing:
+        raise InputError(f"{len(missing)} chain(s) of batch {args.batch} have no precomputed {{name}}.a3m in "
+                         f"{[str(d) for d in dirs]}: {missing[:8]}")
+    write_fasta(args.fasta, [])
+    write_table(out_dir / "msa_stats.parquet", pd.DataFrame(stats, columns=MSA_STATS.schema.names), MSA_STATS)
+    print(f"batch {args.batch}: {len(stats)} precomputed MSAs -> {out_dir}")
+    return 0
+
+
+def run_train_targets(args: argparse.Namespace) -> int:
+    from workflow_lib.evaluate.core import TARGET_COLUMNS
+
+    table = read_frame(args.chains, TRAINING_CHAINS)
+    batches = chain_batches(len(table), args.batches)
+    chosen = table["split"] == args.split
+    if not chosen.any():
+        raise InputError(f"no {args.split} chains in the table", path=args.chains)
+    features_dir, pred_dir, msa_dir = Path(args.features_dir), Path(args.pred_dir), Path(args.msa_dir)
+    rows, inputs = [], []
+    for row, batch in zip(table[chosen].itertuples(index=False), batches[chosen.to_numpy()]):
+        npz = features_dir / f"{row.name}.npz"
+        if not npz.is_file():
+            raise InputError("feature file missing", path=npz, record=row.name)
+        inputs.append(str(npz))
+        rows.append({"name": row.name, "pred": str(pred_dir / f"{row.name}.pdb"), "native": row.structure,
+                     "native_chain": row.chain, "pred_npz": str(pred_dir / f"{row.name}.pred.npz"),
+                     "a3m": str(msa_dir / batch_dir_name(int(batch)) / f"{row.name}.a3m")})
+    write_text_atomic(args.inputs_list, "".join(f"{path}\n" for path in inputs))
+    frame = pd.DataFrame(rows, columns=list(TARGET_COLUMNS))
+    with atomic_path(args.out) as tmp:
+        frame.to_csv(tmp, sep="\t", index=False)
+    print(f"{len(rows)} {args.split} chains -> {args.out}")
+    return 0
+
+
+def run_train_card(args: argparse.Namespace) -> int:
+    from workflow_lib.model.card import write_model_card
+
+    try:
+        settings = json.loads(args.settings)
+    except json.JSONDecodeError as err:
+        raise InputError(f"--settings is not JSON: {err}") from None
+    write_model_card(args.out, data_dir=args.data_dir, run_dir=args.run_dir, msa_stats=args.msa_stats,
+                     evaluation_dir=args.evaluation_dir, settings=settings, benchmarks=args.benchmarks)
+    print(f"model card -> {args.out}")
     return 0

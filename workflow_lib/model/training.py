@@ -376,6 +376,26 @@ def make_example(chain: TrainingChain, start: int, length: int, rows_rng: np.ran
     return inputs, targets
 
 
+def training_device(name: str | torch.device) -> torch.device:
+    """``auto`` → CUDA when torch sees a GPU, else the CPU; ``cuda`` without a GPU is an :class:`InputError`."""
+    if isinstance(name, torch.device):
+        return name
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise InputError("train: --device cuda requested but torch sees no CUDA device")
+    if name not in ("cpu", "cuda"):
+        raise InputError(f"train: device must be auto, cpu or cuda, got {name!r}")
+    return torch.device(name)
+
+
+def to_device(example: tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]], device: torch.device
+              ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """:func:`make_example`'s inputs and targets moved to ``device`` (no copy on the CPU)."""
+    inputs, targets = example
+    return ({k: v.to(device) for k, v in inputs.items()}, {k: v.to(device) for k, v in targets.items()})
+
+
 # ---------------------------------------------------------------------------------------------------------
 # configuration and state
 # ---------------------------------------------------------------------------------------------------------
@@ -517,13 +537,13 @@ def contact_precision(contact_prob: np.ndarray, true_contact: np.ndarray, valid:
 def chain_metrics(outputs: dict[str, torch.Tensor], targets: dict[str, torch.Tensor],
                   residue_index: np.ndarray) -> dict[str, float]:
     """lDDT-Cα, distogram top-1 accuracy and contact precisions of one prediction (batch of one)."""
-    pred_ca = outputs["coords"][0, :, 1].double().numpy()
-    true = targets["coords"][0].double().numpy()
-    true_ca = np.where(targets["atom_mask"][0, :, 1:2].numpy(), true[:, 1], np.nan)
+    pred_ca = outputs["coords"][0, :, 1].double().cpu().numpy()
+    true = targets["coords"][0].double().cpu().numpy()
+    true_ca = np.where(targets["atom_mask"][0, :, 1:2].cpu().numpy(), true[:, 1], np.nan)
     lddt = lddt_ca(pred_ca, true_ca).score
-    pair_mask = targets["pair_mask"][0].numpy().astype(bool)
-    dist_true = targets["dist"][0].numpy()
-    logits = outputs["dist_logits"][0].float()
+    pair_mask = targets["pair_mask"][0].cpu().numpy().astype(bool)
+    dist_true = targets["dist"][0].cpu().numpy()
+    logits = outputs["dist_logits"][0].float().cpu()
     top1 = (logits.argmax(-1).numpy() == dist_true)
     accuracy = float(top1[pair_mask].mean()) if pair_mask.any() else float("nan")
     contact_prob = torch.softmax(logits, dim=-1)[..., :CONTACT_BINS].sum(-1).numpy()
@@ -540,6 +560,7 @@ def chain_metrics(outputs: dict[str, torch.Tensor], targets: dict[str, torch.Ten
 def evaluate(model: ThreeTrackNetwork, chains: Sequence[TrainingChain], config: TrainConfig) -> pd.DataFrame:
     """Per-chain validation metrics (:data:`VALIDATION_CHAINS` columns; module docstring)."""
     was_training = model.training
+    device = next(model.parameters()).device
     model.eval()
     weights = LossWeights(**config.loss_weights)
     rows = []
@@ -547,10 +568,10 @@ def evaluate(model: ThreeTrackNetwork, chains: Sequence[TrainingChain], config: 
         for chain in chains:
             length = min(len(chain), config.val_crop)
             start = (len(chain) - length) // 2
-            inputs, targets = make_example(chain, start, length, None, config.max_msa_rows)
+            inputs, targets = to_device(make_example(chain, start, length, None, config.max_msa_rows), device)
             outputs = model(inputs)
             _, parts = total_loss(outputs, targets, weights)
-            metrics = chain_metrics(outputs, targets, inputs["residue_index"][0].numpy())
+            metrics = chain_metrics(outputs, targets, inputs["residue_index"][0].cpu().numpy())
             rows.append({"name": chain.name, "length": length, **metrics, "loss": parts["loss"]})
     finally:
         model.train(was_training)
@@ -645,13 +666,17 @@ def _sample(chains: Sequence[TrainingChain], clusters: Sequence[int], rng: np.ra
 def train(config: TrainConfig, train_chains: Sequence[TrainingChain], train_clusters: Sequence[int],
           val_chains: Sequence[TrainingChain], out_dir: str | Path, *, resume: bool = True,
           stop_after: int | None = None, time_limit_s: float | None = None,
-          final_validation: bool = True, export_extra: dict[str, Any] | None = None) -> TrainResult:
+          final_validation: bool = True, export_extra: dict[str, Any] | None = None,
+          device: str | torch.device = "cpu") -> TrainResult:
     """Run (or resume) training; writes ``out_dir/train_state.pt``, ``metrics.*``, ``learning_curve.png``,
     and at the end ``model.pt`` (:func:`~workflow_lib.model.checkpoint.save_checkpoint`) and
     ``validation.parquet`` (:data:`VALIDATION_CHAINS`, all validation chains).
 
     ``stop_after`` stops after that many steps in total (as if interrupted, no final export) and
     ``time_limit_s`` stops at the first step boundary past that much wall time of this call (then exports).
+    ``device`` (:func:`training_device`: ``cpu``, ``cuda`` or ``auto``) is where the model trains; the state and
+    checkpoint hold CPU tensors either way. Resume is bitwise exact on the CPU; on CUDA the kernels and the CUDA
+    RNG (not stored) make a resumed run close to, not identical with, an uninterrupted one.
     """
     if not train_chains:
         raise InputError("no training chains")
@@ -659,7 +684,8 @@ def train(config: TrainConfig, train_chains: Sequence[TrainingChain], train_clus
     out_dir.mkdir(parents=True, exist_ok=True)
     state_path = out_dir / "train_state.pt"
     torch.manual_seed(config.seed)
-    model = ThreeTrackNetwork(config.model_config)
+    device = training_device(device)
+    model = ThreeTrackNetwork(config.model_config).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     rng = np.random.default_rng(config.seed)
     weights = LossWeights(**config.loss_weights)
@@ -693,7 +719,7 @@ def train(config: TrainConfig, train_chains: Sequence[TrainingChain], train_clus
         if step % config.redraw_every == 0:
             model.redraw_performer_features(torch.Generator().manual_seed(config.seed * 1_000_003 + step))
         chain, start, length = _sample(train_chains, train_clusters, rng, config.crop_size)
-        inputs, targets = make_example(chain, start, length, rng, config.max_msa_rows)
+        inputs, targets = to_device(make_example(chain, start, length, rng, config.max_msa_rows), device)
         lr = learning_rate(config, step)
         for group in optimizer.param_groups:
             group["lr"] = lr

@@ -196,3 +196,137 @@ class PredictConfig(StageConfig):
             raise InputError(f"predict.max_msa must be at least 1, got {self.max_msa}")
         if self.device not in ("auto", "cpu", "cuda"):
             raise InputError(f"predict.device must be auto, cpu or cuda, got {self.device!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainWorkflowConfig(StageConfig):
+    """The training workflow (config section ``train``; rules/train.smk): structures → chains and an identity
+    split → MSAs (our search, or precomputed) → features → ``trackfold train`` → predictions and evaluation of
+    the held-out chains → a model card. Training settings mirror :class:`workflow_lib.model.training.TrainConfig`
+    (same names and defaults); ``threads``, ``mem_mb`` and ``runtime`` are the training job's resources."""
+
+    name: str = "model"
+    structures: tuple[str, ...] = ()
+    structures_archive: str | None = None
+    min_length: int = 40
+    max_length: int = 400
+    identity: float = 0.3
+    val_fraction: float = 0.1
+    split_seed: int = 0
+    data_threads: int = 1
+    database: str | None = None
+    msa_dir: tuple[str, ...] = ()
+    msa_batches: int = 8
+    msa_threads: int = 1
+    preset: str = "small"
+    overrides: Any = None
+    steps: int = 1000
+    crop_size: int = 96
+    max_msa_rows: int = 64
+    lr: float = 1e-3
+    warmup_steps: int = 50
+    min_lr_fraction: float = 0.1
+    weight_decay: float = 0.01
+    clip_norm: float = 1.0
+    checkpoint_every: int = 50
+    val_every: int = 200
+    val_max_chains: int = 24
+    val_crop: int = 192
+    redraw_every: int = 100
+    seed: int = 0
+    max_train_chains: int | None = None
+    time_limit_min: float | None = None
+    device: str = "auto"
+    threads: int = 1
+    mem_mb: int = 8000
+    runtime: int = 1440
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None, *, where: str = "") -> TrainWorkflowConfig:
+        """As :meth:`StageConfig.from_dict`; ``msa_dir`` may be one string or a list (null: none)."""
+        data = dict(data or {})
+        if isinstance(data.get("msa_dir"), str):
+            data["msa_dir"] = [data["msa_dir"]]
+        elif "msa_dir" in data and data["msa_dir"] is None:
+            data["msa_dir"] = []
+        return super().from_dict(data, where=where or "config 'train'")
+
+    def __post_init__(self) -> None:
+        import re
+
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", self.name):
+            raise InputError(f"train.name must be a file-name-safe word, got {self.name!r}")
+        if not 1 <= self.min_length <= self.max_length:
+            raise InputError(f"train: need 1 <= min_length <= max_length, got {self.min_length}, {self.max_length}")
+        if not 0 < self.identity <= 1 or not 0 < self.val_fraction < 1:
+            raise InputError("train: identity must be in (0, 1] and val_fraction in (0, 1)")
+        for key in ("data_threads", "msa_batches", "msa_threads", "steps", "crop_size", "max_msa_rows",
+                    "checkpoint_every", "val_every", "val_max_chains", "val_crop", "redraw_every", "threads",
+                    "mem_mb", "runtime"):
+            if getattr(self, key) < 1:
+                raise InputError(f"train.{key} must be at least 1, got {getattr(self, key)}")
+        if self.max_train_chains is not None and self.max_train_chains < 1:
+            raise InputError(f"train.max_train_chains must be at least 1, got {self.max_train_chains}")
+        if self.time_limit_min is not None and not self.time_limit_min > 0:
+            raise InputError(f"train.time_limit_min must be positive, got {self.time_limit_min}")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise InputError(f"train.device must be auto, cpu or cuda, got {self.device!r}")
+        if self.overrides is not None and not isinstance(self.overrides, Mapping):
+            raise InputError(f"train.overrides must be a mapping of model config keys, got {self.overrides!r}")
+        if not self.lr > 0 or self.warmup_steps < 0 or not self.clip_norm > 0 or not 0 <= self.min_lr_fraction <= 1:
+            raise InputError("train: need lr > 0, warmup_steps >= 0, clip_norm > 0, 0 <= min_lr_fraction <= 1")
+
+    def root(self, results: str) -> str:
+        """The run's output folder."""
+        return f"{results}/train/{self.name}"
+
+    def targets(self, results: str) -> list[str]:
+        """The final outputs of the run: model card, evaluation table, checkpoint."""
+        root = self.root(results)
+        return [f"{root}/MODEL_CARD.md", f"{root}/evaluation/evaluation.parquet", f"{root}/run/model.pt"]
+
+    def batch_names(self) -> list[str]:
+        """MSA batch labels ``000``, ``001``, ...: chain ``i`` of chains.parquet is in batch ``i mod msa_batches``."""
+        return [f"{b:03d}" for b in range(self.msa_batches)]
+
+    def structure_files(self) -> list[str]:
+        """``structures`` with globs expanded (sorted); a pattern matching nothing is an error unless an archive
+        is configured too."""
+        import glob
+
+        if not self.structures and not self.structures_archive:
+            raise InputError("train: give structures (files or globs) or structures_archive (a .tar.gz)")
+        files: list[str] = []
+        for pattern in self.structures:
+            matched = sorted(glob.glob(pattern))
+            if not matched and not self.structures_archive:
+                raise InputError(f"config 'train.structures': {pattern!r} matches no file")
+            files += matched
+        return files
+
+    def data_options(self) -> str:
+        """Chain filters and split settings as ``trackfold train-data`` options."""
+        return (f"--min-length {self.min_length} --max-length {self.max_length} --identity {self.identity} "
+                f"--val-fraction {self.val_fraction} --seed {self.split_seed}")
+
+    def precomputed_option(self) -> str:
+        """``--precomputed DIR...`` for ``trackfold train-batch`` (empty without ``msa_dir``)."""
+        import shlex
+
+        return ("--precomputed " + " ".join(shlex.quote(d) for d in self.msa_dir)) if self.msa_dir else ""
+
+    def train_options(self) -> str:
+        """The training settings as ``trackfold train`` options (model overrides as ``--set KEY=JSON``)."""
+        import json
+        import shlex
+
+        options = [f"--preset {self.preset}"]
+        for key, value in sorted(dict(self.overrides or {}).items()):
+            options.append("--set " + shlex.quote(f"{key}={json.dumps(value)}"))
+        for key in ("steps", "crop_size", "max_msa_rows", "lr", "warmup_steps", "min_lr_fraction", "weight_decay",
+                    "clip_norm", "checkpoint_every", "val_every", "val_max_chains", "val_crop", "redraw_every",
+                    "seed", "max_train_chains", "time_limit_min"):
+            value = getattr(self, key)
+            if value is not None:
+                options.append(f"--{key.replace('_', '-')} {value}")
+        return " ".join(options)

@@ -1,0 +1,293 @@
+# Training workflow (config section `train`; issue 7): structures -> chains + identity split -> MSAs against the
+# configured database (or precomputed A3Ms) -> features -> trackfold train -> predictions and evaluation of the
+# held-out chains -> a generated model card. Everything lives under {results}/train/{train.name}/:
+#
+#   structures/                    the extracted train.structures_archive (rule train_structures, when set)
+#   data/chains.parquet, split.json                                    train_data
+#   msa/batch_NNN.fasta, msa/batch_NNN/{chain}.a3m, msa_stats.parquet  train_msa (one job per batch)
+#   features/{chain}.npz, features/batch_NNN.done                      train_features (one job per batch)
+#   run/model.pt, metrics.*, validation.parquet, learning_curve.png    train_model (+ train_state.pt, undeclared)
+#   predictions/{chain}.pdb, .pred.npz, targets.tsv                    train_predict (validation chains)
+#   evaluation/evaluation.parquet, .json, .html                        train_evaluate (trackfold evaluate)
+#   MODEL_CARD.md                                                      train_card
+#
+# The chains are known only after train_data, but the DAG is static (as for proteome chunks, so `snakemake -n`
+# lists every job and no checkpoint re-evaluation is needed): train.msa_batches fixed batches, chain i of
+# chains.parquet in batch i mod N. Resume: trackfold train writes run/train_state.pt every checkpoint_every
+# steps; it is not a declared output, so Snakemake never deletes it, and a rerun of train_model after a kill
+# (or `--forcerun train_model` after a time limit) continues from it. Library: workflow_lib.model.training,
+# workflow_lib.model.train_cli (train-batch, train-targets, train-card), workflow_lib.model.card.
+
+import functools
+import json
+
+from workflow_lib.workflow.config import TrainWorkflowConfig
+
+TRAIN_ENABLED = bool(config.get("train"))
+TRAIN = TrainWorkflowConfig.from_dict(config.get("train"))
+TRAIN_ROOT = TRAIN.root(RESULTS)
+TRAIN_BATCHES = TRAIN.batch_names()
+TRAIN_DATABASE = TRAIN.database or SEARCH_DATABASE
+if TRAIN_ENABLED and not TRAIN.msa_dir and TRAIN_DATABASE not in DATABASES:
+    raise InputError(f"config 'train.database' is '{TRAIN_DATABASE}', which is not one of the databases "
+                     f"{sorted(DATABASES)}")
+TRAIN_STRUCTURES = TRAIN.structure_files() if TRAIN_ENABLED else []
+TRAIN_EXTRACTED = [f"{TRAIN_ROOT}/structures"] if TRAIN.structures_archive else []
+# train-data's structure arguments: the listed files and every structure file of the extracted archive.
+TRAIN_STRUCTURE_ARGS = " ".join(shlex.quote(f) for f in TRAIN_STRUCTURES) + "".join(
+    f" $(find {shlex.quote(d)} -type f \\( -name '*.pdb*' -o -name '*.cif*' -o -name '*.ent*' \\) | LC_ALL=C sort)"
+    for d in TRAIN_EXTRACTED)
+TRAIN_MANIFEST = [] if TRAIN.msa_dir else [f"{RESULTS}/db/{TRAIN_DATABASE}/manifest.json"]
+TRAIN_MSA_STATS = [f"{TRAIN_ROOT}/msa/batch_{b}/msa_stats.parquet" for b in TRAIN_BATCHES]
+TRAIN_FEATURE_FLAGS = [f"{TRAIN_ROOT}/features/batch_{b}.done" for b in TRAIN_BATCHES]
+TRAIN_GPU = 1 if TRAIN.device == "cuda" else 0
+
+# What the model card shows about the configuration (one JSON argument).
+TRAIN_CARD_SETTINGS = {
+    "name": TRAIN.name, "structures": list(TRAIN.structures), "structures_archive": TRAIN.structures_archive,
+    "msa_dir": list(TRAIN.msa_dir), "preset": TRAIN.preset, "overrides": dict(TRAIN.overrides or {}),
+    "threads": TRAIN.threads, "time_limit_min": TRAIN.time_limit_min, "features": FEATURE_SETTINGS.to_dict(),
+    "train": {**TRAIN.to_dict(), "overrides": dict(TRAIN.overrides or {})},
+    "configfiles": [str(c) for c in workflow.overwrite_configfiles or []],
+}
+if not TRAIN.msa_dir and TRAIN_DATABASE in DATABASES:
+    TRAIN_CARD_SETTINGS.update(database=TRAIN_DATABASE, database_fasta=list(DATABASES[TRAIN_DATABASE].fasta),
+                               database_manifest=TRAIN_MANIFEST[0], search=SEARCH_SETTINGS.to_dict())
+
+# The training workflow's final outputs; rules/common.smk's all_targets() returns them when config has `train`.
+train_targets = functools.partial(TRAIN.targets, RESULTS)
+
+
+rule train_structures:
+    input:
+        archive=TRAIN.structures_archive or [],
+    output:
+        directory(f"{TRAIN_ROOT}/structures"),
+    log:
+        f"logs/train_structures/{TRAIN.name}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/train_structures/{TRAIN.name}.tsv"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../envs/core.yaml"
+    shell:
+        "mkdir -p {output} && tar -xzf {input.archive} -C {output} > {log} 2>&1"
+
+
+rule train_data:
+    input:
+        structures=TRAIN_STRUCTURES,
+        extracted=TRAIN_EXTRACTED,
+    output:
+        chains=f"{TRAIN_ROOT}/data/chains.parquet",
+        split=f"{TRAIN_ROOT}/data/split.json",
+    params:
+        trackfold=TRACKFOLD,
+        out_dir=output_parent,
+        structures=TRAIN_STRUCTURE_ARGS,
+        settings=TRAIN.data_options(),
+    log:
+        f"logs/train_data/{TRAIN.name}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/train_data/{TRAIN.name}.tsv"
+    threads: TRAIN.data_threads
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    conda:
+        "../envs/core.yaml"
+    shell:
+        "{params.trackfold} train-data --out-dir {params.out_dir} {params.settings} --cpus {threads} "
+        "{params.structures} > {log} 2>&1"
+
+
+rule train_msa:
+    input:
+        chains=f"{TRAIN_ROOT}/data/chains.parquet",
+        manifest=TRAIN_MANIFEST,
+    output:
+        stats=f"{TRAIN_ROOT}/msa/batch_{{batch}}/msa_stats.parquet",
+        fasta=f"{TRAIN_ROOT}/msa/batch_{{batch}}.fasta",
+    params:
+        trackfold=TRACKFOLD,
+        out_dir=output_parent,
+        batches=TRAIN.msa_batches,
+        db=lambda wildcards, input: str(Path(input.manifest[0]).parent) if input.manifest else "",
+        precomputed=TRAIN.precomputed_option(),
+        settings=SEARCH_SETTINGS.cli_options(),
+    wildcard_constraints:
+        batch=r"\d{3}",
+    log:
+        f"logs/train_msa/{TRAIN.name}/{{batch}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/train_msa/{TRAIN.name}/{{batch}}.tsv"
+    threads: TRAIN.msa_threads
+    resources:
+        mem_mb=4000,
+        runtime=720,
+    conda:
+        "../envs/core.yaml"
+    shell:
+        "( {params.trackfold} train-batch --chains {input.chains} --batch {wildcards.batch} "
+        "--batches {params.batches} --fasta {output.fasta} --out-dir {params.out_dir} {params.precomputed} && "
+        "if [ -s {output.fasta} ]; then {params.trackfold} msa --db {params.db} --out-dir {params.out_dir} "
+        "{params.settings} --cpus {threads} {output.fasta}; fi ) > {log} 2>&1"
+
+
+rule train_features:
+    input:
+        stats=f"{TRAIN_ROOT}/msa/batch_{{batch}}/msa_stats.parquet",
+    output:
+        flag=touch(f"{TRAIN_ROOT}/features/batch_{{batch}}.done"),
+    params:
+        trackfold=TRACKFOLD,
+        out_dir=output_parent,
+        msa_dir=lambda wildcards, input: str(Path(input.stats).parent),
+        max_seqs=FEATURE_SETTINGS.max_seqs,
+        max_stats_seqs=FEATURE_SETTINGS.max_stats_seqs,
+    wildcard_constraints:
+        batch=r"\d{3}",
+    log:
+        f"logs/train_features/{TRAIN.name}/{{batch}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/train_features/{TRAIN.name}/{{batch}}.tsv"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    conda:
+        "../envs/core.yaml"
+    shell:
+        "( set -- {params.msa_dir}/*.a3m; if [ -e \"$1\" ]; then {params.trackfold} features --out-dir "
+        "{params.out_dir} --max-seqs {params.max_seqs} --max-stats-seqs {params.max_stats_seqs} \"$@\"; fi ) "
+        "> {log} 2>&1"
+
+
+rule train_model:
+    input:
+        chains=f"{TRAIN_ROOT}/data/chains.parquet",
+        features=TRAIN_FEATURE_FLAGS,
+    output:
+        model=f"{TRAIN_ROOT}/run/model.pt",
+        metrics=f"{TRAIN_ROOT}/run/metrics.parquet",
+        metrics_json=f"{TRAIN_ROOT}/run/metrics.json",
+        validation=f"{TRAIN_ROOT}/run/validation.parquet",
+    params:
+        trackfold=TRACKFOLD,
+        out_dir=output_parent,
+        features_dir=lambda wildcards, input: str(Path(input.features[0]).parent),
+        options=TRAIN.train_options(),
+        device=TRAIN.device,
+    log:
+        f"logs/train_model/{TRAIN.name}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/train_model/{TRAIN.name}.tsv"
+    threads: TRAIN.threads
+    resources:
+        mem_mb=TRAIN.mem_mb,
+        runtime=TRAIN.runtime,
+        gpu=TRAIN_GPU,
+    conda:
+        "../envs/core.yaml"
+    shell:
+        "{params.trackfold} train --chains {input.chains} --features-dir {params.features_dir} "
+        "--out-dir {params.out_dir} {params.options} --threads {threads} --device {params.device} >> {log} 2>&1"
+
+
+rule train_predict:
+    input:
+        model=f"{TRAIN_ROOT}/run/model.pt",
+        chains=f"{TRAIN_ROOT}/data/chains.parquet",
+        stats=TRAIN_MSA_STATS,
+        features=TRAIN_FEATURE_FLAGS,
+    output:
+        targets=f"{TRAIN_ROOT}/predictions/targets.tsv",
+        inputs=f"{TRAIN_ROOT}/predictions/inputs.txt",
+    params:
+        trackfold=TRACKFOLD,
+        out_dir=output_parent,
+        batches=TRAIN.msa_batches,
+        msa_dir=lambda wildcards, input: str(Path(input.stats[0]).parent.parent),
+        features_dir=lambda wildcards, input: str(Path(input.features[0]).parent),
+        device=TRAIN.device,
+        window=PREDICT_SETTINGS.window,
+        seed=PREDICT_SETTINGS.seed,
+        max_msa=PREDICT_SETTINGS.max_msa,
+    log:
+        f"logs/train_predict/{TRAIN.name}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/train_predict/{TRAIN.name}.tsv"
+    threads: 1
+    resources:
+        mem_mb=8000,
+        runtime=240,
+        gpu=TRAIN_GPU,
+    conda:
+        "../envs/core.yaml"
+    shell:
+        "( {params.trackfold} train-targets --chains {input.chains} --batches {params.batches} "
+        "--msa-dir {params.msa_dir} --features-dir {params.features_dir} --pred-dir {params.out_dir} "
+        "--out {output.targets} --inputs-list {output.inputs} && mapfile -t inputs < {output.inputs} && "
+        "{params.trackfold} predict --model {input.model} --out-dir {params.out_dir} --device {params.device} "
+        "--window {params.window} --seed {params.seed} --max-msa {params.max_msa} --threads {threads} "
+        "\"${{inputs[@]}}\" ) > {log} 2>&1"
+
+
+rule train_evaluate:
+    input:
+        targets=f"{TRAIN_ROOT}/predictions/targets.tsv",
+    output:
+        table=f"{TRAIN_ROOT}/evaluation/evaluation.parquet",
+        summary=f"{TRAIN_ROOT}/evaluation/evaluation.json",
+    params:
+        trackfold=TRACKFOLD,
+        out_dir=output_parent,
+    log:
+        f"logs/train_evaluate/{TRAIN.name}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/train_evaluate/{TRAIN.name}.tsv"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    conda:
+        "../envs/core.yaml"
+    shell:
+        "{params.trackfold} evaluate --targets {input.targets} --out-dir {params.out_dir} > {log} 2>&1"
+
+
+rule train_card:
+    input:
+        chains=f"{TRAIN_ROOT}/data/chains.parquet",
+        split=f"{TRAIN_ROOT}/data/split.json",
+        stats=TRAIN_MSA_STATS,
+        model=f"{TRAIN_ROOT}/run/model.pt",
+        metrics=f"{TRAIN_ROOT}/run/metrics.parquet",
+        validation=f"{TRAIN_ROOT}/run/validation.parquet",
+        evaluation=f"{TRAIN_ROOT}/evaluation/evaluation.parquet",
+    output:
+        card=f"{TRAIN_ROOT}/MODEL_CARD.md",
+    params:
+        trackfold=TRACKFOLD,
+        data_dir=lambda wildcards, input: str(Path(input.chains).parent),
+        run_dir=lambda wildcards, input: str(Path(input.model).parent),
+        evaluation_dir=lambda wildcards, input: str(Path(input.evaluation).parent),
+        settings=shlex.quote(json.dumps(TRAIN_CARD_SETTINGS, sort_keys=True)),
+        benchmarks=f"{RESULTS}/benchmarks",
+    log:
+        f"logs/train_card/{TRAIN.name}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/train_card/{TRAIN.name}.tsv"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/core.yaml"
+    shell:
+        "{params.trackfold} train-card --data-dir {params.data_dir} --run-dir {params.run_dir} "
+        "--msa-stats {input.stats} --evaluation-dir {params.evaluation_dir} --settings {params.settings} "
+        "--benchmarks {params.benchmarks} --out {output.card} > {log} 2>&1"

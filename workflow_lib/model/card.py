@@ -1,0 +1,373 @@
+"""A model card generated from the outputs of one training-workflow run (issue 7, rules/train.smk).
+
+:func:`model_card` reads only files of the run: ``chains.parquet`` / ``split.json`` (``trackfold train-data``),
+the batches' ``msa_stats.parquet`` (``trackfold msa`` or precomputed A3Ms), the run directory of
+``trackfold train`` (``model.pt``, ``train_config.json``, ``metrics.parquet``, ``validation.parquet``), the
+output of ``trackfold evaluate`` on the held-out chains, the Snakemake benchmark files and the workflow
+settings (a dict the rule passes as JSON). Every number in the card comes from those files; statements about
+limits are made only when the numbers support them. The hand-written ``models/MODEL_CARD.md`` is the model.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from workflow_lib.errors import InputError
+from workflow_lib.seqio.atomic import write_text_atomic
+from workflow_lib.seqio.schemas import MSA_STATS, read_frame
+
+EVALUATION_METRICS = (
+    # (column of workflow_lib.evaluate's table, label, co-evolution baseline column, random-ranking column)
+    ("lddt_ca", "lDDT-Cα", None, None),
+    ("tm_score", "TM-score (TMalign, normalised by the native)", None, None),
+    ("rmsd", "RMSD (TMalign, Å)", None, None),
+    ("mean_plddt", "mean pLDDT", None, None),
+    ("plddt_lddt_pearson", "Pearson r (pLDDT, per-residue lDDT-Cα)", None, None),
+    ("plddt_mae", "MAE (pLDDT/100 vs lDDT-Cα)", None, None),
+    ("p_l5_long", "long-range contact precision, top L/5", "coevo_p_l5_long", "random_p_long"),
+    ("p_l_long", "long-range contact precision, top L", "coevo_p_l_long", "random_p_long"),
+)
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "–"
+    if isinstance(value, (int, np.integer)):
+        return f"{int(value):,}"
+    return f"{float(value):.{digits}f}"
+
+
+def _mean(series: pd.Series) -> float:
+    values = pd.to_numeric(series, errors="coerce").dropna()
+    return float(values.mean()) if len(values) else float("nan")
+
+
+def _spread(series: pd.Series, digits: int = 3) -> str:
+    """``mean (median m, range a–b, ± standard error)`` of the finite values."""
+    values = pd.to_numeric(series, errors="coerce").dropna()
+    if values.empty:
+        return "–"
+    text = f"**{_fmt(values.mean(), digits)}** (median {_fmt(values.median(), digits)}"
+    if len(values) > 1:
+        text += (f", range {_fmt(values.min(), digits)}–{_fmt(values.max(), digits)}, "
+                 f"± {_fmt(values.std(ddof=1) / math.sqrt(len(values)), digits)} s.e.")
+    return text + ")"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise InputError("file missing", path=path)
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise InputError(f"not JSON: {err}", path=path) from None
+
+
+def _chain_filters() -> dict[str, Any]:
+    from workflow_lib.model.training import chain_ok
+
+    params = inspect.signature(chain_ok).parameters
+    return {"max_unknown": params["max_unknown"].default, "min_backbone": params["min_backbone"].default}
+
+
+def _benchmarks(root: str | None, run: str) -> pd.DataFrame:
+    """Snakemake benchmark files of this run (``{root}/train_*/{run}/...``): jobs, wall and CPU seconds per rule."""
+    rows = []
+    if root:
+        for path in sorted(Path(root).glob(f"train_*/{run}/**/*.tsv")) + sorted(Path(root).glob(f"train_*/{run}.tsv")):
+            rule = path.relative_to(root).parts[0]
+            try:
+                frame = pd.read_csv(path, sep="\t")
+            except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError):
+                continue
+            if "s" in frame:
+                rows.append({"rule": rule, "s": float(frame["s"].iloc[-1]),
+                             "cpu_time": float(frame["cpu_time"].iloc[-1]) if "cpu_time" in frame else math.nan})
+    frame = pd.DataFrame(rows, columns=["rule", "s", "cpu_time"])
+    return frame.groupby("rule", sort=True).agg(jobs=("s", "size"), s=("s", "sum"), cpu_time=("cpu_time", "sum"))
+
+
+def _msa_section(stats: pd.DataFrame, chains: pd.DataFrame, settings: dict[str, Any]) -> tuple[list[str], dict]:
+    lines = ["## MSAs", ""]
+    sources = settings.get("msa_dir") or []
+    if sources:
+        lines.append(f"- **Source.** Precomputed A3Ms (`{{name}}.a3m`) from {', '.join(f'`{s}`' for s in sources)}; "
+                     "each query row was checked against the chain's sequence.")
+    else:
+        database = settings.get("database", "?")
+        files = settings.get("database_fasta") or []
+        size = None
+        manifest = settings.get("database_manifest")
+        if manifest and Path(manifest).is_file():
+            size = _read_json(Path(manifest)).get("total_sequences")
+        search = settings.get("search") or {}
+        lines.append(f"- **Source.** `trackfold msa` (trackfold's own HHblits-style iterative search) against the "
+                     f"database `{database}`" + (f" ({_fmt(size)} sequences)" if size else "")
+                     + (": " + ", ".join(f"`{f}`" for f in files) if files else "") + ".")
+        if search:
+            lines.append("- **Search settings.** " + ", ".join(f"{k} {v}" for k, v in sorted(search.items())
+                                                                if k not in ("database", "precomputed_msas")) + ".")
+    merged = chains.merge(stats, left_on="name", right_on="safe_id", how="left", suffixes=("", "_msa"))
+    missing = int(merged["depth"].isna().sum())
+    if missing:
+        lines.append(f"- **{missing} chain(s) have no MSA statistics.**")
+    rows, summary = [], {}
+    for split in ("train", "validation"):
+        part = merged[merged["split"] == split]
+        depth, neff = part["depth"].dropna(), part["neff"].dropna()
+        if depth.empty:
+            continue
+        summary[split] = {"median_depth": float(depth.median()), "single": float((depth <= 1).mean())}
+        rows.append([split, _fmt(len(part)), _fmt(float(depth.median()), 0), _fmt(float(depth.mean()), 1),
+                     _fmt(int(depth.max())), f"{100 * (depth <= 1).mean():.0f}%", _fmt(float(neff.median()), 2),
+                     _fmt(float(neff.mean()), 2)])
+    lines += [""] + _table(["split", "chains", "median depth", "mean depth", "max depth", "depth 1 (query only)",
+                            "median Neff", "mean Neff"], rows)
+    seconds = pd.to_numeric(stats.get("seconds", pd.Series(dtype=float)), errors="coerce").sum()
+    if seconds > 0:
+        lines += ["", f"Search time summed over chains (`msa_stats.parquet`): {_fmt(float(seconds), 0)} s."]
+    lines.append("")
+    return lines, summary
+
+
+def model_card(*, data_dir: str | Path, run_dir: str | Path, msa_stats: Sequence[str | Path] = (),
+               evaluation_dir: str | Path | None = None, settings: dict[str, Any] | None = None,
+               benchmarks: str | None = None) -> str:
+    """The Markdown card of a training run (module docstring)."""
+    from workflow_lib.model.checkpoint import load_checkpoint
+    from workflow_lib.model.network import count_parameters
+    from workflow_lib.model.training import TRAINING_CHAINS, TRAINING_METRICS, VALIDATION_CHAINS
+
+    settings = dict(settings or {})
+    data_dir, run_dir = Path(data_dir), Path(run_dir)
+    chains = read_frame(data_dir / "chains.parquet", TRAINING_CHAINS)
+    split = _read_json(data_dir / "split.json")
+    model, extra = load_checkpoint(run_dir / "model.pt")
+    train_config = _read_json(run_dir / "train_config.json")
+    metrics = read_frame(run_dir / "metrics.parquet", TRAINING_METRICS)
+    validation = (read_frame(run_dir / "validation.parquet", VALIDATION_CHAINS)
+                  if (run_dir / "validation.parquet").is_file() else None)
+    stats_frames = [read_frame(p, MSA_STATS) for p in msa_stats]
+    stats = (pd.concat(stats_frames, ignore_index=True) if stats_frames
+             else pd.DataFrame(columns=MSA_STATS.schema.names))
+    evaluation = None
+    if evaluation_dir is not None and (Path(evaluation_dir) / "evaluation.parquet").is_file():
+        from workflow_lib.evaluate.core import EVALUATION
+
+        evaluation = read_frame(Path(evaluation_dir) / "evaluation.parquet", EVALUATION)
+
+    name = settings.get("name") or run_dir.parent.name
+    model_cfg = model.config.to_dict()
+    steps_done, steps_planned = int(extra.get("steps", 0)), int(train_config.get("steps", 0))
+    n_val = int((chains["split"] == "validation").sum())
+    lines = [f"# {name}", "",
+             f"Generated by `trackfold train-card` from the files of one run of the training workflow "
+             f"(`rules/train.smk`); the numbers below are read from those files, nothing is typed in by hand.", ""]
+
+    # ------------------------------------------------------------------ summary
+    val_lddt = _mean(validation["lddt_ca"]) if validation is not None and len(validation) else float("nan")
+    summary = (f"A `{extra.get('preset', settings.get('preset', '?'))}` three-track network "
+               f"({count_parameters(model):,} parameters) trained for {steps_done:,} of {steps_planned:,} planned "
+               f"steps ({_fmt(extra.get('train_wall_s'), 0)} s of training wall time on "
+               f"`{extra.get('device', 'cpu')}`) on {int(extra.get('train_chains', 0)):,} chains. On the "
+               f"{n_val} held-out chains (at most {_fmt(100 * split.get('max_cross_identity', float('nan')), 1)}% "
+               f"identical to a training chain) the validation lDDT-Cα is {_fmt(val_lddt)}")
+    if evaluation is not None and "lddt_ca" in evaluation:
+        summary += (f"; whole-chain predictions (`trackfold predict` + `trackfold evaluate`) reach lDDT-Cα "
+                    f"{_fmt(_mean(evaluation['lddt_ca']))}")
+        if "p_l5_long" in evaluation and "coevo_p_l5_long" in evaluation:
+            coevo = _mean(evaluation["coevo_p_l5_long"])
+            summary += (f" and long-range top-L/5 contact precision {_fmt(_mean(evaluation['p_l5_long']))} "
+                        + (f"(co-evolution baseline on the same MSAs: {_fmt(coevo)})" if math.isfinite(coevo) else
+                           "(no co-evolution baseline: the validation MSAs are too shallow to score one)"))
+    lines += [summary + ".", ""]
+    size = (run_dir / "model.pt").stat().st_size / 1e6
+    overrides = settings.get("overrides") or {}
+    lines += _table(["", ""], [
+        ["file", f"`{run_dir / 'model.pt'}`, {size:.1f} MB; `torch.save` of the state dict and config, read with "
+                 f"`weights_only=True` (`workflow_lib.model.checkpoint.load_checkpoint`)"],
+        ["architecture", f"`ThreeTrackNetwork`, preset `{extra.get('preset', '?')}`, "
+                         f"{count_parameters(model):,} parameters; "
+                         + ", ".join(f"{k} = {model_cfg[k]}" for k in ("c_m", "c_z", "c_s") if k in model_cfg)],
+        ["config overrides", ", ".join(f"`{k}={v}`" for k, v in sorted(overrides.items())) or "none"],
+        ["learning curve", f"`{run_dir / 'learning_curve.png'}`"],
+    ]) + [""]
+
+    # ------------------------------------------------------------------ data
+    filters = _chain_filters()
+    skipped = split.get("skipped") or {}
+    structures = settings.get("structures") or []
+    archive = settings.get("structures_archive")
+    source = ", ".join(f"`{s}`" for s in structures) + (f"; archive `{archive}`" if archive else "")
+    lines += ["## Data", "",
+              f"- **Source.** {split.get('structures', '?')} structure files ({source}); chains and split by "
+              "`trackfold train-data`.",
+              f"- **Chain filters.** Protein chains of the first model with {split.get('min_length')}–"
+              f"{split.get('max_length')} residues, at most {100 * filters['max_unknown']:.0f}% X, N, CA and C on "
+              f"at least {100 * filters['min_backbone']:.0f}% of residues; identical sequences once. Kept "
+              f"**{split.get('chains', len(chains))} chains**"
+              + (" (dropped: " + ", ".join(f"{v} {k}" for k, v in sorted(skipped.items())) + ")" if skipped else "")
+              + ".",
+              f"- **Split.** Single-linkage clusters at {100 * split.get('identity_threshold', float('nan')):.0f}% "
+              f"identity ({split.get('clusters')} clusters); whole clusters to validation (seed "
+              f"{split.get('seed')}): **{split.get('train_chains')} training and {split.get('validation_chains')} "
+              f"validation chains** ({split.get('validation_clusters')} clusters). Highest measured identity "
+              f"between a validation and a training chain: "
+              f"**{_fmt(100 * split.get('max_cross_identity', float('nan')), 1)}%**.", ""]
+
+    msa_lines, msa_summary = _msa_section(stats, chains, settings)
+    lines += msa_lines
+
+    features = settings.get("features") or {}
+    lines += ["## Features", "",
+              "`trackfold features` from each chain's A3M: MSA tokens, deletions, sequence weights, profile and APC "
+              "co-evolution" + (f"; at most {features['max_seqs']} rows kept" if "max_seqs" in features else "")
+              + ". Templates are not used in training (T = 0).", ""]
+
+    # ------------------------------------------------------------------ training
+    keys = ("steps", "crop_size", "max_msa_rows", "lr", "warmup_steps", "min_lr_fraction", "weight_decay",
+            "clip_norm", "checkpoint_every", "val_every", "val_max_chains", "val_crop", "redraw_every", "seed")
+    lines += ["## Training", "",
+              "`trackfold train` (AdamW, linear warm-up then cosine decay, gradient clipping, one random crop per "
+              "step from a uniformly drawn cluster; losses of `workflow_lib/model/losses.py`).", ""]
+    lines += _table(["setting", "value"], [[k, train_config.get(k, "–")] for k in keys]
+                    + [["loss weights", ", ".join(f"{k} {v}" for k, v in sorted(
+                        (train_config.get("loss_weights") or {}).items()))],
+                       ["device", f"`{extra.get('device', 'cpu')}`"],
+                       ["torch threads", settings.get("threads", "–")],
+                       ["time limit (min)", settings.get("time_limit_min") or "none"]])
+    train_rows = metrics[metrics["split"] == "train"]
+    lines.append("")
+    if steps_done < steps_planned:
+        lines.append(f"- **Stopped early** at step {steps_done:,} of {steps_planned:,} (time limit); the learning "
+                     "rate schedule was not finished. Rerunning the rule (`--forcerun train_model`) resumes from "
+                     "`train_state.pt`.")
+    lines.append(f"- **Wall time.** {_fmt(extra.get('train_wall_s'), 0)} s of training "
+                 f"({_fmt(extra.get('train_wall_s', 0) / max(steps_done, 1), 2)} s per step including validation "
+                 "passes).")
+    if len(train_rows) >= 4:
+        k = max(1, min(50, len(train_rows) // 4))
+        first, last = train_rows.head(k), train_rows.tail(k)
+        lines.append(f"- **Training loss.** Mean over the first {k} steps {_fmt(first['loss'].mean())} "
+                     f"(distogram {_fmt(first['distogram'].mean())}, FAPE {_fmt(first['fape'].mean())}); over the "
+                     f"last {k} steps {_fmt(last['loss'].mean())} (distogram {_fmt(last['distogram'].mean())}, "
+                     f"FAPE {_fmt(last['fape'].mean())}).")
+    lines.append("")
+
+    # ------------------------------------------------------------------ validation (training's own)
+    lines += ["## Validation", "",
+              f"`trackfold train`'s final pass over all {n_val} validation chains: each chain whole when it has at "
+              f"most {train_config.get('val_crop')} residues, else its central {train_config.get('val_crop')}; "
+              f"eval mode, the first {train_config.get('max_msa_rows')} MSA rows; mean over chains.", ""]
+    if validation is not None and len(validation):
+        lines += _table(["metric", "value"], [
+            ["lDDT-Cα", _spread(validation["lddt_ca"])],
+            ["distogram top-1 accuracy", _spread(validation["dist_top1"])],
+            ["contact precision P@L/5, separation ≥ 24", _spread(validation["contact_precision_long"])],
+            ["contact precision P@L/5, separation ≥ 12", _spread(validation["contact_precision_medlong"])]])
+    else:
+        lines.append("No validation table was written.")
+    curve = metrics[metrics["split"] == "validation"]
+    if len(curve):
+        lines += ["", f"During training (first {train_config.get('val_max_chains')} validation chains):", ""]
+        lines += _table(["step", "lDDT-Cα", "top-1", "P@L/5 long", "P@L/5 sep ≥ 12"],
+                        [[int(r.step), _fmt(r.lddt_ca), _fmt(r.dist_top1), _fmt(r.contact_precision_long),
+                          _fmt(r.contact_precision_medlong)] for r in curve.itertuples()])
+    lines.append("")
+
+    # ------------------------------------------------------------------ evaluation
+    lines += ["## Evaluation of whole-chain predictions", ""]
+    coevo_better = None
+    if evaluation is None or evaluation.empty:
+        lines += ["No evaluation table (`evaluation.parquet`) was found.", ""]
+    else:
+        lines += [f"`trackfold predict` (crop-and-stitch, the same features) on the {len(evaluation)} validation "
+                  "chains, scored by `trackfold evaluate` against the experimental chains (residues matched by "
+                  "sequence alignment). The co-evolution baseline ranks contacts by the APC-corrected co-evolution "
+                  "of the same A3M; a random ranking's expected precision is the fraction of true long-range "
+                  "contacts among the scorable pairs. Mean over chains (median, range, standard error).", ""]
+        rows = []
+        for column, label, baseline, random in EVALUATION_METRICS:
+            if column not in evaluation:
+                continue
+            rows.append([label, _spread(evaluation[column]),
+                         _spread(evaluation[baseline]) if baseline and baseline in evaluation else "",
+                         _spread(evaluation[random]) if random and random in evaluation else ""])
+        lines += _table(["metric", "model", "co-evolution baseline", "random ranking"], rows)
+        if "p_l5_long" in evaluation and "coevo_p_l5_long" in evaluation:
+            model_p, coevo_p = _mean(evaluation["p_l5_long"]), _mean(evaluation["coevo_p_l5_long"])
+            if math.isfinite(model_p) and math.isfinite(coevo_p):
+                coevo_better = coevo_p > model_p
+        if "tmalign_status" in evaluation:
+            bad = evaluation["tmalign_status"].astype(str)
+            bad = bad[~bad.isin(["ok", "", "None", "nan"])]
+            if len(bad):
+                lines += ["", f"TMalign did not score {len(bad)} chain(s) ({', '.join(sorted(set(bad)))})."]
+        if len(evaluation) <= 40 and "name" in evaluation:
+            shown = [c for c in ("length", "lddt_ca", "tm_score", "mean_plddt", "p_l5_long", "coevo_p_l5_long",
+                                 "msa_depth", "msa_neff") if c in evaluation]
+            lines += ["", "Per chain:", ""]
+            lines += _table(["chain"] + shown, [[row["name"]] + [_fmt(row[c], 0 if c in ("length", "msa_depth")
+                                                                     else 3) for c in shown]
+                                                for row in evaluation.to_dict("records")])
+        lines += ["", f"Full tables and figures: `{Path(evaluation_dir) / 'evaluation.parquet'}`, "
+                      f"`{Path(evaluation_dir) / 'evaluation.html'}`.", ""]
+
+    # ------------------------------------------------------------------ wall time
+    bench = _benchmarks(benchmarks, name)
+    if len(bench):
+        lines += ["## Wall time per stage", "", "Snakemake `benchmark:` files of this run (summed over jobs).", ""]
+        lines += _table(["rule", "jobs", "wall s", "CPU s"],
+                        [[rule, int(r.jobs), _fmt(r.s, 0), _fmt(r.cpu_time, 0)] for rule, r in bench.iterrows()])
+        lines.append("")
+
+    # ------------------------------------------------------------------ limits
+    limits = []
+    train_msa = msa_summary.get("train")
+    if train_msa is not None and train_msa["median_depth"] <= 1:
+        limits.append(f"**Mostly single sequences.** {100 * train_msa['single']:.0f}% of the training chains' MSAs "
+                      "hold only the query (median depth 1): the network learned little or nothing from "
+                      "co-evolution, and deep MSAs at inference are out of its training distribution.")
+    elif train_msa is not None:
+        limits.append(f"**MSA depth.** {100 * train_msa['single']:.0f}% of the training chains' MSAs hold only the "
+                      f"query (median depth {train_msa['median_depth']:.0f}).")
+    if steps_done < steps_planned:
+        limits.append(f"**Short schedule.** Training stopped at step {steps_done:,} of {steps_planned:,}.")
+    if n_val < 30:
+        limits.append(f"**Few validation chains.** {n_val} chains: the means above carry the standard errors "
+                      "shown, and differences smaller than that are not evidence.")
+    if coevo_better:
+        limits.append("**Contacts.** The co-evolution baseline computed from the same MSAs ranks long-range "
+                      "contacts better than the model does.")
+    if int(train_config.get("crop_size", 0)) < int(train_config.get("val_crop", 0)):
+        limits.append(f"**Crop mismatch.** Training crops were {train_config.get('crop_size')} residues; validation "
+                      f"and inference see up to {train_config.get('val_crop')} (or crop-and-stitch windows).")
+    limits.append("**Templates.** Not used in training: the template embedding received no gradient, so templates "
+                  "given to this checkpoint at inference change nothing.")
+    lines += ["## Known limits", ""] + [f"- {item}" for item in limits] + [""]
+
+    configfiles = settings.get("configfiles") or []
+    lines += ["## Reproduce", "", "```bash",
+              "snakemake --cores N" + "".join(f" --configfile {c}" for c in configfiles), "```", "",
+              "Workflow settings (`train:` section, after defaults): "
+              f"`{json.dumps(settings.get('train', {}), sort_keys=True)}`", ""]
+    return "\n".join(lines)
+
+
+def write_model_card(path: str | Path, **kwargs: Any) -> None:
+    """:func:`model_card` written atomically to ``path``."""
+    write_text_atomic(path, model_card(**kwargs))
