@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -38,6 +39,7 @@ from pathlib import Path
 import pandas as pd
 
 from workflow_lib.errors import InputError, ToolError
+from workflow_lib.seqio.fasta import iter_fasta
 from workflow_lib.seqio.atomic import write_text_atomic
 from workflow_lib.seqio.fasta import write_fasta
 
@@ -423,8 +425,14 @@ class Trackfold(Tool):
         sources = sorted((ROOT / "workflow_lib" / "search").glob("**/*.py"))
         return f"trackfold --iterations {self.iterations} --cpus {self.cpus} " + digest(*sources)
 
+    SHARD_RESIDUES = 4_000_000
+    """Residues per shard at most, as a user shards a large database (a search job's memory follows its shard)."""
+
     def prepare(self, db_fasta: Path, work: Path, n_db: int) -> Measured:
-        return run_measured(self.command() + ["db", "build", "--out", str(work / "db"), str(db_fasta)], cwd=ROOT)
+        residues = sum(len(record.sequence) for record in iter_fasta(db_fasta, allow_duplicates=True))
+        shards = max(1, math.ceil(residues / self.SHARD_RESIDUES))
+        return run_measured(self.command() + ["db", "build", "--out", str(work / "db"), "--shards", str(shards),
+                                              str(db_fasta)], cwd=ROOT)
 
     def search(self, queries: Path, db_fasta: Path, db_dir: Path, work: Path, n_db: int) -> Measured:
         return run_measured(self.command() + ["search", "--db", str(db_dir / "db"), "--out", str(work / "hits.parquet"),
