@@ -41,6 +41,8 @@ TRAIN_MANIFEST = [] if TRAIN.msa_dir else [f"{RESULTS}/db/{TRAIN_DATABASE}/manif
 TRAIN_MSA_STATS = [f"{TRAIN_ROOT}/msa/batch_{b}/msa_stats.parquet" for b in TRAIN_BATCHES]
 TRAIN_FEATURE_FLAGS = [f"{TRAIN_ROOT}/features/batch_{b}.done" for b in TRAIN_BATCHES]
 TRAIN_GPU = 1 if TRAIN.device == "cuda" else 0
+# warm start (train.init_model): found like predict.model (working directory, else the workflow's models/)
+TRAIN_INIT = [_model_path(TRAIN.init_model)] if TRAIN.init_model else []
 
 # What the model card shows about the configuration (one JSON argument).
 TRAIN_CARD_SETTINGS = {
@@ -170,6 +172,7 @@ rule train_model:
     input:
         chains=f"{TRAIN_ROOT}/data/chains.parquet",
         features=TRAIN_FEATURE_FLAGS,
+        init=TRAIN_INIT,
     output:
         model=f"{TRAIN_ROOT}/run/model.pt",
         metrics=f"{TRAIN_ROOT}/run/metrics.parquet",
@@ -180,6 +183,7 @@ rule train_model:
         out_dir=output_parent,
         features_dir=lambda wildcards, input: str(Path(input.features[0]).parent),
         options=TRAIN.train_options(),
+        init=lambda wildcards, input: f"--init-model {shlex.quote(input.init[0])}" if input.init else "",
         device=TRAIN.device,
     log:
         f"logs/train_model/{TRAIN.name}.log",
@@ -194,7 +198,8 @@ rule train_model:
         "../envs/core.yaml"
     shell:
         "{params.trackfold} train --chains {input.chains} --features-dir {params.features_dir} "
-        "--out-dir {params.out_dir} {params.options} --threads {threads} --device {params.device} >> {log} 2>&1"
+        "--out-dir {params.out_dir} {params.options} {params.init} --threads {threads} --device {params.device} "
+        ">> {log} 2>&1"
 
 
 rule train_predict:

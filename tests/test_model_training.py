@@ -140,3 +140,24 @@ def test_identity_split_keeps_homologues_together(data_dir):
     table = split_by_identity(chains, identity=0.3, val_fraction=0.3, seed=0)
     assert table["cluster"].tolist()[0] == table["cluster"].tolist()[1] != table["cluster"].tolist()[2]
     assert table["split"].iloc[0] == table["split"].iloc[1]
+
+
+def test_warm_start_from_a_checkpoint(dataset, tmp_path):
+    """init_model: a new run starts from the checkpoint's weights (not the seed's); a mismatched one is refused."""
+    train_chains, _ = _chains(dataset)
+    first = train(_config(steps=2, checkpoint_every=1), train_chains, [0], [], tmp_path / "first",
+                  final_validation=False)
+    start = torch.load(first.model_path, weights_only=True)["state_dict"]
+    warm = _config(steps=1, checkpoint_every=1, lr=1e-12, warmup_steps=0, seed=5,
+                   init_model=str(first.model_path))
+    result = train(warm, train_chains, [0], [], tmp_path / "warm", final_validation=False)
+    after = torch.load(result.model_path, weights_only=True)["state_dict"]
+    parameters = [name for name, _ in ThreeTrackNetwork(warm.model_config).named_parameters()]  # not the
+    assert all(torch.allclose(start[k].float(), after[k].float(), atol=1e-6) for k in parameters)  # FAVOR+ draws
+    cold = train(_config(steps=1, checkpoint_every=1, lr=1e-12, warmup_steps=0, seed=5), train_chains, [0], [],
+                 tmp_path / "cold", final_validation=False)
+    cold_weights = torch.load(cold.model_path, weights_only=True)["state_dict"]
+    assert any(not torch.allclose(start[k].float(), cold_weights[k].float(), atol=1e-3) for k in parameters)
+    other = _config(steps=1, model={**_config().model, "c_z": 8}, init_model=str(first.model_path))
+    with pytest.raises(SchemaError):
+        train(other, train_chains, [0], [], tmp_path / "other", final_validation=False)

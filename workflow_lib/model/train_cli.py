@@ -64,6 +64,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         tr.add_argument(f"--{name.replace('_', '-')}", type=int, default=getattr(defaults, name))
     for name in ("lr", "weight_decay", "clip_norm", "min_lr_fraction"):
         tr.add_argument(f"--{name.replace('_', '-')}", type=float, default=getattr(defaults, name))
+    tr.add_argument("--init-model", default="",
+                    help="warm start from this checkpoint's weights (same architecture); ignored when resuming")
     tr.add_argument("--threads", type=positive_int, default=1, help="torch intra-op threads (default 1)")
     tr.add_argument("--time-limit-min", type=float, default=None,
                     help="stop at the first step past this many minutes (then validate and export)")
@@ -130,7 +132,9 @@ def run_train(args: argparse.Namespace) -> int:
                          min_lr_fraction=args.min_lr_fraction, weight_decay=args.weight_decay,
                          clip_norm=args.clip_norm, checkpoint_every=args.checkpoint_every, val_every=args.val_every,
                          val_max_chains=args.val_max_chains, val_crop=args.val_crop, redraw_every=args.redraw_every,
-                         seed=args.seed)
+                         seed=args.seed, init_model=str(args.init_model or ""))
+    if config.init_model and not Path(config.init_model).is_file():
+        raise InputError("--init-model: no such checkpoint", path=config.init_model)
     table = read_frame(args.chains, TRAINING_CHAINS)
     train_table = table[table["split"] == "train"]
     if args.max_train_chains:

@@ -54,7 +54,7 @@ import torch
 
 from workflow_lib.errors import InputError, SchemaError
 from workflow_lib.features.build import read_features
-from workflow_lib.model.checkpoint import check_state_dict, save_checkpoint
+from workflow_lib.model.checkpoint import check_state_dict, load_weights, save_checkpoint
 from workflow_lib.model.config import ModelConfig, preset
 from workflow_lib.model.losses import LossWeights, total_loss
 from workflow_lib.model.network import ThreeTrackNetwork, count_parameters
@@ -419,6 +419,9 @@ class TrainConfig:
     redraw_every: int = 100
     seed: int = 0
     loss_weights: dict[str, float] = dataclasses.field(default_factory=lambda: dataclasses.asdict(LossWeights()))
+    init_model: str = ""
+    """Warm start: a checkpoint (``model.pt``) whose weights initialise a new run (keys and shapes must match);
+    empty = random initialisation. Ignored when resuming (the state holds the weights)."""
 
     def __post_init__(self) -> None:
         ModelConfig.from_dict(self.model)
@@ -695,6 +698,9 @@ def train(config: TrainConfig, train_chains: Sequence[TrainingChain], train_clus
         step, history, wall_before = int(info["step"]), info["history"], float(info["wall_s"])
         rng.bit_generator.state = info["numpy_rng"]
         log.info("resumed from %s at step %d", state_path, step)
+    elif config.init_model:
+        load_weights(config.init_model, model)
+        log.info("initialised from %s", config.init_model)
     write_text_atomic(out_dir / "train_config.json", json.dumps(config.to_dict(), indent=2, sort_keys=True) + "\n")
     log.info("model: %d parameters; %d training chains, %d validation chains", count_parameters(model),
              len(train_chains), len(val_chains))

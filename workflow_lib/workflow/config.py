@@ -236,6 +236,7 @@ class TrainWorkflowConfig(StageConfig):
     seed: int = 0
     max_train_chains: int | None = None
     time_limit_min: float | None = None
+    init_model: str = ""
     device: str = "auto"
     threads: int = 1
     mem_mb: int = 8000
