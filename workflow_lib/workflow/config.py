@@ -181,7 +181,7 @@ class FeatureConfig(StageConfig):
 class PredictConfig(StageConfig):
     """Structure prediction (config section ``predict``; see workflow_lib.model.predict)."""
 
-    model: str = "models/trackfold_small_v1.pt"
+    model: str = "models/trackfold_small_v2.pt"
     window: int = 300
     seed: int = 0
     device: str = "auto"
