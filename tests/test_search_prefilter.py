@@ -81,7 +81,9 @@ def test_threshold_is_the_seeds(small_db, query_scores):
     assert set(hits.sequence.tolist()) <= set(seeded.sequence.tolist())
 
 
-def test_best_diagonals_equals_a_two_key_sort_with_ties_and_negative_ranks():
+@pytest.mark.parametrize("per_target", [1, 4, 16])
+def test_best_diagonals_equals_a_two_key_sort_with_ties_and_negative_ranks(per_target):
+    """Both paths (segment passes for sorted targets, the integer sort otherwise) against a lexsort."""
     from workflow_lib.search.prefilter import best_diagonals
 
     rng = np.random.default_rng(3)
@@ -91,10 +93,17 @@ def test_best_diagonals_equals_a_two_key_sort_with_ties_and_negative_ranks():
         rank = rng.normal(0.0, 6.0, n).astype(np.float32)
         rank[rng.integers(0, n, 1500)] = 2.5          # many exact ties
         rank[rng.integers(0, n, 50)] = -0.0
-        order = np.lexsort((-rank, sequence))        # reference: best first within a target, stable ties
-        ordered = sequence[order]
-        starts = np.concatenate([[0], np.nonzero(ordered[1:] != ordered[:-1])[0] + 1])
-        sizes = np.diff(np.concatenate([starts, [n]]))
-        expected = np.sort(order[np.arange(n) - np.repeat(starts, sizes) < 4])
-        np.testing.assert_array_equal(best_diagonals(sequence, rank, 4), expected)
+        rank[rng.integers(0, n, 20)] = -np.inf
+        for seq, rk in ((sequence, rank), _shuffled(rng, sequence, rank)):
+            order = np.lexsort((-rk, seq))                # reference: best first within a target, stable ties
+            ordered = seq[order]
+            starts = np.concatenate([[0], np.nonzero(ordered[1:] != ordered[:-1])[0] + 1])
+            sizes = np.diff(np.concatenate([starts, [n]]))
+            expected = np.sort(order[np.arange(n) - np.repeat(starts, sizes) < per_target])
+            np.testing.assert_array_equal(best_diagonals(seq, rk, per_target), expected)
     np.testing.assert_array_equal(best_diagonals(sequence, rank, None), np.arange(n))
+
+
+def _shuffled(rng, sequence, rank):
+    order = rng.permutation(sequence.size)
+    return sequence[order], rank[order]

@@ -27,7 +27,10 @@ import numpy as np
 
 LAMBDA = float(np.log(2.0))
 """Gumbel λ for bit scores (scores are log2-odds, so λ = ln 2 in nats per bit), see :func:`fit_gumbel`."""
-CALIBRATION_SAMPLES = 256
+CALIBRATION_SAMPLES = 128
+"""Random sequences per calibration. With λ fixed the maximum-likelihood μ has a standard error of
+``1 / (λ √N)`` = 0.13 bits at N = 128 (E-values within ×1.09 at one standard error; HMMER calibrates with
+200); 256 halved the error to 0.09 bits for twice the cost, which was a third of the search time."""
 CALIBRATION_LENGTH_SIGMA = 0.5
 
 

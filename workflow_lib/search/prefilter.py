@@ -30,6 +30,8 @@ Measured on the example database (benchmarks/RESULTS.md, "Gapless prefilter"): 3
 targets the exhaustive Viterbi scores above ``8 + log2(Lq·Lt)`` bits while scoring ~60× fewer diagonals."""
 DIAGONALS_PER_TARGET = 4
 """Diagonals scored exactly per target: the ones with the highest summed seed scores."""
+DENSE_BINS_PER_SEED = 8
+"""Count seeds in a dense (sequence, diagonal) array when it has at most this many bins per seed (+ 2**20)."""
 X_SCORE_BITS = -1.0
 """Score of an unknown residue (X) in any column: a small penalty, so runs of X never seed or extend."""
 
@@ -64,8 +66,15 @@ class GaplessHits:
 
 
 def seed_diagonals(window_scores: np.ndarray, index: dict[str, np.ndarray], kmer_threshold: float,
-                   min_hits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(sequence, diagonal, hit count, summed seed score) of every diagonal with at least ``min_hits`` seeds."""
+                   min_hits: int, offsets: np.ndarray | None = None,
+                   *, dense_limit: int = DENSE_BINS_PER_SEED) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(sequence, diagonal, hit count, summed seed score) of every diagonal with at least ``min_hits`` seeds.
+
+    Sorted by (sequence, diagonal). Seeds are counted per diagonal with one dense ``np.bincount`` over every
+    possible (sequence, diagonal) of the shard when the shard's sequence ``offsets`` are given and that space
+    is at most ``dense_limit`` bins per seed plus 2**20 (≈ 4× faster than sorting the seeds); otherwise with
+    ``np.unique`` (a sort). Both give the same arrays.
+    """
     positions, codes = np.nonzero(window_scores >= kmer_threshold)
     seed_bits = window_scores[positions, codes].astype(np.float64)
     starts = index["offsets"][codes]
@@ -76,21 +85,67 @@ def seed_diagonals(window_scores: np.ndarray, index: dict[str, np.ndarray], kmer
         return empty, empty, empty.astype(np.int32), np.zeros(0, np.float32)
     first = np.repeat(starts - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
     entries = first + np.arange(total, dtype=np.int64)
+    weights = np.repeat(seed_bits, counts)
+    if offsets is not None:
+        offsets = np.asarray(offsets, dtype=np.int64)
+        # sequence s owns bins [s * pad + offsets[s], (s + 1) * pad + offsets[s + 1]): its diagonals shifted by
+        # pad > number of query windows; pad is the window count rounded up to a power of two, so queries of
+        # similar length share the cached per-entry bin base (index entry e of sequence s at position p has
+        # base s * pad + offsets[s] + p + pad, and seed (e, query window i) lands in bin base[e] - i)
+        pad = 1 << int(window_scores.shape[0]).bit_length()
+        n_bins = int(offsets[-1]) + (offsets.size - 1) * pad
+        if n_bins <= dense_limit * total + (1 << 20):
+            bins = _entry_bin_base(index, offsets, pad)[entries]
+            bins -= np.repeat(positions.astype(np.int64), counts)
+            hits = np.bincount(bins, minlength=n_bins)
+            keep = np.flatnonzero(hits >= min_hits)
+            bits = np.bincount(bins, weights=weights, minlength=n_bins)[keep]
+            starts_of_sequences = offsets[:-1] + np.arange(offsets.size - 1, dtype=np.int64) * pad
+            owner = np.searchsorted(starts_of_sequences, keep, side="right") - 1
+            return (owner, keep - starts_of_sequences[owner] - pad, hits[keep].astype(np.int32),
+                    bits.astype(np.float32))
     sequence = index["sequence"][entries].astype(np.int64)
     diagonal = index["position"][entries].astype(np.int64) - np.repeat(positions, counts)
     shift = int(window_scores.shape[0]) + 1
     keys, inverse, hits = np.unique(sequence * (1 << 32) + (diagonal + shift), return_inverse=True,
                                     return_counts=True)
-    bits = np.bincount(inverse.reshape(-1), weights=np.repeat(seed_bits, counts), minlength=keys.size)
+    bits = np.bincount(inverse.reshape(-1), weights=weights, minlength=keys.size)
     keep = hits >= min_hits
     keys, hits, bits = keys[keep], hits[keep], bits[keep]
     return keys >> 32, (keys & ((1 << 32) - 1)) - shift, hits.astype(np.int32), bits.astype(np.float32)
 
 
+_BIN_BASE_CACHE = 4
+"""Padded bin bases kept per index (one int64 per index entry each), for queries of different lengths."""
+
+
+def _entry_bin_base(index: dict[str, np.ndarray], offsets: np.ndarray, pad: int) -> np.ndarray:
+    """``s * pad + offsets[s] + p + pad`` for every index entry (sequence s, position p), cached in ``index``
+    under ``_bin_base_<pad>`` (at most :data:`_BIN_BASE_CACHE` pads, oldest dropped)."""
+    key = f"_bin_base_{pad}"
+    base = index.get(key)
+    if base is None:
+        sequence = index["sequence"].astype(np.int64)
+        base = sequence * pad + offsets[sequence] + index["position"].astype(np.int64) + pad
+        cached = [k for k in index if k.startswith("_bin_base_")]
+        for old in cached[:max(len(cached) - _BIN_BASE_CACHE + 1, 0)]:
+            del index[old]
+        index[key] = base
+    return base
+
+
 def best_diagonals(sequence: np.ndarray, rank_by: np.ndarray, per_target: int | None) -> np.ndarray:
-    """Indices of the ``per_target`` highest-ranked diagonals of each target (all when ``None``)."""
+    """Indices (ascending) of the ``per_target`` highest-ranked diagonals of each target (all when ``None``).
+
+    Ties go to the earlier index, as a stable sort by (target, rank descending) would. When ``sequence`` is
+    sorted (as :func:`seed_diagonals` returns it) and ``per_target`` is small, ``per_target`` linear passes of
+    segment maxima (``np.maximum.reduceat``) replace the sort (≈ 3× faster on millions of diagonals).
+    """
     if per_target is None or sequence.size == 0:
         return np.arange(sequence.size)
+    sequence = np.asarray(sequence)
+    if per_target <= 16 and bool(np.all(sequence[1:] >= sequence[:-1])):
+        return _best_in_sorted_segments(sequence, np.asarray(rank_by), per_target)
     # one stable integer sort instead of a two-key lexsort (4x faster, same order, ties included): the
     # float32 rank mapped to an order-preserving uint32, inverted so the best comes first within a target
     bits = np.ascontiguousarray(rank_by, np.float32).view(np.uint32).astype(np.int64)
@@ -101,6 +156,31 @@ def best_diagonals(sequence: np.ndarray, rank_by: np.ndarray, per_target: int | 
     sizes = np.diff(np.concatenate([group_start, [ordered.size]]))
     rank = np.arange(ordered.size) - np.repeat(group_start, sizes)
     return np.sort(order[rank < per_target])
+
+
+def _best_in_sorted_segments(sequence: np.ndarray, rank_by: np.ndarray, per_target: int) -> np.ndarray:
+    """:func:`best_diagonals` for a sorted ``sequence``: per pass, the first maximum of every segment."""
+    n = sequence.size
+    starts = np.flatnonzero(np.concatenate([[True], sequence[1:] != sequence[:-1]]))
+    sizes = np.diff(np.append(starts, n))
+    chosen = np.repeat(sizes <= per_target, sizes)          # small targets keep every diagonal
+    big = np.flatnonzero(sizes > per_target)
+    if big.size:
+        members = np.flatnonzero(~chosen)                     # the diagonals of the big targets, in order
+        rank = np.asarray(rank_by, np.float32)[members].astype(np.float64)
+        sub_sizes = sizes[big]
+        sub_starts = np.concatenate([[0], np.cumsum(sub_sizes)[:-1]])
+        taken = np.zeros(members.size, dtype=bool)
+        position = np.arange(members.size)
+        for _ in range(per_target):
+            top = np.maximum.reduceat(rank, sub_starts)
+            candidate = (rank == np.repeat(top, sub_sizes)) & ~taken
+            first = np.minimum.reduceat(np.where(candidate, position, members.size), sub_starts)
+            first = first[first < members.size]
+            taken[first] = True
+            rank[first] = -np.inf
+        chosen[members[taken]] = True
+    return np.flatnonzero(chosen)
 
 
 def diagonal_scores(scores: np.ndarray, residues: np.ndarray, offsets: np.ndarray, sequence: np.ndarray,
@@ -137,8 +217,9 @@ def gapless_prefilter(scores: np.ndarray, index: dict[str, np.ndarray], residues
     (``None``: every seeded diagonal, the exhaustive setting when ``kmer_threshold=-inf``).
     """
     k = int(index["k"])
-    sequence, diagonal, hits, seed_bits = seed_diagonals(kmer_scores(scores, k), index, kmer_threshold, min_hits)
-    seeded_targets = int(np.unique(sequence).size)
+    sequence, diagonal, hits, seed_bits = seed_diagonals(kmer_scores(scores, k), index, kmer_threshold, min_hits,
+                                                         offsets)
+    seeded_targets = int(sequence.size > 0) + int(np.count_nonzero(sequence[1:] != sequence[:-1]))  # sorted
     chosen = best_diagonals(sequence, seed_bits, diagonals_per_target)
     sequence, diagonal, hits = sequence[chosen], diagonal[chosen], hits[chosen]
     score = diagonal_scores(scores, residues, offsets, sequence, diagonal)
