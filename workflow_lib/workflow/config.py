@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from workflow_lib.errors import InputError
+from workflow_lib.train_defaults import TRAIN_DEFAULTS
 
 T = TypeVar("T", bound="StageConfig")
 
@@ -220,23 +221,23 @@ class TrainWorkflowConfig(StageConfig):
     msa_threads: int = 1
     preset: str = "small"
     overrides: Any = None
-    steps: int = 1000
-    crop_size: int = 96
-    max_msa_rows: int = 64
-    lr: float = 1e-3
-    warmup_steps: int = 50
-    min_lr_fraction: float = 0.1
-    weight_decay: float = 0.01
-    clip_norm: float = 1.0
-    checkpoint_every: int = 50
-    val_every: int = 200
-    val_max_chains: int = 24
-    val_crop: int = 192
-    redraw_every: int = 100
-    seed: int = 0
+    steps: int = TRAIN_DEFAULTS["steps"]  # type: ignore[assignment]
+    crop_size: int = TRAIN_DEFAULTS["crop_size"]  # type: ignore[assignment]
+    max_msa_rows: int = TRAIN_DEFAULTS["max_msa_rows"]  # type: ignore[assignment]
+    lr: float = TRAIN_DEFAULTS["lr"]  # type: ignore[assignment]
+    warmup_steps: int = TRAIN_DEFAULTS["warmup_steps"]  # type: ignore[assignment]
+    min_lr_fraction: float = TRAIN_DEFAULTS["min_lr_fraction"]  # type: ignore[assignment]
+    weight_decay: float = TRAIN_DEFAULTS["weight_decay"]  # type: ignore[assignment]
+    clip_norm: float = TRAIN_DEFAULTS["clip_norm"]  # type: ignore[assignment]
+    checkpoint_every: int = TRAIN_DEFAULTS["checkpoint_every"]  # type: ignore[assignment]
+    val_every: int = TRAIN_DEFAULTS["val_every"]  # type: ignore[assignment]
+    val_max_chains: int = TRAIN_DEFAULTS["val_max_chains"]  # type: ignore[assignment]
+    val_crop: int = TRAIN_DEFAULTS["val_crop"]  # type: ignore[assignment]
+    redraw_every: int = TRAIN_DEFAULTS["redraw_every"]  # type: ignore[assignment]
+    seed: int = TRAIN_DEFAULTS["seed"]  # type: ignore[assignment]
     max_train_chains: int | None = None
     time_limit_min: float | None = None
-    init_model: str = ""
+    init_model: str = TRAIN_DEFAULTS["init_model"]  # type: ignore[assignment]
     device: str = "auto"
     threads: int = 1
     mem_mb: int = 8000
