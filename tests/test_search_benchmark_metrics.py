@@ -130,3 +130,25 @@ def test_replace_section_keeps_other_sections():
     out = replace_section(text, "## Mine", "new")
     assert out == "# Benchmarks\n\n## A\n\none\n\n## Mine\n\nnew\n\n## B\n\ntwo\n"
     assert replace_section("# Benchmarks\n", "## Mine", "x") == "# Benchmarks\n\n## Mine\n\nx\n"
+
+
+def test_prefilter_benchmark_summary_hand_made():
+    """benchmarks/prefilter.py: reduction and lost fractions pooled over queries (worked out by hand)."""
+    import prefilter as prefilter_benchmark
+
+    def setting(gapped, lost, lost_included, passed):
+        return {"seeded": 100, "gapless": gapped, "gapped": gapped, "seconds": 0.1, "lost_gapless": lost,
+                "lost_gapped": lost, "lost_included_gapped": lost_included, "homologs_gapped": passed}
+
+    result = {"set": "pfam", "n_db": 1000, "residues": 300000, "queries": [
+        {"query": "a", "length": 100, "homologs": 10, "detectable": 8, "includable": 4,
+         "settings": {"3.0/4": setting(10, 1, 0, 9)}},
+        {"query": "b", "length": 200, "homologs": 6, "detectable": 2, "includable": 1,
+         "settings": {"3.0/4": setting(30, 1, 1, 4)}},
+    ]}
+    (row,) = prefilter_benchmark.summarise(result)
+    assert row["gapped"] == 20.0 and row["reduction"] == 50.0          # 1000 / mean(10, 30)
+    assert row["lost_gapped"] == pytest.approx(2 / 10)                  # (1 + 1) / (8 + 2) detectable
+    assert row["lost_included"] == pytest.approx(1 / 5)
+    assert row["homologs_passed"] == pytest.approx(13 / 16)
+    assert "| pfam (2, 1,000) | **3.0/4** |" in prefilter_benchmark.markdown([result])
