@@ -1,26 +1,35 @@
-"""Default training settings (torch-free, package top level), shared by :class:`workflow_lib.model.training.TrainConfig` (``trackfold train``)
-and :class:`workflow_lib.workflow.config.TrainWorkflowConfig` (config section ``train``).
+"""Training settings shared (names and defaults) by :class:`workflow_lib.model.training.TrainConfig`
+(``trackfold train``) and :class:`workflow_lib.workflow.config.TrainWorkflowConfig` (config section ``train``),
+which both inherit :class:`TrainSettings`.
 
-A torch-free module, so the workflow's config (read by every ``snakemake`` invocation, ``-n`` included) does
-not import torch; ``tests/test_train_workflow.py`` also checks these against ``config/schema.yaml``.
+A torch-free module at the package top level, so the workflow's config (read by every ``snakemake``
+invocation, ``-n`` included) does not import torch; ``tests/test_train_workflow.py`` also checks these against
+``config/schema.yaml``.
 """
 
 from __future__ import annotations
 
-TRAIN_DEFAULTS: dict[str, int | float | str] = {
-    "steps": 1000,
-    "crop_size": 96,
-    "max_msa_rows": 64,
-    "lr": 1e-3,
-    "warmup_steps": 50,
-    "min_lr_fraction": 0.1,
-    "weight_decay": 0.01,
-    "clip_norm": 1.0,
-    "checkpoint_every": 50,
-    "val_every": 200,
-    "val_max_chains": 24,
-    "val_crop": 192,
-    "redraw_every": 100,
-    "seed": 0,
-    "init_model": "",
-}
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """Optimisation and schedule settings of one training run."""
+
+    steps: int = 1000
+    crop_size: int = 96
+    max_msa_rows: int = 64
+    lr: float = 1e-3
+    warmup_steps: int = 50
+    min_lr_fraction: float = 0.1
+    weight_decay: float = 0.01
+    clip_norm: float = 1.0
+    checkpoint_every: int = 50
+    val_every: int = 200
+    val_max_chains: int = 24
+    val_crop: int = 192
+    redraw_every: int = 100
+    seed: int = 0
+    init_model: str = ""
+    """Warm start: a checkpoint (``model.pt``) whose weights initialise a new run (keys and shapes must match);
+    empty = random initialisation. Ignored when resuming (the state holds the weights)."""

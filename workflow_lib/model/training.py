@@ -57,7 +57,7 @@ from workflow_lib.features.build import read_features
 from workflow_lib.model.checkpoint import check_state_dict, load_weights, save_checkpoint
 from workflow_lib.model.config import ModelConfig, preset
 from workflow_lib.model.losses import LossWeights, total_loss
-from workflow_lib.train_defaults import TRAIN_DEFAULTS
+from workflow_lib.train_defaults import TrainSettings
 from workflow_lib.model.network import ThreeTrackNetwork, count_parameters
 from workflow_lib.seqio.alphabet import encode
 from workflow_lib.seqio.atomic import atomic_path, write_text_atomic
@@ -400,29 +400,12 @@ def to_device(example: tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]], 
 # ---------------------------------------------------------------------------------------------------------
 # configuration and state
 # ---------------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class TrainConfig:
+@dataclass(frozen=True, kw_only=True)
+class TrainConfig(TrainSettings):
     """Settings of :func:`train` (the model's own are in ``model``, a :class:`ModelConfig` dict)."""
 
     model: dict[str, Any]
-    steps: int = TRAIN_DEFAULTS["steps"]  # type: ignore[assignment]
-    crop_size: int = TRAIN_DEFAULTS["crop_size"]  # type: ignore[assignment]
-    max_msa_rows: int = TRAIN_DEFAULTS["max_msa_rows"]  # type: ignore[assignment]
-    lr: float = TRAIN_DEFAULTS["lr"]  # type: ignore[assignment]
-    warmup_steps: int = TRAIN_DEFAULTS["warmup_steps"]  # type: ignore[assignment]
-    min_lr_fraction: float = TRAIN_DEFAULTS["min_lr_fraction"]  # type: ignore[assignment]
-    weight_decay: float = TRAIN_DEFAULTS["weight_decay"]  # type: ignore[assignment]
-    clip_norm: float = TRAIN_DEFAULTS["clip_norm"]  # type: ignore[assignment]
-    checkpoint_every: int = TRAIN_DEFAULTS["checkpoint_every"]  # type: ignore[assignment]
-    val_every: int = TRAIN_DEFAULTS["val_every"]  # type: ignore[assignment]
-    val_max_chains: int = TRAIN_DEFAULTS["val_max_chains"]  # type: ignore[assignment]
-    val_crop: int = TRAIN_DEFAULTS["val_crop"]  # type: ignore[assignment]
-    redraw_every: int = TRAIN_DEFAULTS["redraw_every"]  # type: ignore[assignment]
-    seed: int = TRAIN_DEFAULTS["seed"]  # type: ignore[assignment]
     loss_weights: dict[str, float] = dataclasses.field(default_factory=lambda: dataclasses.asdict(LossWeights()))
-    init_model: str = TRAIN_DEFAULTS["init_model"]  # type: ignore[assignment]
-    """Warm start: a checkpoint (``model.pt``) whose weights initialise a new run (keys and shapes must match);
-    empty = random initialisation. Ignored when resuming (the state holds the weights)."""
 
     def __post_init__(self) -> None:
         ModelConfig.from_dict(self.model)

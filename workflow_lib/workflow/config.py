@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from workflow_lib.errors import InputError
-from workflow_lib.train_defaults import TRAIN_DEFAULTS
+from workflow_lib.train_defaults import TrainSettings
 
 T = TypeVar("T", bound="StageConfig")
 
@@ -200,7 +200,7 @@ class PredictConfig(StageConfig):
 
 
 @dataclasses.dataclass(frozen=True)
-class TrainWorkflowConfig(StageConfig):
+class TrainWorkflowConfig(StageConfig, TrainSettings):
     """The training workflow (config section ``train``; rules/train.smk): structures → chains and an identity
     split → MSAs (our search, or precomputed) → features → ``trackfold train`` → predictions and evaluation of
     the held-out chains → a model card. Training settings mirror :class:`workflow_lib.model.training.TrainConfig`
@@ -221,23 +221,8 @@ class TrainWorkflowConfig(StageConfig):
     msa_threads: int = 1
     preset: str = "small"
     overrides: Any = None
-    steps: int = TRAIN_DEFAULTS["steps"]  # type: ignore[assignment]
-    crop_size: int = TRAIN_DEFAULTS["crop_size"]  # type: ignore[assignment]
-    max_msa_rows: int = TRAIN_DEFAULTS["max_msa_rows"]  # type: ignore[assignment]
-    lr: float = TRAIN_DEFAULTS["lr"]  # type: ignore[assignment]
-    warmup_steps: int = TRAIN_DEFAULTS["warmup_steps"]  # type: ignore[assignment]
-    min_lr_fraction: float = TRAIN_DEFAULTS["min_lr_fraction"]  # type: ignore[assignment]
-    weight_decay: float = TRAIN_DEFAULTS["weight_decay"]  # type: ignore[assignment]
-    clip_norm: float = TRAIN_DEFAULTS["clip_norm"]  # type: ignore[assignment]
-    checkpoint_every: int = TRAIN_DEFAULTS["checkpoint_every"]  # type: ignore[assignment]
-    val_every: int = TRAIN_DEFAULTS["val_every"]  # type: ignore[assignment]
-    val_max_chains: int = TRAIN_DEFAULTS["val_max_chains"]  # type: ignore[assignment]
-    val_crop: int = TRAIN_DEFAULTS["val_crop"]  # type: ignore[assignment]
-    redraw_every: int = TRAIN_DEFAULTS["redraw_every"]  # type: ignore[assignment]
-    seed: int = TRAIN_DEFAULTS["seed"]  # type: ignore[assignment]
     max_train_chains: int | None = None
     time_limit_min: float | None = None
-    init_model: str = TRAIN_DEFAULTS["init_model"]  # type: ignore[assignment]
     device: str = "auto"
     threads: int = 1
     mem_mb: int = 8000
