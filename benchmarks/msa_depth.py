@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join(lines)
     print(text)
     if not args.no_write:
-        write_text_atomic(RESULTS, report.replace_section(RESULTS.read_text(), SECTION, text))
+        report.write_section(RESULTS, SECTION, text)
     return 0
 
 

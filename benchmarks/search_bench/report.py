@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from workflow_lib.seqio.atomic import atomic_path
+from workflow_lib.seqio.atomic import atomic_path, write_text_atomic
 
 from .metrics import CALIBRATION_THRESHOLDS
 
@@ -121,3 +121,9 @@ def replace_section(text: str, heading: str, body: str) -> str:
     end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
     tail = "".join(lines[end:])
     return "".join(lines[:start]) + block + ("\n" + tail if tail else "")
+
+
+def write_section(results: Path, heading: str, body: str) -> None:
+    """Replace (or append) the ``heading`` section of the Markdown file ``results``, atomically."""
+    existing = results.read_text() if results.exists() else "# Benchmarks\n"
+    write_text_atomic(results, replace_section(existing, heading, body))

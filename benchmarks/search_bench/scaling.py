@@ -90,8 +90,7 @@ def run(args, shared: Path, work: Path, results: Path, machine: str) -> int:
     text = markdown(rows, args, machine)
     print(text)
     if not args.no_write:
-        existing = results.read_text() if results.exists() else "# Benchmarks\n"
-        write_text_atomic(results, report.replace_section(existing, SECTION, text))
+        report.write_section(results, SECTION, text)
     return 0
 
 
