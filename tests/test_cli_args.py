@@ -29,3 +29,32 @@ def test_two_inputs_writing_the_same_output_are_refused(tmp_path, data_dir, caps
     assert main(["features", "--out-dir", str(tmp_path / "out"), first, second]) == 2
     assert "writes the same" in capsys.readouterr().err
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_command_table_matches_what_the_modules_register():
+    import importlib
+
+    from workflow_lib.cli import COMMAND_MODULES
+    for name, commands in COMMAND_MODULES.items():
+        parser = argparse.ArgumentParser()
+        subparsers = parser.add_subparsers()
+        importlib.import_module(name).register(subparsers)
+        assert tuple(subparsers.choices) == commands, name
+
+
+def test_a_command_imports_only_its_own_module():
+    from workflow_lib.cli import COMMAND_MODULES, command_modules
+    assert command_modules(["-v", "search-shard", "q.fasta"]) == ["workflow_lib.search.cli"]
+    assert command_modules(["predict", "--help"]) == ["workflow_lib.model.predict_cli"]
+    assert command_modules(["--help"]) == list(COMMAND_MODULES)
+    assert command_modules(["serach"]) == list(COMMAND_MODULES)   # a typo gets argparse's full message
+
+
+def test_search_commands_run_without_importing_torch(data_dir):
+    import subprocess
+    import sys
+    fasta = data_dir / "formats" / "ecoli_head.fasta.gz"
+    code = ("import sys; from workflow_lib.cli import main; rc = main(['validate', sys.argv[1]]); "
+            "print(rc, 'torch' in sys.modules, 'matplotlib' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(fasta)], capture_output=True, text=True, check=True)
+    assert out.stdout.split()[-3:] == ["0", "False", "False"]

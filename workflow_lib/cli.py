@@ -1,8 +1,11 @@
 """The ``trackfold`` command line: one sub-command per stage, the same calls the Snakemake rules make.
 
 Each stage family owns a ``cli`` module with ``register(subparsers)``; this module only assembles them, so a
-new stage adds its module to :data:`COMMAND_MODULES` and nothing else here changes. Errors raised on purpose
-(:class:`~workflow_lib.errors.TrackfoldError`) are printed as one line and exit with status 2.
+new stage adds its module and its command names to :data:`COMMAND_MODULES` and nothing else here changes.
+A command imports only the module that owns it (the model's modules import torch, the report's matplotlib:
+~1.5 s that every Snakemake job of the search stage would otherwise pay); ``trackfold --help`` imports them
+all. Errors raised on purpose (:class:`~workflow_lib.errors.TrackfoldError`) are printed as one line and exit
+with status 2.
 """
 
 from __future__ import annotations
@@ -15,34 +18,46 @@ import sys
 from workflow_lib import __version__
 from workflow_lib.errors import TrackfoldError
 
-COMMAND_MODULES = (
-    "workflow_lib.db.cli",
-    "workflow_lib.seqio.cli",
-    "workflow_lib.aligner.cli",
-    "workflow_lib.search.cli",
-    "workflow_lib.features.cli",
-    "workflow_lib.templates.cli",
-    "workflow_lib.model.predict_cli",
-    "workflow_lib.model.train_cli",
-    "workflow_lib.report.cli",
-    "workflow_lib.evaluate.cli",
-)
+COMMAND_MODULES = {
+    "workflow_lib.db.cli": ("db", "chunk", "chunk-extract"),
+    "workflow_lib.seqio.cli": ("validate", "convert"),
+    "workflow_lib.aligner.cli": ("align",),
+    "workflow_lib.search.cli": ("search", "msa", "search-shard", "msa-merge", "msa-final"),
+    "workflow_lib.features.cli": ("features",),
+    "workflow_lib.templates.cli": ("templates",),
+    "workflow_lib.model.predict_cli": ("predict",),
+    "workflow_lib.model.train_cli": ("train-data", "train", "train-batch", "train-targets", "train-card"),
+    "workflow_lib.report.cli": ("summarize",),
+    "workflow_lib.evaluate.cli": ("evaluate",),
+}
+"""Sub-command modules and the commands each registers (a test checks both agree)."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_modules(argv: list[str]) -> list[str]:
+    """The module owning the first command word of ``argv``, or every module (help, typos, no command)."""
+    for word in argv:
+        if not word.startswith("-"):
+            owners = [name for name, commands in COMMAND_MODULES.items() if word in commands]
+            return owners or list(COMMAND_MODULES)
+    return list(COMMAND_MODULES)
+
+
+def build_parser(modules: list[str] | None = None) -> argparse.ArgumentParser:
+    """The ``trackfold`` parser with the sub-commands of ``modules`` (default: all)."""
     parser = argparse.ArgumentParser(
         prog="trackfold",
         description="Proteome-scale MSAs, templates, features and three-track structure prediction.")
     parser.add_argument("--version", action="version", version=f"trackfold {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMAND_MODULES:
+    for name in (list(COMMAND_MODULES) if modules is None else modules):
         importlib.import_module(name).register(subparsers)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(command_modules(argv))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
