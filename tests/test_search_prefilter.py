@@ -107,3 +107,32 @@ def test_best_diagonals_equals_a_two_key_sort_with_ties_and_negative_ranks(per_t
 def _shuffled(rng, sequence, rank):
     order = rng.permutation(sequence.size)
     return sequence[order], rank[order]
+
+
+@pytest.mark.parametrize("threshold", [3.0, 1.5, 0.0])
+def test_seed_counting_paths_equal_a_dictionary_count(small_db, query_scores, threshold):
+    """Dense count (one weighted pass for positive thresholds, two passes otherwise) and the sorting path
+    against a plain dictionary over the seeds."""
+    from workflow_lib.search.prefilter import kmer_scores, seed_diagonals
+
+    shard = load_shard(small_db, 0)
+    index = load_kmer_index(small_db, 0)
+    windows = kmer_scores(query_scores, 3)
+    reference: dict[tuple[int, int], list] = {}
+    for i, code in zip(*np.nonzero(windows >= threshold)):
+        for e in range(index["offsets"][code], index["offsets"][code + 1]):
+            key = (int(index["sequence"][e]), int(index["position"][e]) - int(i))
+            entry = reference.setdefault(key, [0, 0.0])
+            entry[0] += 1
+            entry[1] += float(windows[i, code])
+    for min_hits in (1, 2):
+        expected = sorted((k, v) for k, v in reference.items() if v[0] >= min_hits)
+        for offsets in (shard.offsets, None):
+            sequence, diagonal, hits, bits = seed_diagonals(windows, index, threshold, min_hits, offsets)
+            assert list(zip(sequence.tolist(), diagonal.tolist())) == [k for k, _ in expected]
+            np.testing.assert_array_equal(hits, [v[0] for _, v in expected])
+            np.testing.assert_allclose(bits, [v[1] for _, v in expected], rtol=1e-6)
+        dense = seed_diagonals(windows, index, threshold, min_hits, shard.offsets)
+        sorting = seed_diagonals(windows, index, threshold, min_hits, None)
+        for a, b in zip(dense, sorting):
+            np.testing.assert_array_equal(a, b)   # bit-identical, the weighted single pass included

@@ -73,7 +73,8 @@ def seed_diagonals(window_scores: np.ndarray, index: dict[str, np.ndarray], kmer
     Sorted by (sequence, diagonal). Seeds are counted per diagonal with one dense ``np.bincount`` over every
     possible (sequence, diagonal) of the shard when the shard's sequence ``offsets`` are given and that space
     is at most ``dense_limit`` bins per seed plus 2**20 (≈ 4× faster than sorting the seeds); otherwise with
-    ``np.unique`` (a sort). Both give the same arrays.
+    ``np.unique`` (a sort). The dense count takes counts and summed bits from one weighted pass when that is
+    exact (:func:`_count_scale`), else from two. All paths give the same arrays.
     """
     positions, codes = np.nonzero(window_scores >= kmer_threshold)
     seed_bits = window_scores[positions, codes].astype(np.float64)
@@ -97,12 +98,23 @@ def seed_diagonals(window_scores: np.ndarray, index: dict[str, np.ndarray], kmer
         if n_bins <= dense_limit * total + (1 << 20):
             bins = _entry_bin_base(index, offsets, pad)[entries]
             bins -= np.repeat(positions.astype(np.int64), counts)
-            hits = np.bincount(bins, minlength=n_bins)
-            keep = np.flatnonzero(hits >= min_hits)
-            bits = np.bincount(bins, weights=weights, minlength=n_bins)[keep]
-            starts_of_sequences = offsets[:-1] + np.arange(offsets.size - 1, dtype=np.int64) * pad
-            owner = np.searchsorted(starts_of_sequences, keep, side="right") - 1
-            return (owner, keep - starts_of_sequences[owner] - pad, hits[keep].astype(np.int32),
+            scale = _count_scale(seed_bits, kmer_threshold, window_scores.shape[0])
+            if scale is None:
+                hits = np.bincount(bins, minlength=n_bins)
+                keep = np.flatnonzero(hits >= min_hits)
+                bits = np.bincount(bins, weights=weights, minlength=n_bins)[keep]
+                hits = hits[keep]
+            else:  # one pass: each seed adds scale + its bits, so a bin holds count * scale + summed bits
+                sums = np.bincount(bins, weights=weights + scale, minlength=n_bins)
+                keep = np.flatnonzero(sums >= scale * min_hits)
+                sums = sums[keep]
+                hits = np.floor(sums / scale)
+                bits = sums - hits * scale
+            # keep is sorted: each sequence's bins are one run, found by a search per sequence (not per bin)
+            starts_of_sequences = offsets + np.arange(offsets.size, dtype=np.int64) * pad
+            runs = np.diff(np.searchsorted(keep, starts_of_sequences))
+            owner = np.repeat(np.arange(offsets.size - 1, dtype=np.int64), runs)
+            return (owner, keep - np.repeat(starts_of_sequences[:-1] + pad, runs), hits.astype(np.int32),
                     bits.astype(np.float32))
     sequence = index["sequence"][entries].astype(np.int64)
     diagonal = index["position"][entries].astype(np.int64) - np.repeat(positions, counts)
@@ -113,6 +125,23 @@ def seed_diagonals(window_scores: np.ndarray, index: dict[str, np.ndarray], kmer
     keep = hits >= min_hits
     keys, hits, bits = keys[keep], hits[keep], bits[keep]
     return keys >> 32, (keys & ((1 << 32) - 1)) - shift, hits.astype(np.int32), bits.astype(np.float32)
+
+
+def _count_scale(seed_bits: np.ndarray, kmer_threshold: float, windows: int) -> float | None:
+    """A power of two ``C`` such that one weighted ``np.bincount`` of ``C + bits`` per seed gives both numbers
+    of a diagonal exactly (``count = floor(sum / C)``, ``bits = sum - count * C``), or None when that cannot be
+    guaranteed.
+
+    A diagonal holds at most one seed per query window, so its summed bits stay below ``windows * max(bits)
+    < C``. Exactness: seed scores are float32 values ≥ ``kmer_threshold`` > 0, hence multiples of the float32
+    spacing ``g`` at the threshold, and so is every partial sum; float64 adds them exactly while the largest
+    sum ``< 2 · windows · C`` is below ``2**53 · g``. Then the arrays equal those of two separate counts.
+    """
+    if not kmer_threshold > 0 or seed_bits.size == 0:
+        return None
+    spacing = 2.0 ** (np.floor(np.log2(np.float32(kmer_threshold))) - 23)
+    scale = 2.0 ** np.ceil(np.log2(float(seed_bits.max()) * windows + 1.0))
+    return float(scale) if 2.0 * windows * scale < 2.0 ** 53 * spacing else None
 
 
 _BIN_BASE_CACHE = 4
