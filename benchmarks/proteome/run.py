@@ -6,13 +6,19 @@ cores given. ``--proteins N`` takes every k-th protein (deterministic) so a run 
 report states N. Prints a Markdown table: wall time, proteins per hour, peak memory per job (from the rules'
 ``benchmark:`` files) and MSA statistics.
 
+A run may be stopped and started again (Ctrl-C, a lost session): the next call with the same ``--proteins``
+resumes where Snakemake left off (finished jobs are kept, interrupted ones rerun) and the reported wall time is
+the sum of the segments, each appended to ``segments.tsv``. ``--fresh`` starts over.
+
     .venv/bin/python benchmarks/proteome/run.py --proteins 200 --cores 2
+    .venv/bin/python benchmarks/proteome/run.py --cores 2          # the whole proteome, resumable
 """
 
 from __future__ import annotations
 
 import argparse
 import glob
+import shutil
 import subprocess
 import sys
 import time
@@ -25,26 +31,55 @@ WORK = ROOT / "benchmarks" / "_work" / "proteome"
 SOURCE = ROOT.parent / "shared" / "data" / "proteome_ecoli_k12" / "UP000000625_83333.fasta.gz"
 
 sys.path.insert(0, str(ROOT))
+from workflow_lib.seqio.atomic import write_text_atomic  # noqa: E402
 from workflow_lib.seqio.fasta import read_fasta, write_fasta  # noqa: E402
+
+HEARTBEAT_S = 30
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--proteins", type=int, default=0, help="every k-th protein, N in all (0 = all)")
     parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--fresh", action="store_true", help="delete earlier results and segments first")
     args = parser.parse_args()
     records = read_fasta(SOURCE)
     if args.proteins and args.proteins < len(records):
         step = len(records) / args.proteins
         records = [records[int(k * step)] for k in range(args.proteins)]
+    results = WORK / "results"
+    segments = WORK / "segments.tsv"
+    fasta = WORK / "ecoli.fasta"
+    if args.fresh:
+        shutil.rmtree(results, ignore_errors=True)
+        segments.unlink(missing_ok=True)
+        fasta.unlink(missing_ok=True)
     WORK.mkdir(parents=True, exist_ok=True)
-    write_fasta(WORK / "ecoli.fasta", [(f"{r.id} {r.description}".strip(), r.sequence) for r in records])
+    entries = [(f"{r.id} {r.description}".strip(), r.sequence) for r in records]
+    if fasta.exists() and [(r.id, r.sequence) for r in read_fasta(fasta)] != [(r.id, r.sequence) for r in records]:
+        raise SystemExit(f"{fasta} holds another protein set than --proteins {args.proteins}; use --fresh")
+    if not fasta.exists():
+        write_fasta(fasta, entries)   # rewritten only when absent: a newer FASTA would rerun every job
     started = time.time()
     command = [str(ROOT / ".venv" / "bin" / "snakemake"), "--cores", str(args.cores), "--configfile",
-               str(ROOT / "benchmarks" / "proteome" / "config.yaml"), "--replace-workflow-config", "--nolock", "--until", "msa_final", "--quiet", "rules"]
-    subprocess.run(command, cwd=ROOT, check=True)
-    wall = time.time() - started
-    results = WORK / "results"
+               str(ROOT / "benchmarks" / "proteome" / "config.yaml"), "--replace-workflow-config", "--nolock",
+               "--rerun-incomplete", "--until", "msa_final", "--quiet", "rules"]
+    earlier = segments.read_text() if segments.exists() else ""
+    process = subprocess.Popen(command, cwd=ROOT)
+    finished = None
+    while finished is None:   # the segment's time is rewritten every HEARTBEAT_S, so a killed run keeps it
+        try:
+            finished = process.wait(timeout=HEARTBEAT_S)
+        except subprocess.TimeoutExpired:
+            pass
+        state = "running" if finished is None else str(finished)
+        write_text_atomic(segments, earlier + f"{time.strftime('%Y-%m-%dT%H:%M:%S')}\t"
+                                              f"{time.time() - started:.1f}\t{state}\n")
+    if finished != 0:
+        print(f"snakemake exited with {finished}; run again to resume (segments so far: {segments})")
+        return finished
+    segment_walls = pd.read_csv(segments, sep="\t", header=None, names=["end", "wall_s", "state"])
+    wall = float(segment_walls["wall_s"].sum())
     stats = pd.concat([pd.read_parquet(p) for p in glob.glob(str(results / "ecoli" / "msa" / "*.stats.parquet"))])
     rows = []
     for path in glob.glob(str(results / "benchmarks" / "*" / "**" / "*.tsv"), recursive=True):
@@ -54,10 +89,12 @@ def main() -> int:
     jobs = pd.DataFrame(rows)
     summary = jobs.groupby("rule").agg(jobs=("s", "size"), total_s=("s", "sum"), max_s=("s", "max"),
                                        peak_rss_mb=("max_rss", "max"))
-    print(f"proteins: {len(records)}  wall: {wall:.0f} s  proteins/hour: {3600 * len(records) / wall:.0f}")
+    print(f"proteins: {len(records)}  wall: {wall:.0f} s in {len(segment_walls)} segment(s)  "
+          f"proteins/hour: {3600 * len(records) / wall:.0f}")
     print(summary.to_markdown() if hasattr(summary, "to_markdown") else summary.to_string())
     print(stats[["depth", "neff", "coverage", "iterations", "seconds"]].describe().round(2).to_string())
-    (WORK / "summary.txt").write_text(f"proteins {len(records)} wall_s {wall:.1f}\n{summary.to_string()}\n"
+    (WORK / "summary.txt").write_text(f"proteins {len(records)} wall_s {wall:.1f} segments {len(segment_walls)}\n"
+                                      f"{summary.to_string()}\n"
                                       f"{stats.describe().to_string()}\n")
     return 0
 
