@@ -105,7 +105,8 @@ def seed_diagonals(window_scores: np.ndarray, index: dict[str, np.ndarray], kmer
                 bits = np.bincount(bins, weights=weights, minlength=n_bins)[keep]
                 hits = hits[keep]
             else:  # one pass: each seed adds scale + its bits, so a bin holds count * scale + summed bits
-                sums = np.bincount(bins, weights=weights + scale, minlength=n_bins)
+                weights += scale   # in place: one seed-sized array fewer (weights is not used again)
+                sums = np.bincount(bins, weights=weights, minlength=n_bins)
                 keep = np.flatnonzero(sums >= scale * min_hits)
                 sums = sums[keep]
                 hits = np.floor(sums / scale)
