@@ -10,10 +10,14 @@ A run may be stopped and started again (Ctrl-C, a lost session): the next call w
 resumes where Snakemake left off (finished jobs are kept, interrupted ones rerun) and the reported wall time is
 the sum of the segments, each appended to ``segments.tsv``. ``--fresh`` starts over.
 
-Snakemake's ``mtime`` rerun trigger is left out (``--rerun-triggers params input software-env code``): the
-database FASTAs under ../shared are read-only inputs that a new checkout or mount may give newer timestamps,
-which would otherwise rebuild the database and redo every finished search job. Segments that ended before the
-database manifest was last written are not counted (their work was redone), and the report says so.
+Resuming across sessions: the database FASTAs are staged into ``_work/proteome/inputs/`` once (timestamps kept,
+content checked against ../shared on every call), because a new mount of ../shared gives its files new
+timestamps and Snakemake would then rebuild the database and redo every finished job. Snakemake runs with
+``--rerun-triggers mtime``, so only missing, incomplete or out-of-date files are made; instead of its code and
+parameter triggers, ``run.json`` records the workflow code (git tree of ``Snakefile``, ``rules/``,
+``workflow_lib/``) and the config of the first segment, and a later segment with other code or config is refused
+(use ``--fresh``): one run measures one version. Segments that ended before the database manifest was last
+written are not counted (their work was redone), and the report says so.
 
     .venv/bin/python benchmarks/proteome/run.py --proteins 200 --cores 2
     .venv/bin/python benchmarks/proteome/run.py --cores 2          # the whole proteome, resumable
@@ -23,6 +27,8 @@ from __future__ import annotations
 
 import argparse
 import glob
+import hashlib
+import json
 import shutil
 import subprocess
 import sys
@@ -40,6 +46,57 @@ from workflow_lib.seqio.atomic import write_text_atomic  # noqa: E402
 from workflow_lib.seqio.fasta import read_fasta, write_fasta  # noqa: E402
 
 HEARTBEAT_S = 30
+CONFIG = ROOT / "benchmarks" / "proteome" / "config.yaml"
+STAGED = WORK / "inputs"
+DATABASE_SOURCE = ROOT.parent / "shared" / "data" / "swissprot_subsets_prokka"
+DATABASE_FILES = ("genus_Enterococcus.fasta.gz", "genus_Staphylococcus.fasta.gz", "sprot_Archaea.fasta.gz",
+                  "sprot_Mitochondria.fasta.gz", "sprot_Viruses.fasta.gz")
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def stage_inputs() -> None:
+    """Copy the database FASTAs into ``STAGED`` once (timestamps kept); later calls check their content."""
+    STAGED.mkdir(parents=True, exist_ok=True)
+    for name in DATABASE_FILES:
+        source, staged = DATABASE_SOURCE / name, STAGED / name
+        if not source.exists():
+            raise SystemExit(f"{source}: database input missing (needs ../shared/data)")
+        if staged.exists():
+            if sha256(staged) != sha256(source):
+                raise SystemExit(f"{staged} differs from {source}; use --fresh")
+            continue
+        partial = staged.with_name(staged.name + ".partial")
+        shutil.copy2(source, partial)
+        partial.replace(staged)
+
+
+def workflow_version(proteins: int) -> dict[str, str | int]:
+    """Git trees of the workflow code and the config's hash (what a resumed segment must share)."""
+    def tree(path: str) -> str:
+        return subprocess.run(["git", "rev-parse", f"HEAD:{path}"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "Snakefile", "rules", "workflow_lib"], cwd=ROOT,
+                           capture_output=True, text=True, check=True).stdout.strip()
+    if dirty:
+        raise SystemExit(f"uncommitted workflow code changes; commit them first:\n{dirty}")
+    return {"Snakefile": tree("Snakefile"), "rules": tree("rules"), "workflow_lib": tree("workflow_lib"),
+            "config_sha256": sha256(CONFIG), "proteins": proteins}
+
+
+def check_version(path: Path, proteins: int) -> None:
+    """Record the version of the first segment; refuse to resume with another one."""
+    version = workflow_version(proteins)
+    if path.exists():
+        recorded = json.loads(path.read_text())
+        changed = sorted(key for key in version if recorded.get(key) != version[key])
+        if changed:
+            raise SystemExit(f"{path}: this run was started with other {', '.join(changed)}; "
+                             "use --fresh to start over with the current version")
+        return
+    write_text_atomic(path, json.dumps(version, indent=1) + "\n")
 
 
 def counted_segments(segments: Path, results: Path) -> pd.DataFrame:
@@ -75,6 +132,7 @@ def main() -> int:
     if args.fresh:
         shutil.rmtree(results, ignore_errors=True)
         segments.unlink(missing_ok=True)
+        (WORK / "run.json").unlink(missing_ok=True)
         fasta.unlink(missing_ok=True)
     WORK.mkdir(parents=True, exist_ok=True)
     entries = [(f"{r.id} {r.description}".strip(), r.sequence) for r in records]
@@ -83,10 +141,11 @@ def main() -> int:
     if not fasta.exists():
         write_fasta(fasta, entries)   # rewritten only when absent: a newer FASTA would rerun every job
     started = time.time()
+    stage_inputs()
+    check_version(WORK / "run.json", args.proteins)
     command = [str(ROOT / ".venv" / "bin" / "snakemake"), "--cores", str(args.cores), "--configfile",
-               str(ROOT / "benchmarks" / "proteome" / "config.yaml"), "--replace-workflow-config", "--nolock",
-               "--rerun-incomplete", "--rerun-triggers", "params", "input", "software-env", "code",
-               "--until", "msa_final", "--quiet", "rules"]
+               str(CONFIG), "--replace-workflow-config", "--nolock", "--rerun-incomplete",
+               "--rerun-triggers", "mtime", "--until", "msa_final", "--quiet", "rules"]
     earlier = segments.read_text() if segments.exists() else ""
     process = subprocess.Popen(command, cwd=ROOT)
     finished = None
