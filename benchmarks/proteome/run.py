@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 WORK = ROOT / "benchmarks" / "_work" / "proteome"
@@ -49,8 +50,6 @@ HEARTBEAT_S = 30
 CONFIG = ROOT / "benchmarks" / "proteome" / "config.yaml"
 STAGED = WORK / "inputs"
 DATABASE_SOURCE = ROOT.parent / "shared" / "data" / "swissprot_subsets_prokka"
-DATABASE_FILES = ("genus_Enterococcus.fasta.gz", "genus_Staphylococcus.fasta.gz", "sprot_Archaea.fasta.gz",
-                  "sprot_Mitochondria.fasta.gz", "sprot_Viruses.fasta.gz")
 
 
 def sha256(path: Path) -> str:
@@ -58,10 +57,15 @@ def sha256(path: Path) -> str:
 
 
 def stage_inputs() -> None:
-    """Copy the database FASTAs into ``STAGED`` once (timestamps kept); later calls check their content."""
+    """Copy the database FASTAs the config lists under ``STAGED`` from ``DATABASE_SOURCE`` once (timestamps
+    kept); later calls check their content."""
+    config = yaml.safe_load(CONFIG.read_text())
     STAGED.mkdir(parents=True, exist_ok=True)
-    for name in DATABASE_FILES:
-        source, staged = DATABASE_SOURCE / name, STAGED / name
+    for listed in (path for database in config["databases"].values() for path in database["fasta"]):
+        staged = ROOT / listed
+        if staged.parent != STAGED:
+            raise SystemExit(f"{CONFIG}: database input {listed} is not under {STAGED.relative_to(ROOT)}")
+        source = DATABASE_SOURCE / staged.name
         if not source.exists():
             raise SystemExit(f"{source}: database input missing (needs ../shared/data)")
         if staged.exists():
@@ -140,9 +144,9 @@ def main() -> int:
         raise SystemExit(f"{fasta} holds another protein set than --proteins {args.proteins}; use --fresh")
     if not fasta.exists():
         write_fasta(fasta, entries)   # rewritten only when absent: a newer FASTA would rerun every job
-    started = time.time()
     stage_inputs()
     check_version(WORK / "run.json", args.proteins)
+    started = time.time()
     command = [str(ROOT / ".venv" / "bin" / "snakemake"), "--cores", str(args.cores), "--configfile",
                str(CONFIG), "--replace-workflow-config", "--nolock", "--rerun-incomplete",
                "--rerun-triggers", "mtime", "--until", "msa_final", "--quiet", "rules"]
