@@ -1,24 +1,55 @@
 # MSA stage: iterative search per chunk x shard x iteration, a merge per iteration, the final MSAs per chunk.
 #
-#   search_shard  chunk queries (iteration 1: sequences; later: the previous iteration's MSAs) vs one shard
+#   search_profiles  the chunk's query profiles (iteration 1: sequences; later: the previous iteration's MSAs)
+#                    with their E-value calibration, once for all shards
+#   search_shard  those queries vs one shard
 #   msa_merge     all shards of one iteration -> MSAs + state (converged proteins stop searching)
 #   msa_final     the last state -> results/{proteome}/msa/{protein}.a3m, then chunk_NNNN.stats.parquet
 # Each shard is read once per chunk and iteration for all queries of the chunk. Library: workflow_lib.search.
+
+
+rule search_profiles:
+    input:
+        fasta=f"{RESULTS}/{{proteome}}/chunks/chunk_{{chunk}}.fasta",
+        manifest=f"{RESULTS}/db/{SEARCH_DATABASE}/manifest.json",
+        state=previous_state,
+    output:
+        profiles=f"{RESULTS}/{{proteome}}/search/chunk_{{chunk}}/iter_{{iteration}}/queries.npz",
+    params:
+        trackfold=TRACKFOLD,
+        db=lambda wildcards, input: str(Path(input.manifest).parent),
+        state=state_option,
+        precomputed=precomputed_option,
+        settings=SEARCH_SETTINGS.cli_options(),
+    wildcard_constraints:
+        chunk=r"\d{4}",
+        iteration=r"\d+",
+    log:
+        "logs/search_profiles/{proteome}/{chunk}/{iteration}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/search_profiles/{{proteome}}/{{chunk}}_{{iteration}}.tsv"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=60,
+    conda:
+        "../envs/core.yaml"
+    shell:
+        "{params.trackfold} search-profiles {input.fasta} --db {params.db} --iteration {wildcards.iteration} "
+        "{params.state} {params.precomputed} {params.settings} --out {output.profiles} > {log} 2>&1"
 
 
 rule search_shard:
     input:
         fasta=f"{RESULTS}/{{proteome}}/chunks/chunk_{{chunk}}.fasta",
         manifest=f"{RESULTS}/db/{SEARCH_DATABASE}/manifest.json",
-        state=previous_state,
+        profiles=f"{RESULTS}/{{proteome}}/search/chunk_{{chunk}}/iter_{{iteration}}/queries.npz",
     output:
         hits=f"{RESULTS}/{{proteome}}/search/chunk_{{chunk}}/iter_{{iteration}}/shard_{{shard}}.hits.parquet",
         times=f"{RESULTS}/{{proteome}}/search/chunk_{{chunk}}/iter_{{iteration}}/shard_{{shard}}.times.parquet",
     params:
         trackfold=TRACKFOLD,
         db=lambda wildcards, input: str(Path(input.manifest).parent),
-        state=state_option,
-        precomputed=precomputed_option,
         settings=SEARCH_SETTINGS.cli_options(),
     wildcard_constraints:
         chunk=r"\d{4}",
@@ -36,7 +67,7 @@ rule search_shard:
         "../envs/core.yaml"
     shell:
         "{params.trackfold} search-shard {input.fasta} --db {params.db} --shard {wildcards.shard} "
-        "--iteration {wildcards.iteration} {params.state} {params.precomputed} {params.settings} "
+        "--iteration {wildcards.iteration} --profiles {input.profiles} {params.settings} "
         "--cpus {threads} --out {output.hits} --times {output.times} > {log} 2>&1"
 
 

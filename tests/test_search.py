@@ -277,3 +277,31 @@ def test_composition_bias_correction_removes_a_biased_false_hit(data_dir):
     random_target = rng.choice(20, size=300, p=background).astype(np.uint8)
     hit = align_targets(profile, [random_target], backtrace=True, cpus=1)[0]
     assert composition_bias_bits(profile.emissions, profile.background, random_target, hit.pairs) < 0.5
+
+
+def test_search_shard_with_stored_profiles_equals_building_them_in_the_job(tmp_path, db_three, queries):
+    """The workflow's search-profiles → search-shard --profiles gives the hits of a job that builds and
+    calibrates its own queries; a profiles file of another FASTA is refused with the file and record named."""
+    from workflow_lib.search.query_store import read_search_queries
+
+    fasta = tmp_path / "chunk.fasta"
+    fasta.write_text("".join(f">{r.id} {r.description}\n{r.sequence}\n" for r in queries))
+    stored = tmp_path / "queries.npz"
+    common = ["--db", str(db_three), "--iteration", "1"]
+    assert main(["search-profiles", str(fasta), *common, "--out", str(stored)]) == 0
+    for variant, extra in (("built", []), ("stored", ["--profiles", str(stored)])):
+        assert main(["search-shard", str(fasta), *common, "--shard", "1", *extra,
+                     "--out", str(tmp_path / f"{variant}.parquet"), "--times", str(tmp_path / f"{variant}.t")]) == 0
+    built, from_file = (read_frame(tmp_path / f"{v}.parquet", HITS) for v in ("built", "stored"))
+    assert len(built) > 0
+    pd.testing.assert_frame_equal(built, from_file)
+    records = read_fasta(fasta)
+    loaded = read_search_queries(stored, records)
+    totals = DatabaseTotals.from_manifest(db_three)
+    for query, record in zip(loaded, records):
+        fresh = make_query(record.id, profile_from_sequence(record.sequence), totals)
+        assert query.calibration == fresh.calibration
+        np.testing.assert_array_equal(query.profile.transitions, fresh.profile.transitions)
+    swapped = [records[1], records[0], *records[2:]]
+    with pytest.raises(InputError, match=f"queries.npz.*{records[1].id}|{records[1].id}.*queries.npz"):
+        read_search_queries(stored, swapped)

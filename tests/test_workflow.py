@@ -52,9 +52,9 @@ def test_dry_run_on_the_bundled_example(root, tmp_path):
                         "--config", f"results={tmp_path / 'results'}")
     counts = _job_counts(result.stdout)
     # 30 proteins in 3 chunks, 2 shards, 3 iterations; 47 templates (their MSAs in one job); one summary
-    expected = {"db_build": 1, "chunk_table": 1, "chunk_fasta": 3, "search_shard": 3 * 2 * 3, "msa_merge": 3 * 3,
-                "msa_final": 3, "template_msas": 1, "templates_build": 1, "template_search": 30, "features": 30, "predict": 30,
-                "summary": 1, "all": 1}
+    expected = {"db_build": 1, "chunk_table": 1, "chunk_fasta": 3, "search_profiles": 3 * 3,
+                "search_shard": 3 * 2 * 3, "msa_merge": 3 * 3, "msa_final": 3, "template_msas": 1,
+                "templates_build": 1, "template_search": 30, "features": 30, "predict": 30, "summary": 1, "all": 1}
     assert counts == {**expected, "total": sum(expected.values())}
 
 
@@ -63,9 +63,9 @@ def test_dry_run_two_proteomes_lists_every_chunk(root, tmp_path):
     counts = _job_counts(_snakemake(root, tmp_path, "-n", "--configfile", str(config)).stdout)
     # 8 + 2 chunks of at most 4 proteins, 3 shards, 3 iterations, no template stage (no structures configured)
     chunks, proteins = 8 + 2, 30 + 6
-    expected = {"db_build": 1, "chunk_table": 2, "chunk_fasta": chunks, "search_shard": chunks * 3 * 3,
-                "msa_merge": chunks * 3, "msa_final": chunks, "features": proteins, "predict": proteins,
-                "summary": 2, "all": 1}
+    expected = {"db_build": 1, "chunk_table": 2, "chunk_fasta": chunks, "search_profiles": chunks * 3,
+                "search_shard": chunks * 3 * 3, "msa_merge": chunks * 3, "msa_final": chunks, "features": proteins,
+                "predict": proteins, "summary": 2, "all": 1}
     assert counts == {**expected, "total": sum(expected.values())}
 
 

@@ -22,7 +22,7 @@ COMMAND_MODULES = {
     "workflow_lib.db.cli": ("db", "chunk", "chunk-extract"),
     "workflow_lib.seqio.cli": ("validate", "convert"),
     "workflow_lib.aligner.cli": ("align",),
-    "workflow_lib.search.cli": ("search", "msa", "search-shard", "msa-merge", "msa-final"),
+    "workflow_lib.search.cli": ("search", "msa", "search-profiles", "search-shard", "msa-merge", "msa-final"),
     "workflow_lib.features.cli": ("features",),
     "workflow_lib.templates.cli": ("templates",),
     "workflow_lib.model.predict_cli": ("predict",),

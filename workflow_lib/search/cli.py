@@ -7,8 +7,9 @@ User commands:
 - ``msa --db DB --out-dir DIR [--iterations N] [--cpus N] QUERIES.fasta``: ``DIR/{safe_id}.a3m`` per query and
   ``DIR/msa_stats.parquet`` (:data:`~workflow_lib.seqio.schemas.MSA_STATS`).
 
-Workflow commands (one job each; rules/search.smk): ``search-shard`` (a chunk's queries × one shard × one
-iteration), ``msa-merge`` (all shards of an iteration → MSAs and the next state), ``msa-final`` (the final
+Workflow commands (one job each; rules/search.smk): ``search-profiles`` (a chunk's query profiles of one
+iteration with their E-value calibration, :mod:`~workflow_lib.search.query_store`), ``search-shard`` (those
+queries × one shard), ``msa-merge`` (all shards of an iteration → MSAs and the next state), ``msa-final`` (the final
 ``{safe_id}.a3m`` files and the chunk's statistics, written last).
 """
 
@@ -23,9 +24,10 @@ from pathlib import Path
 import pandas as pd
 
 from workflow_lib.errors import InputError
-from workflow_lib.search.engine import (HIT_COLUMNS, DatabaseTotals, SearchSettings, make_query, rank_hits,
-                                        search_shard)
+from workflow_lib.search.engine import (HIT_COLUMNS, DatabaseTotals, SearchQuery, SearchSettings, make_query,
+                                        rank_hits, search_shard)
 from workflow_lib.search.iterative import (MsaSettings, build_msas, msa_statistics, msa_step, profile_for)
+from workflow_lib.search.query_store import read_search_queries, write_search_queries
 from workflow_lib.seqio.atomic import atomic_path, write_text_atomic
 from workflow_lib.seqio.fasta import Record, read_fasta
 from workflow_lib.seqio.msa import Alignment, read_a3m, write_a3m
@@ -85,13 +87,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _settings_arguments(msa)
     msa.set_defaults(handler=run_msa)
 
+    profiles = subparsers.add_parser("search-profiles",
+                                     help="(workflow) a chunk's calibrated query profiles for one iteration")
+    _query_arguments(profiles)
+    profiles.add_argument("--out", required=True, help="query profiles (.npz) for search-shard --profiles")
+    _settings_arguments(profiles)
+    profiles.set_defaults(handler=run_search_profiles)
+
     shard = subparsers.add_parser("search-shard", help="(workflow) one chunk's queries against one shard")
-    shard.add_argument("queries", help="chunk FASTA")
-    shard.add_argument("--db", required=True)
+    _query_arguments(shard)
     shard.add_argument("--shard", type=int, required=True)
-    shard.add_argument("--iteration", type=int, required=True)
-    shard.add_argument("--state", help="state table of the previous iteration (iterations > 1)")
-    shard.add_argument("--precomputed", help="directory of precomputed A3Ms; those proteins are not searched")
+    shard.add_argument("--profiles", help="the chunk's queries from search-profiles (else built here)")
     shard.add_argument("--out", required=True, help="hits table")
     shard.add_argument("--times", required=True, help="per-query time table")
     shard.add_argument("--cpus", type=int, default=1)
@@ -203,12 +209,18 @@ def _read_state(path: str | None, records: list[Record]) -> dict[str, dict]:
     return state
 
 
-def run_search_shard(args: argparse.Namespace) -> int:
-    from workflow_lib.db.build import load_kmer_index, load_shard
-    records = read_fasta(args.queries)
-    search_settings, _ = _settings(args)
+def _query_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("queries", help="chunk FASTA")
+    parser.add_argument("--db", required=True)
+    parser.add_argument("--iteration", type=int, required=True)
+    parser.add_argument("--state", help="state table of the previous iteration (iterations > 1)")
+    parser.add_argument("--precomputed", help="directory of precomputed A3Ms; those proteins are not searched")
+
+
+def _chunk_queries(args: argparse.Namespace, records: list[Record], totals: DatabaseTotals,
+                   search_settings: SearchSettings) -> list[SearchQuery]:
+    """The chunk's proteins still searched in this iteration, as calibrated query profiles."""
     state = _read_state(args.state, records)
-    totals = DatabaseTotals.from_manifest(args.db)
     queries = []
     for record in records:
         if args.iteration == 1:
@@ -223,6 +235,26 @@ def run_search_shard(args: argparse.Namespace) -> int:
                 continue
             alignment = read_a3m(row["a3m"])
         queries.append(make_query(record.id, profile_for(alignment, record.sequence), totals, search_settings))
+    return queries
+
+
+def run_search_profiles(args: argparse.Namespace) -> int:
+    records = read_fasta(args.queries)
+    search_settings, _ = _settings(args)
+    queries = _chunk_queries(args, records, DatabaseTotals.from_manifest(args.db), search_settings)
+    write_search_queries(args.out, queries, records)
+    return 0
+
+
+def run_search_shard(args: argparse.Namespace) -> int:
+    from workflow_lib.db.build import load_kmer_index, load_shard
+    records = read_fasta(args.queries)
+    search_settings, _ = _settings(args)
+    totals = DatabaseTotals.from_manifest(args.db)
+    if args.profiles:
+        queries = read_search_queries(args.profiles, records)
+    else:
+        queries = _chunk_queries(args, records, totals, search_settings)
     shard = load_shard(args.db, args.shard)
     index = load_kmer_index(args.db, args.shard)
     started = time.perf_counter()
