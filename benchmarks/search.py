@@ -163,7 +163,9 @@ def markdown(results: dict, args: argparse.Namespace) -> str:
         f"Written by `benchmarks/search.py` on {results['finished']}. Machine: {results['machine']}; shared with "
         "other jobs, so wall times carry ±30% or more: compare CPU seconds and ratios within one run. Every tool runs "
         "on 1 CPU under `nice -n 10`; time per query = search time of the whole query set / queries (database "
-        "building reported apart). Peak RSS = largest resident set of one search process (with its children).",
+        "building reported apart). Peak RSS = largest resident set of one search process (with its children). "
+        "Peer runs are cached (`benchmarks/_work/search/`) and read back unless rerun: the details below say when "
+        "each tool searched each set.",
         "",
         "Sets: **Pfam pairs** (DCTdomain pfam-max50: 1,867 sequences, each searched against all 1,867; a labelled "
         "pair is scored by the better E-value of its two directions, no hit = worst; 5,228 homologous pairs "
@@ -206,7 +208,10 @@ def markdown(results: dict, args: argparse.Namespace) -> str:
                         f"partner, {c['superfamily']} with a same-superfamily partner), search "
                         f"{run['search']['wall_s']:.0f} s wall / {run['search']['cpu_s']:.0f} s CPU")
         version = (row.get("pfam_run") or row.get("cath_run") or {}).get("version", "")
-        parts.append(f"- **{row['label']}** ({version}): " + "; ".join(bits))
+        # a cached peer run is read back, not rerun: say when each set was searched
+        ran = ", ".join(f"{name} {row[f'{name}_run'].get('finished', '?')}" for name in ("pfam", "cath")
+                        if row.get(f"{name}_run"))
+        parts.append(f"- **{row['label']}** ({version}; searched {ran}): " + "; ".join(bits))
     parts += ["", "Calibration, Pfam: false hits with E ≤ x per query = (directed non-homologous pairs with E ≤ x) × "
               "1,867 / (directed non-homologous pairs searched), i.e. scaled to a database of unrelated sequences:", ""]
     parts.append(report.calibration_table(rows, "pfam"))
