@@ -8,7 +8,7 @@ import pytest
 from test_aligner_helpers import ALIGNER_DATA, SHARED_DATA
 from workflow_lib.aligner import Profile, add_pseudocounts, profile_from_alignment, profile_from_sequence, read_hhm
 from workflow_lib.aligner.hhm import format_hhm, write_hhm
-from workflow_lib.aligner.profile import (MM, cluster_sequences, observed_frequencies, transition_counts)
+from workflow_lib.aligner.profile import (ADMIX_A, MM, cluster_sequences, observed_frequencies, transition_counts)
 from workflow_lib.aligner.substitution import (HHSUITE_BACKGROUND, ROBINSON_BACKGROUND, gonnet_matrix,
                                                substitution_probabilities)
 from workflow_lib.errors import InputError
@@ -40,12 +40,16 @@ def test_backgrounds_and_substitution_probabilities():
 
 
 def test_profile_from_sequence_uses_substitution_rows():
+    # tau = ADMIX_A = 0.9 for one sequence: 90% its residue's substitution row, 10% the residue itself
     profile = profile_from_sequence("ACXW", name="q")
     g = substitution_probabilities()
-    assert np.allclose(profile.emissions[0], g[0], atol=1e-6)
-    assert np.allclose(profile.emissions[3], g[18], atol=1e-6)
-    assert np.allclose(profile.emissions[2], HHSUITE_BACKGROUND @ g, atol=1e-6)
+    assert np.allclose(profile.emissions[0], 0.9 * g[0] + 0.1 * np.eye(20)[0], atol=1e-6)
+    assert np.allclose(profile.emissions[3], 0.9 * g[18] + 0.1 * np.eye(20)[18], atol=1e-6)
+    f = HHSUITE_BACKGROUND.astype(np.float64)
+    assert np.allclose(profile.emissions[2], 0.9 * (f @ g) + 0.1 * f, atol=1e-6)
     assert profile.has_pseudocounts and profile.length == 4
+    pure = profile_from_alignment(_alignment(["ACW"]), admix=1.0)  # the seed's wording: the pure substitution row
+    assert np.allclose(pure.emissions[0], g[0], atol=1e-6) and np.allclose(pure.emissions[2], g[18], atol=1e-6)
     with pytest.raises(ValueError):
         profile_from_sequence("AC-D")
     with pytest.raises(ValueError):
@@ -80,13 +84,21 @@ def test_cluster_weights_follow_the_seed_formula():
 def test_psiblast_mixing_rule():
     alignment = _alignment(["ACDEFGHIKL", "ACDEFGHIKL", "CDEFGHIKLM", "DEFGHIKLMN", "EFGHIKLMNP", "FGHIKLMNPQ"])
     raw = profile_from_alignment(alignment, pseudocounts=False)
-    mixed = add_pseudocounts(raw, beta=10.0)
     neff = raw.column_neff[1:, 0].astype(np.float64)
     alpha = (neff - 1)[:, None]
     expected = raw.emissions.astype(np.float64) @ substitution_probabilities(raw.background)
+    # admix 1: the PSI-BLAST rule itself
+    mixed = add_pseudocounts(raw, beta=10.0, admix=1.0)
     want = (alpha * raw.emissions + 10.0 * expected) / (alpha + 10.0)
     assert np.allclose(mixed.emissions, want / want.sum(axis=1, keepdims=True), atol=1e-5)
     assert np.all(neff > 1.0) and raw.neff == pytest.approx(neff.mean(), rel=1e-5)
+    # the default: HH-suite's diversity-dependent admixture tau = a / (1 + (Neff - 1) / b), a = 0.9, b = 10
+    tau = (0.9 / (1.0 + alpha / 10.0))
+    want = (1.0 - tau) * raw.emissions + tau * expected
+    assert ADMIX_A == 0.9
+    assert np.allclose(add_pseudocounts(raw).emissions, want / want.sum(axis=1, keepdims=True), atol=1e-5)
+    with pytest.raises(ValueError, match="admix"):
+        add_pseudocounts(raw, admix=0.0)
 
 
 def test_transition_counts_span_and_inserts():

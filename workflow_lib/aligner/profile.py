@@ -7,9 +7,12 @@ Seed sections "Hidden-Markov Model Profiles" and "Initializing the Emission Prob
 - an MSA: observed frequencies q_obs from cluster-based sequence weights, mixed with the expected
   substitution probabilities ``Σ_a q_obs(a)·g(a, x)`` by the PSI-BLAST rule
   ``p = (α·q_obs + β·g) / (α + β)`` with ``α = Neff_i − 1`` (the column's number of effective sequences
-  minus the query) and ``β = 10`` (PSI-BLAST's constant). With ``α = Neff − 1`` this is HH-suite's
-  "diversity-dependent" admixture ``τ = a / (1 + ((Neff − 1)/b)^c)`` with ``a = 1, b = β, c = 1``, which is how
-  ``hhalign`` is run in the comparison tests.
+  minus the query) and ``β = 10`` (PSI-BLAST's constant), scaled by HH-suite's overall admixture ``a``:
+  ``p = (1 − τ)·q_obs + τ·g`` with ``τ = a / (1 + ((Neff_i − 1)/b)^c)``, HH-suite's "diversity-dependent"
+  admixture with ``b = β, c = 1``. ``a = 1`` is the PSI-BLAST rule exactly (how ``hhalign`` is run in the
+  comparison tests); the default :data:`ADMIX_A` ``= 0.9`` is HH-suite's default overall admixture, so a
+  one-sequence profile keeps 10% of its own residue instead of being the pure substitution matrix
+  (measured on Pfam: benchmarks/RESULTS.md, "Pseudocount admixture").
 - transitions: weighted match/insert/delete transition counts of the MSA, then HH-suite's transition
   pseudocounts (:func:`add_transition_pseudocounts`, priors from HMMER via HH-suite).
 
@@ -32,6 +35,11 @@ MM, MI, MD, IM, II, DM, DD = range(7)
 
 PSIBLAST_BETA = 10.0
 """β of the PSI-BLAST pseudocount rule (Altschul et al. 1997, Nucleic Acids Res. 25:3389)."""
+ADMIX_A = 0.9
+"""Overall pseudocount admixture ``a`` (HH-suite's default ``-pc_hhm_contxt_a 0.9``): at most this fraction of a
+column's emissions comes from the pseudocounts. 1.0 turns a one-sequence profile into the pure substitution
+matrix (the seed's wording); 0.9 finds more remote homologs on Pfam (benchmarks/RESULTS.md, "Pseudocount
+admixture")."""
 
 CLUSTER_IDENTITY = 0.8
 """Sequences join a cluster when they share more than this fraction of identical residues with a member
@@ -114,10 +122,11 @@ def encode_query(sequence: str | np.ndarray) -> np.ndarray:
 
 def profile_from_sequence(sequence: str | np.ndarray, *, name: str = "query", background: np.ndarray | None = None,
                           description: str = "") -> Profile:
-    """A profile of one sequence: emissions = substitution probabilities of each residue (X: background).
+    """A profile of one sequence: emissions = ``(1 − a)·onehot + a·g`` (the residue's substitution probabilities
+    mixed with the residue itself; X: background), ``a`` = :data:`ADMIX_A`.
 
-    Equivalent to :func:`profile_from_alignment` on a one-row alignment (Neff = 1, so α = 0 and the
-    PSI-BLAST rule gives the pure substitution probabilities); transitions are the pseudocount priors.
+    Equivalent to :func:`profile_from_alignment` on a one-row alignment (Neff = 1, so α = 0 and τ = a);
+    transitions are the pseudocount priors.
     """
     codes = encode_query(sequence)
     length = codes.size
@@ -134,23 +143,27 @@ def profile_from_sequence(sequence: str | np.ndarray, *, name: str = "query", ba
     return add_pseudocounts(raw)
 
 
-def add_pseudocounts(profile: Profile, *, beta: float = PSIBLAST_BETA, gap_b: float = GAP_B, gap_d: float = GAP_D,
-                     gap_e: float = GAP_E, gap_f: float = GAP_F, gap_g: float = GAP_G, gap_h: float = GAP_H,
-                     gap_i: float = GAP_I) -> Profile:
-    """Emission pseudocounts by the PSI-BLAST α/β rule and HH-suite's transition pseudocounts.
+def add_pseudocounts(profile: Profile, *, beta: float = PSIBLAST_BETA, admix: float = ADMIX_A, gap_b: float = GAP_B,
+                     gap_d: float = GAP_D, gap_e: float = GAP_E, gap_f: float = GAP_F, gap_g: float = GAP_G,
+                     gap_h: float = GAP_H, gap_i: float = GAP_I) -> Profile:
+    """Emission pseudocounts by the PSI-BLAST α/β rule (scaled by ``admix``) and HH-suite's transition pseudocounts.
 
-    Emissions: ``p_i = (α_i·f_i + β·g_i) / (α_i + β)`` with ``g_i(x) = Σ_a f_i(a)·g(a, x)`` and
-    ``α_i = max(Neff_M[i] − 1, 0)``. Raises ValueError when the profile has pseudocounts already.
+    Emissions: ``p_i = (1 − τ_i)·f_i + τ_i·g_i`` with ``g_i(x) = Σ_a f_i(a)·g(a, x)`` and
+    ``τ_i = admix · β / (α_i + β)``, ``α_i = max(Neff_M[i] − 1, 0)``; ``admix = 1`` is the PSI-BLAST rule
+    ``(α_i·f_i + β·g_i) / (α_i + β)``. Raises ValueError when the profile has pseudocounts already.
     """
     if profile.has_pseudocounts:
         raise ValueError(f"profile {profile.name!r} already has pseudocounts")
     if beta <= 0:
         raise ValueError("beta must be positive")
+    if not 0 < admix <= 1:
+        raise ValueError(f"admix must be in (0, 1], got {admix}")
     substitution = substitution_probabilities(profile.background)
     observed = profile.emissions.astype(np.float64)
     expected = observed @ substitution
     alpha = np.maximum(profile.column_neff[1:, 0].astype(np.float64) - 1.0, 0.0)[:, None]
-    emissions = (alpha * observed + beta * expected) / (alpha + beta)
+    tau = admix * beta / (alpha + beta)
+    emissions = (1.0 - tau) * observed + tau * expected
     emissions /= emissions.sum(axis=1, keepdims=True)
     transitions = add_transition_pseudocounts(profile.transitions, profile.column_neff, gap_b=gap_b, gap_d=gap_d,
                                               gap_e=gap_e, gap_f=gap_f, gap_g=gap_g, gap_h=gap_h, gap_i=gap_i)
@@ -313,12 +326,12 @@ def transition_counts(matches: np.ndarray, insertions: np.ndarray, weights: np.n
 
 
 def profile_from_alignment(alignment, *, name: str | None = None, identity: float = CLUSTER_IDENTITY,
-                           pseudocounts: bool = True, beta: float = PSIBLAST_BETA,
+                           pseudocounts: bool = True, beta: float = PSIBLAST_BETA, admix: float = ADMIX_A,
                            background: np.ndarray | None = None) -> Profile:
     """A profile of an MSA (:class:`workflow_lib.seqio.msa.Alignment`; row 0 is the query).
 
     Emissions: q_obs from cluster weights (:func:`cluster_sequences`, :func:`observed_frequencies`), then the
-    PSI-BLAST mix (when ``pseudocounts``). Transitions: :func:`transition_counts` with per-sequence weights
+    PSI-BLAST mix scaled by ``admix`` (when ``pseudocounts``, :func:`add_pseudocounts`). Transitions: :func:`transition_counts` with per-sequence weights
     1/|cluster|, then HH-suite's transition pseudocounts. Neff per column: :func:`column_neff_from_frequencies`
     of q_obs; Neff_I / Neff_D: Neff_M times the fraction of weight in the I / D state.
     """
@@ -345,4 +358,4 @@ def profile_from_alignment(alignment, *, name: str | None = None, identity: floa
                   description=alignment.descriptions[0] if alignment.descriptions else "",
                   ss_pred=alignment.annotation("ss_pred") if hasattr(alignment, "annotation") else None,
                   ss_conf=alignment.annotation("ss_conf") if hasattr(alignment, "annotation") else None)
-    return add_pseudocounts(raw, beta=beta) if pseudocounts else raw
+    return add_pseudocounts(raw, beta=beta, admix=admix) if pseudocounts else raw
