@@ -421,8 +421,10 @@ class Trackfold(Tool):
         return (out.stdout + out.stderr).strip().splitlines()[0] if (out.stdout + out.stderr).strip() else "unknown"
 
     def config(self) -> str:
-        # the code itself changes while it is developed: key the cache on the search package's sources
-        sources = sorted((ROOT / "workflow_lib" / "search").glob("**/*.py"))
+        # the code itself changes while it is developed: key the cache on the search and aligner sources (the
+        # aligner builds the profiles and runs Viterbi)
+        sources = sorted([*(ROOT / "workflow_lib" / "search").glob("**/*.py"),
+                          *(ROOT / "workflow_lib" / "aligner").glob("**/*.py")])
         return f"trackfold --iterations {self.iterations} --cpus {self.cpus} " + digest(*sources)
 
     SHARD_RESIDUES = 4_000_000
