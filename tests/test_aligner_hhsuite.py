@@ -6,7 +6,7 @@ substitution-matrix pseudocounts with the PSI-BLAST admixture τ = 1/(1 + (Neff 
 log2 Σ q·t/f (``-sc 0``), no SS score (``-ssm 0``), HH-suite's default shift (−0.03), correlation weight (0.1)
 and transition pseudocounts. Our side reads the same ``.hhm`` files and adds pseudocounts with
 :func:`~workflow_lib.aligner.profile.add_pseudocounts` at ``admix=1.0`` (the fixtures' ``-pc_hhm_nocontxt_a 1``;
-the library's default is HH-suite's 0.9).
+the library's default is 0.9).
 
 Measured (24 pairs, 2026-11): 100% of hhalign's aligned column pairs reproduced in every pair; Spearman of the
 scores 0.98. Our scores are lower than hhalign's "Score" column for long homologous pairs (e.g. 117 vs 139 bits)

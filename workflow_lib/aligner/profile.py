@@ -10,7 +10,8 @@ Seed sections "Hidden-Markov Model Profiles" and "Initializing the Emission Prob
   minus the query) and ``β = 10`` (PSI-BLAST's constant), scaled by HH-suite's overall admixture ``a``:
   ``p = (1 − τ)·q_obs + τ·g`` with ``τ = a / (1 + ((Neff_i − 1)/b)^c)``, HH-suite's "diversity-dependent"
   admixture with ``b = β, c = 1``. ``a = 1`` is the PSI-BLAST rule exactly (how ``hhalign`` is run in the
-  comparison tests); the default :data:`ADMIX_A` ``= 0.9`` is HH-suite's default overall admixture, so a
+  comparison tests, and HH-suite's default for substitution-matrix pseudocounts); the default :data:`ADMIX_A`
+  ``= 0.9`` is the overall admixture HH-suite uses with its context-specific pseudocounts, so a
   one-sequence profile keeps 10% of its own residue instead of being the pure substitution matrix
   (measured on Pfam: benchmarks/RESULTS.md, "Pseudocount admixture").
 - transitions: weighted match/insert/delete transition counts of the MSA, then HH-suite's transition
@@ -36,8 +37,9 @@ MM, MI, MD, IM, II, DM, DD = range(7)
 PSIBLAST_BETA = 10.0
 """β of the PSI-BLAST pseudocount rule (Altschul et al. 1997, Nucleic Acids Res. 25:3389)."""
 ADMIX_A = 0.9
-"""Overall pseudocount admixture ``a`` (HH-suite's default ``-pc_hhm_contxt_a 0.9``): at most this fraction of a
-column's emissions comes from the pseudocounts. 1.0 turns a one-sequence profile into the pure substitution
+"""Overall pseudocount admixture ``a``: at most this fraction of a column's emissions comes from the pseudocounts.
+0.9 is HH-suite's default for its context-specific pseudocounts (``-pc_hhm_contxt_a``; its substitution-matrix
+pseudocounts default to 1.0). 1.0 turns a one-sequence profile into the pure substitution
 matrix (the seed's wording); 0.9 finds more remote homologs on Pfam (benchmarks/RESULTS.md, "Pseudocount
 admixture")."""
 
@@ -331,8 +333,8 @@ def profile_from_alignment(alignment, *, name: str | None = None, identity: floa
     """A profile of an MSA (:class:`workflow_lib.seqio.msa.Alignment`; row 0 is the query).
 
     Emissions: q_obs from cluster weights (:func:`cluster_sequences`, :func:`observed_frequencies`), then the
-    PSI-BLAST mix scaled by ``admix`` (when ``pseudocounts``, :func:`add_pseudocounts`). Transitions: :func:`transition_counts` with per-sequence weights
-    1/|cluster|, then HH-suite's transition pseudocounts. Neff per column: :func:`column_neff_from_frequencies`
+    PSI-BLAST mix scaled by ``admix`` (when ``pseudocounts``, :func:`add_pseudocounts`). Transitions:
+    :func:`transition_counts` with per-sequence weights 1/|cluster|, then HH-suite's transition pseudocounts. Neff per column: :func:`column_neff_from_frequencies`
     of q_obs; Neff_I / Neff_D: Neff_M times the fraction of weight in the I / D state.
     """
     matches = np.asarray(alignment.matches)
