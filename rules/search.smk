@@ -113,6 +113,7 @@ rule msa_final:
     params:
         trackfold=TRACKFOLD,
         out_dir=output_parent,
+        settings=SEARCH_SETTINGS.cli_options(),
     wildcard_constraints:
         chunk=r"\d{4}",
     log:
@@ -127,4 +128,4 @@ rule msa_final:
         "../envs/core.yaml"
     shell:
         "{params.trackfold} msa-final {input.fasta} --state {input.state} --out-dir {params.out_dir} "
-        "--stats {output.stats} > {log} 2>&1"
+        "{params.settings} --stats {output.stats} > {log} 2>&1"

@@ -15,7 +15,7 @@ from workflow_lib.search.engine import (DatabaseTotals, SearchSettings, calibrat
 from workflow_lib.search.evalue import Calibration, fit_gumbel, fit_mu
 from workflow_lib.search.gapped import gapped_evalues, gapped_scores, smith_waterman_reference
 from workflow_lib.search.iterative import (MsaSettings, filter_alignment, hit_row, iterate, msa_step,
-                                           stop_reason)
+                                           output_alignment, stop_reason)
 from workflow_lib.search.prefilter import profile_scores_bits
 from workflow_lib.seqio.alphabet import encode
 from workflow_lib.seqio.fasta import read_fasta
@@ -201,6 +201,44 @@ def test_stop_rules_and_convergence():
     assert (alignment.depth, included, new, converged, reason) == (1, 0, 0, True, "no new sequences")
 
 
+def _hit(target, evalue, qstart, qend, states, tseq, qlen=10):
+    return {"query": "q", "target": target, "evalue": evalue, "bitscore": 30.0, "qstart": qstart, "qend": qend,
+            "tstart": 1, "tend": len(tseq), "qlen": qlen, "tlen": len(tseq), "identity": 0.5,
+            "aligned_cols": states.count("M"), "alignment": states, "iteration": 1, "database": "db", "tseq": tseq}
+
+
+def test_partial_hits_feed_the_next_profile_but_not_the_output_msa():
+    """A homolog covering 30% of the query joins the search MSA (HHblits' -cov 0) but not the output A3M
+    (-cov 50); a coverage filter on the search MSA drops it there too."""
+    query = "ACDEFGHIKL"
+    hits = pd.DataFrame([_hit("full", 1e-20, 1, 10, "M" * 10, "ACDEWGHIKV"),
+                         _hit("part", 1e-5, 4, 6, "MMM", "KWN"),
+                         _hit("weak", 1.0, 1, 10, "M" * 10, "MCDEFGHWKL")])   # above the inclusion E-value
+    search, included, new, converged, reason = msa_step("q", "", query, hits, None, 1, MsaSettings())
+    assert search.names == ("q", "full", "part") and (included, new, converged) == (2, 2, False)
+    assert output_alignment(search, MsaSettings()).names == ("q", "full")
+    assert output_alignment(search, MsaSettings(min_coverage=0.3)).names == ("q", "full", "part")
+    strict = MsaSettings(profile_min_coverage=0.5)
+    assert msa_step("q", "", query, hits, None, 1, strict)[0].names == ("q", "full")
+    # the next iteration keeps the partial row although it was not found again
+    again, _, new, _, _ = msa_step("q", "", query, hits.iloc[:1], search, 2, MsaSettings())
+    assert again.names == ("q", "full", "part") and new == 0
+    with pytest.raises(ValueError, match="profile_min_coverage"):
+        MsaSettings(min_coverage=0.5, profile_min_coverage=0.6)
+
+
+def test_profile_coverage_settings_are_checked(tmp_path, capsys):
+    from workflow_lib.workflow.config import SearchConfig
+    fasta = tmp_path / "q.fasta"
+    fasta.write_text(">q\nACDEFGHIKL\n")
+    assert main(["search", str(fasta), "--db", str(tmp_path), "--out", str(tmp_path / "h.parquet"),
+                 "--profile-min-coverage", "0.7"]) != 0
+    assert "--profile-min-coverage must be in [0, --min-coverage = 0.5], got 0.7" in capsys.readouterr().err
+    with pytest.raises(InputError, match="search.profile_min_coverage"):
+        SearchConfig(profile_min_coverage=0.6)
+    assert "--profile-min-coverage 0.0" in SearchConfig().cli_options()
+
+
 def test_iterate_grows_the_msa_and_stops(db_one, queries):
     totals = DatabaseTotals.from_manifest(db_one)
     record = queries[0]
@@ -211,8 +249,10 @@ def test_iterate_grows_the_msa_and_stops(db_one, queries):
     results = list(iterate(record.id, record.description, record.sequence, search, MsaSettings(iterations=3)))
     assert 1 <= len(results) <= 3
     assert results[-1].converged and all(not r.converged for r in results[:-1])
-    depths = [r.alignment.depth for r in results]
-    assert depths == sorted(depths)            # the MSA only grows
+    depths = [r.search_alignment.depth for r in results]
+    assert depths == sorted(depths)            # the search MSA only grows
+    for result in results:                     # the output MSA is its coverage-filtered subset
+        assert result.alignment.names == output_alignment(result.search_alignment, MsaSettings()).names
     assert results[-1].alignment.query == record.sequence
     assert results[0].profile.neff == pytest.approx(1.0, abs=0.2)
 
@@ -305,3 +345,41 @@ def test_search_shard_with_stored_profiles_equals_building_them_in_the_job(tmp_p
     swapped = [records[1], records[0], *records[2:]]
     with pytest.raises(InputError, match=f"queries.npz.*{records[1].id}|{records[1].id}.*queries.npz"):
         read_search_queries(stored, swapped)
+
+
+def test_workflow_jobs_give_the_msas_of_the_msa_command(tmp_path, db_three, queries):
+    """search-profiles → search-shard (3 shards) → msa-merge per iteration → msa-final, as the rules chain them,
+    writes the same A3Ms as `trackfold msa`: the search MSA travels in the state, the output filter comes last."""
+    fasta = tmp_path / "chunk.fasta"
+    fasta.write_text("".join(f">{r.id} {r.description}\n{r.sequence}\n" for r in queries))
+    settings = ["--iterations", "2", "--min-coverage", "0.8"]
+    assert main(["msa", str(fasta), "--db", str(db_three), "--out-dir", str(tmp_path / "direct"), *settings]) == 0
+    state = None
+    for iteration in (1, 2):
+        step = tmp_path / f"iter_{iteration}"
+        common = [str(fasta), "--db", str(db_three), "--iteration", str(iteration), *settings] + \
+            (["--state", str(state)] if state else [])
+        assert main(["search-profiles", *common, "--out", str(step / "queries.npz")]) == 0
+        for shard in range(3):
+            assert main(["search-shard", *common, "--shard", str(shard), "--profiles", str(step / "queries.npz"),
+                         "--out", str(step / f"hits_{shard}.parquet"),
+                         "--times", str(step / f"times_{shard}.parquet")]) == 0
+        assert main(["msa-merge", str(fasta), "--iteration", str(iteration), *settings,
+                     "--hits", *[str(step / f"hits_{k}.parquet") for k in range(3)],
+                     "--times", *[str(step / f"times_{k}.parquet") for k in range(3)],
+                     *(["--state", str(state)] if state else []),
+                     "--a3m-dir", str(step / "a3m"), "--out-state", str(step / "state.parquet")]) == 0
+        state = step / "state.parquet"
+    assert main(["msa-final", str(fasta), "--state", str(state), "--out-dir", str(tmp_path / "final"),
+                 "--stats", str(tmp_path / "final" / "stats.parquet"), *settings]) == 0
+    dropped = 0
+    for record in queries:
+        direct = read_a3m(tmp_path / "direct" / f"{record.safe_id}.a3m")
+        final = read_a3m(tmp_path / "final" / f"{record.safe_id}.a3m")
+        searched = read_a3m(tmp_path / "iter_2" / "a3m" / f"{record.safe_id}.a3m") \
+            if (tmp_path / "iter_2" / "a3m" / f"{record.safe_id}.a3m").exists() \
+            else read_a3m(tmp_path / "iter_1" / "a3m" / f"{record.safe_id}.a3m")
+        assert final.rows == direct.rows and final.names == direct.names
+        assert set(final.names) <= set(searched.names)
+        dropped += searched.depth - final.depth
+    assert dropped > 0          # at -cov 80 some included rows are partial: the output filter did something

@@ -26,7 +26,8 @@ import pandas as pd
 from workflow_lib.errors import InputError
 from workflow_lib.search.engine import (HIT_COLUMNS, DatabaseTotals, SearchQuery, SearchSettings, make_query,
                                         rank_hits, search_shard)
-from workflow_lib.search.iterative import (MsaSettings, build_msas, msa_statistics, msa_step, profile_for)
+from workflow_lib.search.iterative import (MsaSettings, build_msas, msa_statistics, msa_step, output_alignment,
+                                          profile_for)
 from workflow_lib.search.query_store import read_search_queries, write_search_queries
 from workflow_lib.seqio.atomic import atomic_path, write_text_atomic
 from workflow_lib.seqio.fasta import Record, read_fasta
@@ -47,7 +48,11 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--max-identity", type=float, default=msa.max_identity,
                        help="redundancy filter: maximum pairwise identity (default %(default)s)")
     group.add_argument("--min-coverage", type=float, default=msa.min_coverage,
-                       help="coverage filter: minimum fraction of query columns (default %(default)s)")
+                       help="coverage filter of the output MSA: minimum fraction of query columns "
+                            "(default %(default)s)")
+    group.add_argument("--profile-min-coverage", type=float, default=msa.profile_min_coverage,
+                       help="coverage filter of the MSA the next iteration's profile is built from "
+                            "(default %(default)s, as HHblits' -cov)")
     group.add_argument("--kmer-threshold", type=float, default=defaults.kmer_threshold,
                        help="prefilter seed threshold in bits (default %(default)s)")
     group.add_argument("--max-sequences", type=int, default=msa.max_sequences,
@@ -59,11 +64,14 @@ def _settings(args: argparse.Namespace) -> tuple[SearchSettings, MsaSettings]:
         raise InputError(f"--iterations must be at least 1, got {args.iterations}")
     if not 0 < args.max_identity <= 1 or not 0 <= args.min_coverage <= 1:
         raise InputError("--max-identity must be in (0, 1] and --min-coverage in [0, 1]")
+    if not 0 <= args.profile_min_coverage <= args.min_coverage:
+        raise InputError(f"--profile-min-coverage must be in [0, --min-coverage = {args.min_coverage}], "
+                         f"got {args.profile_min_coverage}")
     search = SearchSettings(kmer_threshold=args.kmer_threshold,
                             max_evalue=max(args.max_evalue, args.inclusion_evalue))
     msa = MsaSettings(iterations=args.iterations, inclusion_evalue=args.inclusion_evalue,
                       max_identity=args.max_identity, min_coverage=args.min_coverage,
-                      max_sequences=args.max_sequences)
+                      profile_min_coverage=args.profile_min_coverage, max_sequences=args.max_sequences)
     return search, msa
 
 
@@ -121,6 +129,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     final.add_argument("--state", required=True, help="state table of the last iteration")
     final.add_argument("--out-dir", required=True)
     final.add_argument("--stats", required=True, help="statistics table (written last)")
+    _settings_arguments(final)
     final.set_defaults(handler=run_msa_final)
 
 
@@ -318,7 +327,10 @@ def _state_row(record: Record, iteration: int, converged: bool, reason: str, sta
 
 
 def run_msa_final(args: argparse.Namespace) -> int:
+    """The output MSAs: a searched protein's last search MSA through the output coverage filter; a precomputed
+    A3M as the user gave it."""
     records = read_fasta(args.queries)
+    _, msa_settings = _settings(args)
     state = _read_state(args.state, records)
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -328,8 +340,12 @@ def run_msa_final(args: argparse.Namespace) -> int:
         source = Path(row["a3m"])
         alignment = read_a3m(source)   # validates the file before it becomes a final output
         target = out_dir / f"{record.safe_id}.a3m"
-        with atomic_path(target) as tmp:
-            shutil.copyfile(source, tmp)
+        if row["source"] == "precomputed":
+            with atomic_path(target) as tmp:
+                shutil.copyfile(source, tmp)
+        else:
+            alignment = output_alignment(alignment, msa_settings)
+            write_a3m(target, alignment)
         stats = msa_statistics(alignment)
         rows.append({"protein": record.id, "safe_id": record.safe_id, "length": len(record.sequence), **stats,
                      "iterations": int(row["iteration"]), "reason": row["reason"], "seconds": row["seconds"],

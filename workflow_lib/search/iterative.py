@@ -2,15 +2,23 @@
 
 Seed "Iterative MSA Alignment": each iteration searches the database with the current query profile, adds the
 hits with E-value ≤ the inclusion threshold to the query-anchored MSA, and rebuilds the profile from the MSA
-(:func:`workflow_lib.aligner.profile_from_alignment`: cluster weights, PSI-BLAST pseudocounts). Defaults follow
+(:func:`workflow_lib.aligner.profile_from_alignment`: cluster weights, pseudocounts). Defaults follow
 HHblits as RoseTTAFold runs it (``make_msa.sh``):
 
 - inclusion E-value 1e-3, at most 3 iterations;
 - stop early when the filtered MSA holds ≥ 2000 sequences with ≥ 75% query coverage, or ≥ 5000 with ≥ 50%;
 - converged when an iteration includes no target that the previous one had not;
-- filters (``hhfilter -id 90 -cov 50``): redundancy — greedily (query first, then by E-value) drop a sequence
-  whose identity to an already kept one exceeds 90%, identity counted over the columns where both have a
-  residue; coverage — drop sequences covering less than ``min_coverage`` of the query's columns.
+- filters: redundancy — greedily (query first, then by E-value) drop a sequence whose identity to an already
+  kept one exceeds 90%, identity counted over the columns where both have a residue; coverage — drop sequences
+  covering less than a fraction of the query's columns.
+
+Two MSAs come out of every iteration. The *search MSA*, which the next profile is built from, has only the
+redundancy filter (``profile_min_coverage`` = 0, as in HHblits, whose ``-cov`` defaults to 0, and jackhmmer,
+which has no coverage filter): a homolog that shares one domain of a multi-domain query covers a small part of
+it, yet it is what carries the profile to the rest of that domain's family. The *output MSA*, the A3M users and
+the feature stage get, is the search MSA without the rows covering less than ``min_coverage`` = 50% of the
+query (RoseTTAFold's ``make_msa.sh`` filters hhblits' output with ``hhfilter -id 90 -cov 50``). The stop rules
+count rows by their own coverage thresholds, so they read the same on either MSA.
 
 A hit becomes an A3M row (query-anchored): the target's residues on match steps in upper case, ``-`` for a
 deleted query column, inserted target residues in lower case, and ``-`` outside the aligned range. A target hit
@@ -38,6 +46,7 @@ class MsaSettings:
     inclusion_evalue: float = 1e-3
     max_identity: float = 0.90
     min_coverage: float = 0.50
+    profile_min_coverage: float = 0.0
     stop_rules: tuple[tuple[int, float], ...] = ((2000, 0.75), (5000, 0.50))
     max_sequences: int = 10000
 
@@ -46,11 +55,18 @@ class MsaSettings:
             raise ValueError("iterations must be at least 1")
         if not 0.0 < self.max_identity <= 1.0 or not 0.0 <= self.min_coverage <= 1.0:
             raise ValueError("max_identity must be in (0, 1] and min_coverage in [0, 1]")
+        if not 0.0 <= self.profile_min_coverage <= self.min_coverage:
+            raise ValueError(f"profile_min_coverage must be in [0, min_coverage = {self.min_coverage}] (the output "
+                             f"MSA is filtered from the search MSA), got {self.profile_min_coverage}")
 
 
 @dataclass
 class IterationResult:
-    """One iteration: the profile searched with, its hits, the MSA after inclusion and filters."""
+    """One iteration: the profile searched with, its hits, the MSA after inclusion and filters.
+
+    ``alignment`` is the output MSA (coverage-filtered); ``search_alignment`` the one the next profile is built
+    from (see the module docstring).
+    """
 
     iteration: int
     profile: Profile
@@ -61,6 +77,7 @@ class IterationResult:
     converged: bool
     reason: str
     seconds: float
+    search_alignment: Alignment | None = None
 
 
 def hit_row(states: str, qstart: int, qend: int, tseq: str, query_length: int) -> str:
@@ -116,6 +133,18 @@ def filter_alignment(alignment: Alignment, *, max_identity: float, min_coverage:
     return alignment.subset(kept)
 
 
+def output_alignment(search_alignment: Alignment, settings: MsaSettings) -> Alignment:
+    """The output MSA: the search MSA's rows (query always) covering at least ``settings.min_coverage``.
+
+    The search MSA is already redundancy-filtered, so only the coverage filter is left to apply.
+    """
+    if settings.min_coverage <= settings.profile_min_coverage:
+        return search_alignment
+    covered = coverage(search_alignment)
+    return search_alignment.subset([0] + [k for k in range(1, search_alignment.depth)
+                                          if covered[k] >= settings.min_coverage])
+
+
 def build_alignment(name: str, description: str, sequence: str, hits: pd.DataFrame,
                     previous: Alignment | None, inclusion_evalue: float) -> tuple[Alignment, int, int]:
     """Query + included hits (best per target, by E-value) + earlier rows not found again.
@@ -158,11 +187,12 @@ def msa_step(name: str, description: str, sequence: str, hits: pd.DataFrame, pre
              iteration: int, settings: MsaSettings) -> tuple[Alignment, int, int, bool, str]:
     """One iteration's bookkeeping, shared by :func:`iterate` and the workflow's merge job.
 
-    Returns (filtered alignment, included, new, converged, reason).
+    ``previous`` is the last iteration's *search* MSA. Returns (search MSA, included, new, converged, reason);
+    :func:`output_alignment` turns the search MSA into the output MSA.
     """
     raw, included, new = build_alignment(name, description, sequence, hits, previous, settings.inclusion_evalue)
-    alignment = filter_alignment(raw, max_identity=settings.max_identity, min_coverage=settings.min_coverage,
-                                 max_sequences=settings.max_sequences)
+    alignment = filter_alignment(raw, max_identity=settings.max_identity,
+                                 min_coverage=settings.profile_min_coverage, max_sequences=settings.max_sequences)
     reason = stop_reason(alignment, settings.stop_rules)
     if not reason and new == 0:
         reason = "no new sequences"
@@ -192,8 +222,8 @@ def iterate(name: str, description: str, sequence: str, search: Callable[[Profil
         hits = search(profile, iteration)
         alignment, included, new, converged, reason = msa_step(name, description, sequence, hits, alignment,
                                                                iteration, settings)
-        yield IterationResult(iteration, profile, hits, alignment, included, new, converged, reason,
-                              time.perf_counter() - started)
+        yield IterationResult(iteration, profile, hits, output_alignment(alignment, settings), included, new,
+                              converged, reason, time.perf_counter() - started, alignment)
         if converged:
             return
 
@@ -210,7 +240,7 @@ def msa_statistics(alignment: Alignment) -> dict[str, float | int]:
 
 @dataclass
 class MsaResult:
-    """The outcome for one query of :func:`build_msas`."""
+    """The outcome for one query of :func:`build_msas` (``alignment``: the output MSA)."""
 
     name: str
     alignment: Alignment
@@ -253,11 +283,13 @@ def build_msas(records, db_dir, search_settings=None, settings: MsaSettings = Ms
             state[k] = alignment
             elapsed = query_seconds[record.id] + overhead
             seconds[k] += elapsed
-            history[k].append(IterationResult(iteration, profiles[k], own.reset_index(drop=True), alignment,
-                                              included, new, converged, reason, elapsed))
+            history[k].append(IterationResult(iteration, profiles[k], own.reset_index(drop=True),
+                                              output_alignment(alignment, settings), included, new, converged,
+                                              reason, elapsed, alignment))
             if not converged:
                 still.append(k)
         if on_iteration is not None:
             on_iteration(iteration, len(active))
         active = still
-    return [MsaResult(records[k].id, state[k], history[k], seconds[k]) for k in range(len(records))]
+    return [MsaResult(records[k].id, output_alignment(state[k], settings), history[k], seconds[k])
+            for k in range(len(records))]

@@ -117,6 +117,7 @@ class SearchConfig(StageConfig):
     max_evalue: float = 1.0
     max_identity: float = 0.9
     min_coverage: float = 0.5
+    profile_min_coverage: float = 0.0
     kmer_threshold: float = 3.0
     max_sequences: int = 10000
     precomputed_msas: str | None = None
@@ -128,12 +129,16 @@ class SearchConfig(StageConfig):
             raise InputError("search.inclusion_evalue and search.max_evalue must be positive")
         if not 0 < self.max_identity <= 1 or not 0 <= self.min_coverage <= 1:
             raise InputError("search.max_identity must be in (0, 1] and search.min_coverage in [0, 1]")
+        if not 0 <= self.profile_min_coverage <= self.min_coverage:
+            raise InputError(f"search.profile_min_coverage must be in [0, search.min_coverage = "
+                             f"{self.min_coverage}], got {self.profile_min_coverage}")
 
     def cli_options(self) -> str:
         """The settings as ``trackfold search-shard`` / ``msa-merge`` options."""
         return (f"--iterations {self.iterations} --inclusion-evalue {self.inclusion_evalue} "
                 f"--max-evalue {self.max_evalue} --max-identity {self.max_identity} "
-                f"--min-coverage {self.min_coverage} --kmer-threshold {self.kmer_threshold} "
+                f"--min-coverage {self.min_coverage} --profile-min-coverage {self.profile_min_coverage} "
+                f"--kmer-threshold {self.kmer_threshold} "
                 f"--max-sequences {self.max_sequences}")
 
 
