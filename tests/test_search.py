@@ -227,6 +227,22 @@ def test_partial_hits_feed_the_next_profile_but_not_the_output_msa():
         MsaSettings(min_coverage=0.5, profile_min_coverage=0.6)
 
 
+def test_hits_the_redundancy_filter_drops_are_not_new():
+    """The query's own database entry and a near-identical ortholog are found in every iteration; they never
+    reach the filtered MSA, so they must not keep the protein iterating."""
+    query = "ACDEFGHIKLMNPQRSTVWY"
+    hits = pd.DataFrame([_hit("self", 1e-30, 1, 20, "M" * 20, query, qlen=20),
+                         _hit("ortholog", 1e-25, 1, 20, "M" * 20, "ACDEFGHIKLMNPQRSTVWF", qlen=20)])
+    alignment, included, new, converged, reason = msa_step("q", "", query, hits, None, 1, MsaSettings())
+    assert alignment.names == ("q",) and (included, new, converged, reason) == (2, 0, True, "no new sequences")
+    distant = pd.concat([hits, pd.DataFrame([_hit("distant", 1e-8, 1, 20, "M" * 20, "ACDEFGHIKLWWWWWWWWWW",
+                                                  qlen=20)])], ignore_index=True)
+    first = msa_step("q", "", query, distant, None, 1, MsaSettings())
+    assert first[0].names == ("q", "distant") and first[2:4] == (1, False)
+    second = msa_step("q", "", query, distant, first[0], 2, MsaSettings())
+    assert second[2:5] == (0, True, "no new sequences")
+
+
 def test_profile_coverage_settings_are_checked(tmp_path, capsys):
     from workflow_lib.workflow.config import SearchConfig
     fasta = tmp_path / "q.fasta"

@@ -7,7 +7,10 @@ HHblits as RoseTTAFold runs it (``make_msa.sh``):
 
 - inclusion E-value 1e-3, at most 3 iterations;
 - stop early when the filtered MSA holds ≥ 2000 sequences with ≥ 75% query coverage, or ≥ 5000 with ≥ 50%;
-- converged when an iteration includes no target that the previous one had not;
+- converged when the filtered MSA holds no sequence that the previous one did not (then the next profile
+  could only differ by re-aligned rows). A hit dropped by the redundancy filter does not count as new: the
+  query's own database entry, or a 95%-identical ortholog, is found again in every iteration but never
+  changes the profile;
 - filters: redundancy — greedily (query first, then by E-value) drop a sequence whose identity to an already
   kept one exceeds 90%, identity counted over the columns where both have a residue; coverage — drop sequences
   covering less than a fraction of the query's columns.
@@ -187,12 +190,15 @@ def msa_step(name: str, description: str, sequence: str, hits: pd.DataFrame, pre
              iteration: int, settings: MsaSettings) -> tuple[Alignment, int, int, bool, str]:
     """One iteration's bookkeeping, shared by :func:`iterate` and the workflow's merge job.
 
-    ``previous`` is the last iteration's *search* MSA. Returns (search MSA, included, new, converged, reason);
-    :func:`output_alignment` turns the search MSA into the output MSA.
+    ``previous`` is the last iteration's *search* MSA. Returns (search MSA, included, new, converged, reason),
+    ``new`` counting the rows of the filtered MSA that ``previous`` did not hold; :func:`output_alignment` turns
+    the search MSA into the output MSA.
     """
-    raw, included, new = build_alignment(name, description, sequence, hits, previous, settings.inclusion_evalue)
+    raw, included, _ = build_alignment(name, description, sequence, hits, previous, settings.inclusion_evalue)
     alignment = filter_alignment(raw, max_identity=settings.max_identity,
                                  min_coverage=settings.profile_min_coverage, max_sequences=settings.max_sequences)
+    before = set(previous.names[1:]) if previous is not None else set()
+    new = sum(1 for row_name in alignment.names[1:] if row_name not in before)
     reason = stop_reason(alignment, settings.stop_rules)
     if not reason and new == 0:
         reason = "no new sequences"
