@@ -149,10 +149,10 @@ def output_alignment(search_alignment: Alignment, settings: MsaSettings) -> Alig
 
 
 def build_alignment(name: str, description: str, sequence: str, hits: pd.DataFrame,
-                    previous: Alignment | None, inclusion_evalue: float) -> tuple[Alignment, int, int]:
+                    previous: Alignment | None, inclusion_evalue: float) -> tuple[Alignment, int]:
     """Query + included hits (best per target, by E-value) + earlier rows not found again.
 
-    Returns (alignment before filtering, number of included targets, number new since ``previous``).
+    Returns (alignment before filtering, number of included targets).
     """
     included = hits[hits["evalue"] <= inclusion_evalue]
     included = included.sort_values(["evalue", "bitscore", "target"], ascending=[True, False, True],
@@ -165,16 +165,14 @@ def build_alignment(name: str, description: str, sequence: str, hits: pd.DataFra
         names.append(hit.target)
         descriptions.append(f"evalue={hit.evalue:.3g} bits={hit.bitscore:.1f} iteration={hit.iteration}")
         rows.append(hit_row(hit.alignment, int(hit.qstart), int(hit.qend), hit.tseq, length))
-    earlier = set()
     if previous is not None:
         for k in range(1, previous.depth):
-            earlier.add(previous.names[k])
             if previous.names[k] not in seen:
                 names.append(previous.names[k])
                 descriptions.append(previous.descriptions[k])
                 rows.append(previous.rows[k])
     alignment = Alignment.from_a3m_rows(names, descriptions, rows)
-    return alignment, len(seen), len(seen - earlier)
+    return alignment, len(seen)
 
 
 def stop_reason(alignment: Alignment, rules: tuple[tuple[int, float], ...]) -> str:
@@ -194,7 +192,7 @@ def msa_step(name: str, description: str, sequence: str, hits: pd.DataFrame, pre
     ``new`` counting the rows of the filtered MSA that ``previous`` did not hold; :func:`output_alignment` turns
     the search MSA into the output MSA.
     """
-    raw, included, _ = build_alignment(name, description, sequence, hits, previous, settings.inclusion_evalue)
+    raw, included = build_alignment(name, description, sequence, hits, previous, settings.inclusion_evalue)
     alignment = filter_alignment(raw, max_identity=settings.max_identity,
                                  min_coverage=settings.profile_min_coverage, max_sequences=settings.max_sequences)
     before = set(previous.names[1:]) if previous is not None else set()
