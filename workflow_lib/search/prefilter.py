@@ -24,12 +24,10 @@ from workflow_lib.seqio.alphabet import N_AMINO
 
 GAPLESS_OFFSET_BITS = 2.5
 """The seed's threshold: keep targets scoring above 2.5 + log2(Lq · Lt) bits."""
-KMER_THRESHOLD_BITS = 2.5
+KMER_THRESHOLD_BITS = 3.0
 """Seed threshold: a query window seeds a database k-mer when its profile score is at least this (bits).
-Measured on the example database (benchmarks/RESULTS.md, "Gapless prefilter"): 2.5 bits keeps 98% of the
-targets the exhaustive Viterbi scores above ``8 + log2(Lq·Lt)`` bits (3.0: 95%). On the Pfam tuning set
-(RESULTS, "prefilter seeding (session 10)") 2.5 instead of 3.0 finds 6 more of 1,440 homologous pairs for 18%
-more CPU: the seeds of a weak homolog's true diagonal are what put it among the diagonals scored."""
+Measured on the example database (benchmarks/RESULTS.md, "Gapless prefilter"): 3.0 bits keeps 95% of the
+targets the exhaustive Viterbi scores above ``8 + log2(Lq·Lt)`` bits while scoring ~60× fewer diagonals."""
 DIAGONALS_PER_TARGET = 4
 """Diagonals scored exactly per target: the ones with the highest summed seed scores."""
 DENSE_BINS_PER_SEED = 8

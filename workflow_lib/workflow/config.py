@@ -118,7 +118,7 @@ class SearchConfig(StageConfig):
     max_identity: float = 0.9
     min_coverage: float = 0.5
     profile_min_coverage: float = 0.0
-    kmer_threshold: float = 2.5
+    kmer_threshold: float = 3.0
     max_sequences: int = 10000
     precomputed_msas: str | None = None
 
