@@ -255,6 +255,45 @@ def test_profile_coverage_settings_are_checked(tmp_path, capsys):
     assert "--profile-min-coverage 0.0" in SearchConfig().cli_options()
 
 
+def test_sensitive_prefilter_settings(tmp_path, capsys):
+    import argparse
+
+    from workflow_lib.search.cli import _settings, _settings_arguments
+    from workflow_lib.search.engine import SENSITIVE_PREFILTER, SearchSettings, prefilter_settings
+    from workflow_lib.workflow.config import SearchConfig
+    assert prefilter_settings() == SearchSettings()
+    sensitive = prefilter_settings(sensitive=True)
+    assert (sensitive.kmer_threshold, sensitive.diagonals_per_target, sensitive.gapless_offset) == (2.5, 16, 0.0)
+    assert sensitive == SearchSettings(**SENSITIVE_PREFILTER)
+    mixed = prefilter_settings(sensitive=True, kmer_threshold=3.0, max_evalue=1.0)
+    assert (mixed.kmer_threshold, mixed.diagonals_per_target, mixed.max_evalue) == (3.0, 16, 1.0)
+    with pytest.raises(ValueError, match="diagonals_per_target must be at least 1"):
+        prefilter_settings(diagonals_per_target=0)
+    with pytest.raises(ValueError, match="kmer_threshold must be a finite"):
+        prefilter_settings(kmer_threshold=float("-inf"))
+
+    parser = argparse.ArgumentParser()
+    _settings_arguments(parser)
+    search, _ = _settings(parser.parse_args(["--sensitive", "--gapless-offset", "1.0"]))
+    assert (search.kmer_threshold, search.diagonals_per_target, search.gapless_offset) == (2.5, 16, 1.0)
+    assert _settings(parser.parse_args([]))[0] == SearchSettings()
+
+    fasta = tmp_path / "q.fasta"
+    fasta.write_text(">q\nACDEFGHIKL\n")
+    assert main(["search", str(fasta), "--db", str(tmp_path), "--out", str(tmp_path / "h.parquet"),
+                 "--diagonals-per-target", "0"]) != 0
+    assert "--diagonals-per-target must be at least 1, got 0" in capsys.readouterr().err
+
+    assert "--sensitive" not in SearchConfig().cli_options() and "--kmer-threshold" not in SearchConfig().cli_options()
+    options = SearchConfig(sensitive=True, kmer_threshold=3.0).cli_options()
+    assert options.endswith(" --sensitive --kmer-threshold 3.0")
+    assert _settings(parser.parse_args(options.split()))[0].diagonals_per_target == 16
+    with pytest.raises(InputError, match="search.diagonals_per_target must be at least 1"):
+        SearchConfig(diagonals_per_target=0)
+    with pytest.raises(InputError, match="search.gapless_offset must be a finite"):
+        SearchConfig(gapless_offset=float("nan"))
+
+
 def test_iterate_grows_the_msa_and_stops(db_one, queries):
     totals = DatabaseTotals.from_manifest(db_one)
     record = queries[0]

@@ -136,3 +136,18 @@ def test_seed_counting_paths_equal_a_dictionary_count(small_db, query_scores, th
         sorting = seed_diagonals(windows, index, threshold, min_hits, None)
         for a, b in zip(dense, sorting):
             np.testing.assert_array_equal(a, b)   # bit-identical, the weighted single pass included
+
+
+def test_sensitive_settings_pass_a_superset(small_db, query_scores):
+    """More diagonals per target and a lower gapless pass keep every target the default keeps, and more."""
+    from workflow_lib.search.engine import SENSITIVE_PREFILTER
+    shard = load_shard(small_db, 0)
+    index = load_kmer_index(small_db, 0)
+    default = gapless_prefilter(query_scores, index, shard.residues, shard.offsets, kmer_threshold=3.0)
+    wider = gapless_prefilter(query_scores, index, shard.residues, shard.offsets, kmer_threshold=3.0,
+                              diagonals_per_target=SENSITIVE_PREFILTER["diagonals_per_target"],
+                              offset_bits=SENSITIVE_PREFILTER["gapless_offset"])
+    assert set(default.sequence.tolist()) < set(wider.sequence.tolist())
+    kept = dict(zip(wider.sequence.tolist(), wider.score.tolist()))
+    for s, score in zip(default.sequence.tolist(), default.score.tolist()):
+        assert kept[s] >= score - 1e-4  # the best of 16 diagonals is at least the best of 4

@@ -445,6 +445,24 @@ class Trackfold(Tool):
         return read_trackfold_hits(work / "hits.parquet")
 
 
+class TrackfoldSensitive(Trackfold):
+    """``trackfold search --sensitive``: the sensitive prefilter (workflow_lib.search.engine.SENSITIVE_PREFILTER)."""
+
+    name = "trackfold_sensitive"
+
+    def __init__(self, python: Path | None = None, iterations: int = 3, cpus: int = 1) -> None:
+        super().__init__(python, iterations, cpus)
+        self.label = f"trackfold search --iterations {iterations} --sensitive"
+
+    def config(self) -> str:
+        return super().config() + " --sensitive"
+
+    def search(self, queries: Path, db_fasta: Path, db_dir: Path, work: Path, n_db: int) -> Measured:
+        return run_measured(self.command() + ["search", "--db", str(db_dir / "db"), "--out", str(work / "hits.parquet"),
+                                              "--iterations", str(self.iterations), "--cpus", str(self.cpus),
+                                              "--sensitive", str(queries)], cwd=ROOT)
+
+
 def read_trackfold_hits(path: Path) -> pd.DataFrame:
     """The final iteration's rows of a `trackfold search` hits table → query, target, evalue."""
     import pyarrow.parquet as pq
@@ -463,4 +481,5 @@ def read_trackfold_hits(path: Path) -> pd.DataFrame:
 
 
 def all_tools(trackfold_iterations: int = 3) -> list[Tool]:
-    return [Jackhmmer(), HHblits(), MMseqs(), Trackfold(iterations=trackfold_iterations)]
+    return [Jackhmmer(), HHblits(), MMseqs(), Trackfold(iterations=trackfold_iterations),
+            TrackfoldSensitive(iterations=trackfold_iterations)]

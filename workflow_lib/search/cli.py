@@ -24,8 +24,8 @@ from pathlib import Path
 import pandas as pd
 
 from workflow_lib.errors import InputError
-from workflow_lib.search.engine import (HIT_COLUMNS, DatabaseTotals, SearchQuery, SearchSettings, make_query,
-                                        rank_hits, search_shard)
+from workflow_lib.search.engine import (HIT_COLUMNS, SENSITIVE_PREFILTER, DatabaseTotals, SearchQuery, SearchSettings,
+                                        make_query, prefilter_settings, rank_hits, search_shard)
 from workflow_lib.search.iterative import (MsaSettings, build_msas, msa_statistics, msa_step, output_alignment,
                                           profile_for)
 from workflow_lib.search.query_store import read_search_queries, write_search_queries
@@ -53,8 +53,20 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--profile-min-coverage", type=float, default=msa.profile_min_coverage,
                        help="coverage filter of the MSA the next iteration's profile is built from "
                             "(default %(default)s, as HHblits' -cov)")
-    group.add_argument("--kmer-threshold", type=float, default=defaults.kmer_threshold,
-                       help="prefilter seed threshold in bits (default %(default)s)")
+    sensitive = SENSITIVE_PREFILTER
+    group.add_argument("--sensitive", action="store_true",
+                       help=f"sensitive prefilter: seeds at {sensitive['kmer_threshold']} bits, "
+                            f"{sensitive['diagonals_per_target']} diagonals per target, gapless pass at "
+                            f"{sensitive['gapless_offset']} + log2(Lq*Lt) bits (about 1.6x the CPU)")
+    group.add_argument("--kmer-threshold", type=float, default=None,
+                       help=f"prefilter seed threshold in bits (default {defaults.kmer_threshold}; "
+                            f"--sensitive: {sensitive['kmer_threshold']})")
+    group.add_argument("--diagonals-per-target", type=int, default=None,
+                       help=f"gapless prefilter: diagonals scored per target (default "
+                            f"{defaults.diagonals_per_target}; --sensitive: {sensitive['diagonals_per_target']})")
+    group.add_argument("--gapless-offset", type=float, default=None,
+                       help=f"gapless prefilter: pass above this + log2(Lq*Lt) bits (default "
+                            f"{defaults.gapless_offset}, the seed's; --sensitive: {sensitive['gapless_offset']})")
     group.add_argument("--max-sequences", type=int, default=msa.max_sequences,
                        help="cap on MSA sequences after filtering (default %(default)s)")
 
@@ -67,8 +79,13 @@ def _settings(args: argparse.Namespace) -> tuple[SearchSettings, MsaSettings]:
     if not 0 <= args.profile_min_coverage <= args.min_coverage:
         raise InputError(f"--profile-min-coverage must be in [0, --min-coverage = {args.min_coverage}], "
                          f"got {args.profile_min_coverage}")
-    search = SearchSettings(kmer_threshold=args.kmer_threshold,
-                            max_evalue=max(args.max_evalue, args.inclusion_evalue))
+    try:
+        search = prefilter_settings(sensitive=args.sensitive, kmer_threshold=args.kmer_threshold,
+                                    diagonals_per_target=args.diagonals_per_target,
+                                    gapless_offset=args.gapless_offset,
+                                    max_evalue=max(args.max_evalue, args.inclusion_evalue))
+    except ValueError as error:
+        raise InputError(f"--{str(error).replace('_', '-')}") from None
     msa = MsaSettings(iterations=args.iterations, inclusion_evalue=args.inclusion_evalue,
                       max_identity=args.max_identity, min_coverage=args.min_coverage,
                       profile_min_coverage=args.profile_min_coverage, max_sequences=args.max_sequences)

@@ -19,6 +19,7 @@ search. Queries are spread over processes with ``cpus``; results come back in qu
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import time
 from dataclasses import dataclass
@@ -54,6 +55,31 @@ class SearchSettings:
     gapped_max_evalue: float = GAPPED_MAX_EVALUE
     max_evalue: float = 10.0
     calibration_samples: int = CALIBRATION_SAMPLES
+
+
+SENSITIVE_PREFILTER = {"kmer_threshold": 2.5, "diagonals_per_target": 16, "gapless_offset": 0.0}
+"""The ``--sensitive`` prefilter (``search.sensitive``): more seeds (2.5 bits), 16 diagonals scored per target and
+the gapless pass at ``log2(Lq · Lt)`` bits instead of the seed's ``2.5 + log2(Lq · Lt)``. Each of the three
+recovers homologs the default prefilter drops (benchmarks/RESULTS.md, "where the misses are lost (session 10)");
+together about 1.6× the CPU of a search."""
+
+
+def prefilter_settings(*, sensitive: bool = False, kmer_threshold: float | None = None,
+                       diagonals_per_target: int | None = None, gapless_offset: float | None = None,
+                       **other) -> SearchSettings:
+    """:class:`SearchSettings` from the default or the sensitive prefilter, with any value given overriding it.
+
+    Raises ``ValueError`` for a non-finite threshold or fewer than one diagonal per target."""
+    base = SearchSettings(**SENSITIVE_PREFILTER) if sensitive else SearchSettings()
+    given = {"kmer_threshold": kmer_threshold, "diagonals_per_target": diagonals_per_target,
+             "gapless_offset": gapless_offset}
+    values = {key: value for key, value in given.items() if value is not None}
+    for key in ("kmer_threshold", "gapless_offset"):
+        if key in values and not np.isfinite(values[key]):
+            raise ValueError(f"{key} must be a finite number of bits, got {values[key]}")
+    if "diagonals_per_target" in values and int(values["diagonals_per_target"]) < 1:
+        raise ValueError(f"diagonals_per_target must be at least 1, got {values['diagonals_per_target']}")
+    return dataclasses.replace(base, **values, **other)
 
 
 @dataclass(frozen=True)

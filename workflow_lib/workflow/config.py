@@ -9,6 +9,7 @@ keyword arguments and never read YAML.
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from collections.abc import Mapping
@@ -118,7 +119,10 @@ class SearchConfig(StageConfig):
     max_identity: float = 0.9
     min_coverage: float = 0.5
     profile_min_coverage: float = 0.0
-    kmer_threshold: float = 3.0
+    sensitive: bool = False
+    kmer_threshold: float | None = None
+    diagonals_per_target: int | None = None
+    gapless_offset: float | None = None
     max_sequences: int = 10000
     precomputed_msas: str | None = None
 
@@ -132,14 +136,23 @@ class SearchConfig(StageConfig):
         if not 0 <= self.profile_min_coverage <= self.min_coverage:
             raise InputError(f"search.profile_min_coverage must be in [0, search.min_coverage = "
                              f"{self.min_coverage}], got {self.profile_min_coverage}")
+        for key in ("kmer_threshold", "gapless_offset"):
+            value = getattr(self, key)
+            if value is not None and not math.isfinite(value):
+                raise InputError(f"search.{key} must be a finite number of bits, got {value}")
+        if self.diagonals_per_target is not None and self.diagonals_per_target < 1:
+            raise InputError(f"search.diagonals_per_target must be at least 1, got {self.diagonals_per_target}")
 
     def cli_options(self) -> str:
         """The settings as ``trackfold search-shard`` / ``msa-merge`` options."""
         return (f"--iterations {self.iterations} --inclusion-evalue {self.inclusion_evalue} "
                 f"--max-evalue {self.max_evalue} --max-identity {self.max_identity} "
                 f"--min-coverage {self.min_coverage} --profile-min-coverage {self.profile_min_coverage} "
-                f"--kmer-threshold {self.kmer_threshold} "
-                f"--max-sequences {self.max_sequences}")
+                f"--max-sequences {self.max_sequences}"
+                + (" --sensitive" if self.sensitive else "")
+                + "".join(f" --{key.replace('_', '-')} {value}" for key, value in (
+                    ("kmer_threshold", self.kmer_threshold), ("diagonals_per_target", self.diagonals_per_target),
+                    ("gapless_offset", self.gapless_offset)) if value is not None))
 
 
 @dataclasses.dataclass(frozen=True)
