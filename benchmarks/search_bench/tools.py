@@ -403,6 +403,9 @@ class Trackfold(Tool):
         self.cpus = cpus
         self.label = f"trackfold search --iterations {iterations}"
 
+    extra_arguments: tuple[str, ...] = ()
+    """Options added to ``trackfold search`` (and to the cache key)."""
+
     def command(self) -> list[str]:
         return [str(self.python), "-m", "workflow_lib"]
 
@@ -425,7 +428,8 @@ class Trackfold(Tool):
         # aligner builds the profiles and runs Viterbi)
         sources = sorted([*(ROOT / "workflow_lib" / "search").glob("**/*.py"),
                           *(ROOT / "workflow_lib" / "aligner").glob("**/*.py")])
-        return f"trackfold --iterations {self.iterations} --cpus {self.cpus} " + digest(*sources)
+        return (f"trackfold --iterations {self.iterations} --cpus {self.cpus} " + digest(*sources)
+                + "".join(f" {option}" for option in self.extra_arguments))
 
     SHARD_RESIDUES = 4_000_000
     """Residues per shard at most, as a user shards a large database (a search job's memory follows its shard)."""
@@ -439,28 +443,21 @@ class Trackfold(Tool):
     def search(self, queries: Path, db_fasta: Path, db_dir: Path, work: Path, n_db: int) -> Measured:
         return run_measured(self.command() + ["search", "--db", str(db_dir / "db"), "--out", str(work / "hits.parquet"),
                                               "--iterations", str(self.iterations), "--cpus", str(self.cpus),
-                                              str(queries)], cwd=ROOT)
+                                              *self.extra_arguments, str(queries)], cwd=ROOT)
 
     def hits(self, work: Path) -> pd.DataFrame:
         return read_trackfold_hits(work / "hits.parquet")
 
 
 class TrackfoldSensitive(Trackfold):
-    """``trackfold search --sensitive``: the sensitive prefilter (workflow_lib.search.engine.SENSITIVE_PREFILTER)."""
+    """``trackfold search --sensitive``: the sensitive prefilter (workflow_lib.search.prefilter.SENSITIVE_PREFILTER)."""
 
     name = "trackfold_sensitive"
+    extra_arguments = ("--sensitive",)
 
     def __init__(self, python: Path | None = None, iterations: int = 3, cpus: int = 1) -> None:
         super().__init__(python, iterations, cpus)
         self.label = f"trackfold search --iterations {iterations} --sensitive"
-
-    def config(self) -> str:
-        return super().config() + " --sensitive"
-
-    def search(self, queries: Path, db_fasta: Path, db_dir: Path, work: Path, n_db: int) -> Measured:
-        return run_measured(self.command() + ["search", "--db", str(db_dir / "db"), "--out", str(work / "hits.parquet"),
-                                              "--iterations", str(self.iterations), "--cpus", str(self.cpus),
-                                              "--sensitive", str(queries)], cwd=ROOT)
 
 
 def read_trackfold_hits(path: Path) -> pd.DataFrame:

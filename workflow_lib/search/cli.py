@@ -57,7 +57,7 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--sensitive", action="store_true",
                        help=f"sensitive prefilter: seeds at {sensitive['kmer_threshold']} bits, "
                             f"{sensitive['diagonals_per_target']} diagonals per target, gapless pass at "
-                            f"{sensitive['gapless_offset']} + log2(Lq*Lt) bits (about 1.6x the CPU)")
+                            f"{sensitive['gapless_offset']} + log2(Lq*Lt) bits (1.6-1.9x the CPU)")
     group.add_argument("--kmer-threshold", type=float, default=None,
                        help=f"prefilter seed threshold in bits (default {defaults.kmer_threshold}; "
                             f"--sensitive: {sensitive['kmer_threshold']})")

@@ -36,7 +36,8 @@ from workflow_lib.search.evalue import CALIBRATION_SAMPLES, Calibration, fit_mu,
 from workflow_lib.search.gapped import (GAP_EXTEND_BITS, GAP_OPEN_BITS, GAPPED_MAX_EVALUE, gapped_evalues,
                                         gapped_scores)
 from workflow_lib.search.prefilter import (DIAGONALS_PER_TARGET, GAPLESS_OFFSET_BITS, KMER_THRESHOLD_BITS,
-                                           gapless_prefilter, profile_scores_bits)
+                                           SENSITIVE_PREFILTER, check_prefilter_values, gapless_prefilter,
+                                           profile_scores_bits)
 from workflow_lib.seqio.alphabet import decode
 
 HIT_COLUMNS = ("query", "target", "evalue", "bitscore", "qstart", "qend", "tstart", "tend", "qlen", "tlen",
@@ -57,13 +58,6 @@ class SearchSettings:
     calibration_samples: int = CALIBRATION_SAMPLES
 
 
-SENSITIVE_PREFILTER = {"kmer_threshold": 2.5, "diagonals_per_target": 16, "gapless_offset": 0.0}
-"""The ``--sensitive`` prefilter (``search.sensitive``): more seeds (2.5 bits), 16 diagonals scored per target and
-the gapless pass at ``log2(Lq · Lt)`` bits instead of the seed's ``2.5 + log2(Lq · Lt)``. Each of the three
-recovers homologs the default prefilter drops (benchmarks/RESULTS.md, "where the misses are lost (session 10)");
-together about 1.6× the CPU of a search."""
-
-
 def prefilter_settings(*, sensitive: bool = False, kmer_threshold: float | None = None,
                        diagonals_per_target: int | None = None, gapless_offset: float | None = None,
                        **other) -> SearchSettings:
@@ -73,12 +67,8 @@ def prefilter_settings(*, sensitive: bool = False, kmer_threshold: float | None 
     base = SearchSettings(**SENSITIVE_PREFILTER) if sensitive else SearchSettings()
     given = {"kmer_threshold": kmer_threshold, "diagonals_per_target": diagonals_per_target,
              "gapless_offset": gapless_offset}
+    check_prefilter_values(**given)
     values = {key: value for key, value in given.items() if value is not None}
-    for key in ("kmer_threshold", "gapless_offset"):
-        if key in values and not np.isfinite(values[key]):
-            raise ValueError(f"{key} must be a finite number of bits, got {values[key]}")
-    if "diagonals_per_target" in values and int(values["diagonals_per_target"]) < 1:
-        raise ValueError(f"diagonals_per_target must be at least 1, got {values['diagonals_per_target']}")
     return dataclasses.replace(base, **values, **other)
 
 

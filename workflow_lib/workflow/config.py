@@ -9,7 +9,6 @@ keyword arguments and never read YAML.
 from __future__ import annotations
 
 import dataclasses
-import math
 import types
 import typing
 from collections.abc import Mapping
@@ -136,12 +135,12 @@ class SearchConfig(StageConfig):
         if not 0 <= self.profile_min_coverage <= self.min_coverage:
             raise InputError(f"search.profile_min_coverage must be in [0, search.min_coverage = "
                              f"{self.min_coverage}], got {self.profile_min_coverage}")
-        for key in ("kmer_threshold", "gapless_offset"):
-            value = getattr(self, key)
-            if value is not None and not math.isfinite(value):
-                raise InputError(f"search.{key} must be a finite number of bits, got {value}")
-        if self.diagonals_per_target is not None and self.diagonals_per_target < 1:
-            raise InputError(f"search.diagonals_per_target must be at least 1, got {self.diagonals_per_target}")
+        from workflow_lib.search.prefilter import check_prefilter_values  # numpy only, no search engine
+        try:
+            check_prefilter_values(kmer_threshold=self.kmer_threshold, gapless_offset=self.gapless_offset,
+                                   diagonals_per_target=self.diagonals_per_target)
+        except ValueError as error:
+            raise InputError(f"search.{error}") from None
 
     def cli_options(self) -> str:
         """The settings as ``trackfold search-shard`` / ``msa-merge`` options."""
