@@ -13,10 +13,11 @@ from workflow_lib.errors import InputError
 from workflow_lib.search.engine import (DatabaseTotals, SearchSettings, calibrate, make_query, rank_hits,
                                         search_database)
 from workflow_lib.search.evalue import Calibration, fit_gumbel, fit_mu
-from workflow_lib.search.gapped import gapped_evalues, gapped_scores, smith_waterman_reference
+from workflow_lib.db.build import load_kmer_index, load_shard
+from workflow_lib.search.gapped import gapped_evalues, gapped_pass, gapped_scores, smith_waterman_reference
 from workflow_lib.search.iterative import (MsaSettings, filter_alignment, hit_row, iterate, msa_step,
                                            output_alignment, stop_reason)
-from workflow_lib.search.prefilter import profile_scores_bits
+from workflow_lib.search.prefilter import gapless_prefilter, profile_scores_bits
 from workflow_lib.seqio.alphabet import encode
 from workflow_lib.seqio.fasta import read_fasta
 from workflow_lib.seqio.msa import Alignment, read_a3m
@@ -83,6 +84,32 @@ def test_gapped_scores_random_cases_and_gap_costs():
             assert got == pytest.approx(expected, abs=1e-3)
     with pytest.raises(ValueError):
         gapped_scores(scores, targets, gap_open=0.5, gap_extend=1.0)
+
+
+def test_gapped_pass_skips_only_sure_targets_and_keeps_the_same_set(db_one, queries):
+    """Skipping SW for targets whose gapless score clears the stage-2 threshold changes nothing: the gapless
+    score is a lower bound of the SW score, and the passed set equals SW on every survivor."""
+    shard, index = load_shard(db_one, 0), load_kmer_index(db_one, 0)
+    checked = 0
+    for record in queries:
+        profile = profile_from_sequence(record.sequence)
+        scores = profile_scores_bits(profile.emissions, profile.background)
+        # a low gapless pass, so that survivors reach down to and below the stage-2 threshold
+        gapless = gapless_prefilter(scores, index, shard.residues, shard.offsets, offset_bits=-6.0)
+        targets = [shard.sequence(int(s)) for s in gapless.sequence]
+        sw = gapped_scores(scores, targets)
+        assert np.all(gapless.score <= sw + 1e-3)
+        lengths = np.array([t.size for t in targets])
+        for db_sequences, max_evalue in ((250, 1000.0), (20_000, 1000.0), (10**7, 1000.0), (20_000, 10.0)):
+            passed, runs = gapped_pass(scores, targets, gapless.score, db_sequences, max_evalue=max_evalue)
+            expected = np.flatnonzero(gapped_evalues(sw, profile.length, lengths, db_sequences) < max_evalue)
+            np.testing.assert_array_equal(passed, expected)
+            assert runs <= len(targets)
+            checked += len(targets)
+        # a small database: the self hit and other strong targets pass without SW, the weak ones need it
+        _, runs = gapped_pass(scores, targets, gapless.score, 250)
+        assert 0 < runs < len(targets)
+    assert checked > 100
 
 
 def test_gapped_evalue_is_the_seed_formula():

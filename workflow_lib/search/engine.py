@@ -5,7 +5,7 @@ Seed "Iterative MSA Alignment" (HHblits): for each query profile and each databa
 1. gapless prefilter on k-mer-seeded diagonals (:mod:`workflow_lib.search.prefilter`), pass if the best
    diagonal scores above ``2.5 + log2(Lq · Lt)`` bits;
 2. gapped Smith–Waterman with the query profile (:mod:`workflow_lib.search.gapped`), pass if
-   ``N_db · Lq · Lt · 2^-S < 1000``;
+   ``N_db · Lq · Lt · 2^-S < 1000`` (targets whose gapless score already clears that pass without the SW run);
 3. Viterbi (sequence–profile, :func:`workflow_lib.aligner.align_targets`) with backtrace on the survivors;
 4. composition-bias correction of the Viterbi score (:mod:`workflow_lib.search.bias`, HMMER's null2): the
    reported ``bitscore`` is the corrected score;
@@ -33,8 +33,7 @@ from workflow_lib.aligner.lanes import resolve_cpus
 from workflow_lib.db.build import Shard, load_kmer_index, load_shard, read_manifest
 from workflow_lib.search.bias import composition_bias_bits
 from workflow_lib.search.evalue import CALIBRATION_SAMPLES, Calibration, fit_mu, profile_seed, random_sequences
-from workflow_lib.search.gapped import (GAP_EXTEND_BITS, GAP_OPEN_BITS, GAPPED_MAX_EVALUE, gapped_evalues,
-                                        gapped_scores)
+from workflow_lib.search.gapped import GAP_EXTEND_BITS, GAP_OPEN_BITS, GAPPED_MAX_EVALUE, gapped_pass
 from workflow_lib.search.prefilter import (DIAGONALS_PER_TARGET, GAPLESS_OFFSET_BITS, KMER_THRESHOLD_BITS,
                                            SENSITIVE_PREFILTER, check_prefilter_values, gapless_prefilter,
                                            profile_scores_bits)
@@ -135,10 +134,10 @@ def search_query_shard(query: SearchQuery, shard: Shard, index: dict[str, np.nda
                                 diagonals_per_target=settings.diagonals_per_target,
                                 offset_bits=settings.gapless_offset)
     candidates = [shard.sequence(int(s)) for s in gapless.sequence]
-    sw_bits = gapped_scores(scores, candidates, gap_open=settings.gap_open, gap_extend=settings.gap_extend)
+    passed, _ = gapped_pass(scores, candidates, gapless.score, totals.sequences,
+                            max_evalue=settings.gapped_max_evalue, gap_open=settings.gap_open,
+                            gap_extend=settings.gap_extend)
     lengths = np.array([c.size for c in candidates], dtype=np.int64)
-    sw_evalue = gapped_evalues(sw_bits, profile.length, lengths, totals.sequences)
-    passed = np.flatnonzero(sw_evalue < settings.gapped_max_evalue)
     rows = []
     if passed.size:
         targets = [candidates[k] for k in passed]

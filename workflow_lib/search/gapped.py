@@ -23,6 +23,9 @@ GAP_OPEN_BITS = 5.0
 GAP_EXTEND_BITS = 1.0
 GAPPED_MAX_EVALUE = 1000.0
 """The seed's pass rule for stage 2: keep targets with ``N_db · Lq · Lt · 2^-S`` below this."""
+SURE_PASS_MARGIN_BITS = 0.1
+"""A target whose gapless score is this far above the stage-2 threshold passes without its Smith–Waterman run
+(the margin covers float32 rounding: the diagonal scorer sums by prefix differences, the SW row by row)."""
 LANE_CELLS = 1 << 20
 """Upper bound on the cells of one ``[T, W]`` row block (memory per block ≈ 8 arrays of this many float32)."""
 _PAD = -1.0e4
@@ -97,6 +100,37 @@ def gapped_evalues(bits: np.ndarray, query_length: int, target_lengths: np.ndarr
     bits = np.asarray(bits, dtype=np.float64)
     space = float(db_sequences) * float(query_length) * np.asarray(target_lengths, dtype=np.float64)
     return space * np.exp2(-bits)
+
+
+def gapped_threshold_bits(query_length: int, target_lengths: np.ndarray, db_sequences: int,
+                           max_evalue: float = GAPPED_MAX_EVALUE) -> np.ndarray:
+    """The score ``S`` above which :func:`gapped_evalues` is below ``max_evalue``: ``log2(N_db·Lq·Lt / max_evalue)``."""
+    space = float(db_sequences) * float(query_length) * np.asarray(target_lengths, dtype=np.float64)
+    return np.log2(space / float(max_evalue))
+
+
+def gapped_pass(scores: np.ndarray, targets: list[np.ndarray], gapless_bits: np.ndarray, db_sequences: int, *,
+                max_evalue: float = GAPPED_MAX_EVALUE, gap_open: float = GAP_OPEN_BITS,
+                gap_extend: float = GAP_EXTEND_BITS) -> tuple[np.ndarray, int]:
+    """Stage 2 for the gapless survivors ``targets``: indices of those with ``E < max_evalue``, and how many
+    Smith–Waterman runs that took.
+
+    A local gapped alignment can always take the gapless segment, so its score is at least the target's best
+    gapless score ``gapless_bits``: targets already above the stage-2 threshold on that score (by
+    :data:`SURE_PASS_MARGIN_BITS`) pass without the SW run, with the same result. With the seed's settings this
+    skips every target of a database of at most ``1000 · 2^2.5 ≈ 5,600`` sequences and, in larger ones, the
+    strong hits; the SW runs only for targets near the threshold.
+    """
+    lengths = np.array([t.size for t in targets], dtype=np.int64)
+    threshold = gapped_threshold_bits(scores.shape[0], lengths, db_sequences, max_evalue)
+    sure = np.asarray(gapless_bits, np.float64) > threshold + SURE_PASS_MARGIN_BITS
+    unsure = np.flatnonzero(~sure)
+    passed = sure.copy()
+    if unsure.size:
+        bits = gapped_scores(scores, [targets[k] for k in unsure], gap_open=gap_open, gap_extend=gap_extend)
+        evalue = gapped_evalues(bits, scores.shape[0], lengths[unsure], db_sequences)
+        passed[unsure] = evalue < max_evalue
+    return np.flatnonzero(passed), int(unsure.size)
 
 
 def smith_waterman_reference(scores: np.ndarray, target: np.ndarray, *, gap_open: float = GAP_OPEN_BITS,
