@@ -215,9 +215,18 @@ def markdown(results: dict, args: argparse.Namespace) -> str:
     parts += ["", "Calibration, Pfam: false hits with E ≤ x per query = (directed non-homologous pairs with E ≤ x) × "
               "1,867 / (directed non-homologous pairs searched), i.e. scaled to a database of unrelated sequences:", ""]
     parts.append(report.calibration_table(rows, "pfam"))
+    scored = [r["pfam"] for r in rows if r.get("status") == "ok" and r.get("pfam")]
+    directed = sorted({p["calibration_directed_pairs"] for p in scored})
+    if directed:
+        n_db = scored[0]["database_sequences"]
+        parts += ["", "In brackets: the false hits counted. A calibrated tool expects x × (directed pairs) / "
+                  f"{n_db:,} of them: " + "; ".join(
+                      f"{d:,} directed pairs → {d / n_db:.2g} at E ≤ 1, {10 * d / n_db:.2g} at E ≤ 10" for d in directed)
+                  + ". A count of a few events is within Poisson noise of such an expectation."]
     parts += ["", "Calibration, CATH: hits to a domain of another superfamily with E ≤ x per query (499 of the 499 "
               "other domains are of another superfamily):", ""]
     parts.append(report.calibration_table(rows, "cath"))
+    parts += ["", "In brackets: the false hits counted (queries × 499 different-superfamily targets are searched)."]
     parts += ["", "Reading the calibration rows: HMMER's acceleration filters pass a target only if its Forward "
               "P-value < 1e-5, so jackhmmer cannot report E-values above about N × 1e-5 (0.02 on Pfam, 0.005 on "
               "CATH); its counts at large x are truncated by design, not a sign of conservative E-values. Counts "

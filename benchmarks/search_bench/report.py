@@ -63,7 +63,9 @@ def calibration_table(tools: list[dict], dataset: str) -> str:
         if tool.get("status") != "ok" or not result:
             lines.append(f"| {tool['label']} | " + " | ".join("–" for _ in CALIBRATION_THRESHOLDS) + " |")
             continue
-        values = " | ".join(f"{v:.3g}" for v in result["calibration_per_query"])
+        # the raw number of false hits in brackets: the per-query values of a small set rest on few events
+        values = " | ".join(f"{v:.3g} ({int(n)})" for v, n in zip(result["calibration_per_query"],
+                                                                 result["calibration_counts"]))
         lines.append(f"| {tool['label']} | {values} |")
     return "\n".join(lines)
 
