@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from search_bench import datasets, report, tools  # noqa: E402
+from search_bench import datasets, metrics, report, tools  # noqa: E402
 from workflow_lib.errors import InputError  # noqa: E402
 from workflow_lib.seqio.atomic import write_text_atomic  # noqa: E402
 
@@ -222,7 +222,9 @@ def markdown(results: dict, args: argparse.Namespace) -> str:
         parts += ["", "In brackets: the false hits counted. A calibrated tool expects x × (directed pairs) / "
                   f"{n_db:,} of them: " + "; ".join(
                       f"{d:,} directed pairs → {d / n_db:.2g} at E ≤ 1, {10 * d / n_db:.2g} at E ≤ 10" for d in directed)
-                  + ". A count of a few events is within Poisson noise of such an expectation."]
+                  + ". How surprising each count at E ≤ 1 and E ≤ 10 is for a calibrated tool (Poisson tail "
+                  "P(≥ count)): " + "; ".join(_surprise(r["label"], r["pfam"]) for r in rows
+                                               if r.get("status") == "ok" and r.get("pfam")) + "."]
     parts += ["", "Calibration, CATH: hits to a domain of another superfamily with E ≤ x per query (499 of the 499 "
               "other domains are of another superfamily):", ""]
     parts.append(report.calibration_table(rows, "cath"))
@@ -251,6 +253,17 @@ def markdown(results: dict, args: argparse.Namespace) -> str:
                   "row with `.venv/bin/python benchmarks/search.py --tools trackfold` (peers are read back from "
                   "the cache; add `--tool-subsample trackfold=250` to search the same 250-query subsets as hhblits)."]
     return "\n".join(parts)
+
+
+def _surprise(label: str, result: dict) -> str:
+    """``label: 3 vs 0.71 expected (P = 0.036) at E ≤ 1, …`` for the calibration note."""
+    parts = []
+    for x in (1.0, 10.0):
+        position = list(metrics.CALIBRATION_THRESHOLDS).index(x)
+        count = int(result["calibration_counts"][position])
+        expected = x * result["calibration_directed_pairs"] / result["database_sequences"]
+        parts.append(f"{count} vs {expected:.2g} (P = {metrics.poisson_tail(count, expected):.2g}) at E ≤ {x:g}")
+    return f"**{label}**: " + ", ".join(parts)
 
 
 def shorten(command: str) -> str:

@@ -64,6 +64,14 @@ def test_roc1():
         metrics.roc1([float("nan")], [1.0])
 
 
+def test_poisson_tail():
+    assert metrics.poisson_tail(0, 2.0) == 1.0
+    assert metrics.poisson_tail(1, 2.0) == pytest.approx(1 - np.exp(-2.0))
+    assert metrics.poisson_tail(3, 0.711) == pytest.approx(1 - np.exp(-0.711) * (1 + 0.711 + 0.711 ** 2 / 2))
+    assert metrics.poisson_tail(282, 250.0) == pytest.approx(0.0249, abs=0.003)  # large counts: no overflow
+    assert metrics.poisson_tail(2, 0.0) == 0.0
+
+
 def test_calibration_counts():
     counts = metrics.calibration_counts([0.0005, 0.005, 0.5, 5.0, 50.0, INF])
     assert counts.tolist() == [1, 2, 2, 3, 4]

@@ -96,3 +96,15 @@ def calibration_counts(evalues: Sequence[float] | np.ndarray,
     """Number of E-values ≤ x for each threshold x (int64, same order as ``thresholds``)."""
     values = np.sort(_as_evalues(evalues, "hits"))
     return np.searchsorted(values, np.asarray(thresholds, dtype=np.float64), side="right").astype(np.int64)
+
+
+def poisson_tail(count: int, mean: float) -> float:
+    """``P(X ≥ count)`` for ``X ~ Poisson(mean)``: how surprising ``count`` false hits are when a calibrated
+    tool expects ``mean`` (terms summed in log space, so large counts do not overflow)."""
+    if count <= 0:
+        return 1.0
+    if mean <= 0:
+        return 0.0
+    k = np.arange(count)
+    log_terms = -mean + k * np.log(mean) - np.cumsum(np.log(np.maximum(k, 1)))
+    return float(max(0.0, -np.expm1(np.logaddexp.reduce(log_terms))))
