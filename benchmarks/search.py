@@ -4,7 +4,7 @@ One command fills every column (peers are cached under benchmarks/_work/search/,
 
     .venv/bin/python benchmarks/search.py                     # all tools, both sets, writes RESULTS.md section
     .venv/bin/python benchmarks/search.py --tools trackfold   # (re)run ours only; cached peers are read back
-    .venv/bin/python benchmarks/search.py --scaling           # "How cost grows" (trackfold + mmseqs)
+    .venv/bin/python benchmarks/search.py --scaling           # "How cost grows" (trackfold, mmseqs, jackhmmer)
 
 Options: ``--datasets pfam,cath``, ``--subsample N`` (deterministic query subsample of both sets; the
 database stays whole), ``--tool-subsample hhblits=600`` (fewer queries for one slow tool: every tool is then
@@ -289,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="queries per job in the database-size sweep (default 10)")
     parser.add_argument("--scaling-base", default="sprot_Archaea",
                         help="Swiss-Prot subset(s) of shared/data/swissprot_subsets_prokka, '+'-joined")
-    parser.add_argument("--scaling-tools", default="trackfold,mmseqs", type=lambda s: s.split(","))
+    parser.add_argument("--scaling-tools", default="trackfold,mmseqs,jackhmmer", type=lambda s: s.split(","))
     args = parser.parse_args(argv)
     for name in args.datasets:
         if name not in ("pfam", "cath"):

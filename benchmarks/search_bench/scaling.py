@@ -141,5 +141,5 @@ def markdown(rows: list[dict], args, machine: str) -> str:
                          f"{q_sweep[-1][1]:.3f} at {q_sweep[-1][0]} (batching gains ×{q_sweep[0][1] / q_sweep[-1][1]:.1f}).")
     if not any(r.get("name") == "trackfold" and r["status"] == "ok" for r in rows):
         parts.append("- trackfold: **not yet run** here. Fill its rows with `.venv/bin/python benchmarks/search.py "
-                     "--scaling` (mmseqs is read back from the cache).")
+                     "--scaling` (the peers are read back from the cache).")
     return "\n".join(parts)
