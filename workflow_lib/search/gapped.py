@@ -102,13 +102,6 @@ def gapped_evalues(bits: np.ndarray, query_length: int, target_lengths: np.ndarr
     return space * np.exp2(-bits)
 
 
-def gapped_threshold_bits(query_length: int, target_lengths: np.ndarray, db_sequences: int,
-                           max_evalue: float = GAPPED_MAX_EVALUE) -> np.ndarray:
-    """The score ``S`` above which :func:`gapped_evalues` is below ``max_evalue``: ``log2(N_db·Lq·Lt / max_evalue)``."""
-    space = float(db_sequences) * float(query_length) * np.asarray(target_lengths, dtype=np.float64)
-    return np.log2(space / float(max_evalue))
-
-
 def gapped_pass(scores: np.ndarray, targets: list[np.ndarray], gapless_bits: np.ndarray, db_sequences: int, *,
                 max_evalue: float = GAPPED_MAX_EVALUE, gap_open: float = GAP_OPEN_BITS,
                 gap_extend: float = GAP_EXTEND_BITS) -> tuple[np.ndarray, int]:
@@ -116,14 +109,14 @@ def gapped_pass(scores: np.ndarray, targets: list[np.ndarray], gapless_bits: np.
     Smith–Waterman runs that took.
 
     A local gapped alignment can always take the gapless segment, so its score is at least the target's best
-    gapless score ``gapless_bits``: targets already above the stage-2 threshold on that score (by
-    :data:`SURE_PASS_MARGIN_BITS`) pass without the SW run, with the same result. With the seed's settings this
+    gapless score ``gapless_bits``: targets that pass on that score (less :data:`SURE_PASS_MARGIN_BITS`) pass
+    without the SW run, with the same result. With the seed's settings this
     skips every target of a database of at most ``1000 · 2^2.5 ≈ 5,600`` sequences and, in larger ones, the
     strong hits; the SW runs only for targets near the threshold.
     """
     lengths = np.array([t.size for t in targets], dtype=np.int64)
-    threshold = gapped_threshold_bits(scores.shape[0], lengths, db_sequences, max_evalue)
-    sure = np.asarray(gapless_bits, np.float64) > threshold + SURE_PASS_MARGIN_BITS
+    lower_bound = np.asarray(gapless_bits, np.float64) - SURE_PASS_MARGIN_BITS
+    sure = gapped_evalues(lower_bound, scores.shape[0], lengths, db_sequences) < max_evalue
     unsure = np.flatnonzero(~sure)
     passed = sure.copy()
     if unsure.size:
