@@ -215,16 +215,15 @@ def markdown(results: dict, args: argparse.Namespace) -> str:
     parts += ["", "Calibration, Pfam: false hits with E ≤ x per query = (directed non-homologous pairs with E ≤ x) × "
               "1,867 / (directed non-homologous pairs searched), i.e. scaled to a database of unrelated sequences:", ""]
     parts.append(report.calibration_table(rows, "pfam"))
-    scored = [r["pfam"] for r in rows if r.get("status") == "ok" and r.get("pfam")]
-    directed = sorted({p["calibration_directed_pairs"] for p in scored})
+    scored = [r for r in rows if r.get("status") == "ok" and r.get("pfam")]
+    directed = sorted({r["pfam"]["calibration_directed_pairs"] for r in scored})
     if directed:
-        n_db = scored[0]["database_sequences"]
+        n_db = scored[0]["pfam"]["database_sequences"]
         parts += ["", "In brackets: the false hits counted. A calibrated tool expects x × (directed pairs) / "
                   f"{n_db:,} of them: " + "; ".join(
                       f"{d:,} directed pairs → {d / n_db:.2g} at E ≤ 1, {10 * d / n_db:.2g} at E ≤ 10" for d in directed)
                   + ". How surprising each count at E ≤ 1 and E ≤ 10 is for a calibrated tool (Poisson tail "
-                  "P(≥ count)): " + "; ".join(_surprise(r["label"], r["pfam"]) for r in rows
-                                               if r.get("status") == "ok" and r.get("pfam")) + "."]
+                  "P(≥ count)): " + "; ".join(_surprise(r["label"], r["pfam"]) for r in scored) + "."]
     parts += ["", "Calibration, CATH: hits to a domain of another superfamily with E ≤ x per query (499 of the 499 "
               "other domains are of another superfamily):", ""]
     parts.append(report.calibration_table(rows, "cath"))
