@@ -44,8 +44,9 @@ from workflow_lib.db.build import build_database, load_kmer_index, load_shard  #
 from workflow_lib.search.bias import composition_bias_bits  # noqa: E402
 from workflow_lib.search.engine import DatabaseTotals, make_query  # noqa: E402
 from workflow_lib.search.gapped import GAPPED_MAX_EVALUE, gapped_evalues, gapped_scores  # noqa: E402
-from workflow_lib.search.prefilter import (DIAGONALS_PER_TARGET, KMER_THRESHOLD_BITS, gapless_prefilter,  # noqa: E402
-                                           profile_scores_bits)
+from workflow_lib.search.kmer_index import DEFAULT_K, build_kmer_index  # noqa: E402
+from workflow_lib.search.prefilter import (DIAGONALS_PER_TARGET, default_kmer_threshold,  # noqa: E402
+                                           gapless_prefilter, profile_scores_bits)
 from workflow_lib.seqio.alphabet import encode  # noqa: E402
 from workflow_lib.seqio.atomic import write_text_atomic  # noqa: E402
 
@@ -53,8 +54,9 @@ SHARED = ROOT.parent / "shared" / "data"
 WORK = ROOT / "benchmarks" / "_work" / "prefilter"
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 SECTION = "## Prefilter: reduction and homologs lost"
-GRID = ((3.0, 4), (2.5, 4), (3.0, 8), (3.5, 4))
-"""(k-mer threshold bits, diagonals per target); the first row is the default."""
+GRID = ((DEFAULT_K, default_kmer_threshold(DEFAULT_K), DIAGONALS_PER_TARGET), (4, 3.5, 4), (4, 4.5, 4), (4, 4.0, 8),
+        (3, 3.0, 4), (3, 2.5, 4), (3, 3.0, 8))
+"""(k-mer length of the index, seed threshold bits, diagonals per target); the first row is the default."""
 
 
 def homologs(dataset: datasets.Dataset, query: str) -> set[str]:
@@ -75,7 +77,9 @@ def run_set(name: str, n_queries: int) -> dict:
     db_dir = work / "db"
     build_database([fasta], db_dir, shards=1)
     totals = DatabaseTotals.from_manifest(db_dir)
-    shard, index = load_shard(db_dir, 0), load_kmer_index(db_dir, 0)
+    shard = load_shard(db_dir, 0)
+    indices = {k: load_kmer_index(db_dir, 0) if k == DEFAULT_K else build_kmer_index(shard.residues, shard.offsets, k=k)
+               for k in sorted({k for k, _, _ in GRID})}
     ids = list(shard.ids)
     position = {target: k for k, target in enumerate(ids)}
     targets = [shard.sequence(k) for k in range(len(shard))]
@@ -103,9 +107,9 @@ def run_set(name: str, n_queries: int) -> dict:
         scores = profile_scores_bits(profile.emissions, profile.background)
         row = {"query": query_id, "length": len(sequence), "homologs": len(truth),
                "detectable": len(detectable), "includable": len(includable), "settings": {}}
-        for threshold, diagonals in GRID:
+        for k, threshold, diagonals in GRID:
             started = time.process_time()
-            gapless = gapless_prefilter(scores, index, shard.residues, shard.offsets, kmer_threshold=threshold,
+            gapless = gapless_prefilter(scores, indices[k], shard.residues, shard.offsets, kmer_threshold=threshold,
                                         diagonals_per_target=diagonals)
             candidates = [targets[int(s)] for s in gapless.sequence]
             sw = gapped_scores(scores, candidates)
@@ -113,7 +117,7 @@ def run_set(name: str, n_queries: int) -> dict:
             gapped = set(gapless.sequence[sw_e < GAPPED_MAX_EVALUE].tolist())
             seconds = time.process_time() - started
             passed = set(gapless.sequence.tolist())
-            row["settings"][f"{threshold}/{diagonals}"] = {
+            row["settings"][setting_name(k, threshold, diagonals)] = {
                 "seeded": gapless.seeded_targets, "gapless": len(passed), "gapped": len(gapped),
                 "seconds": seconds,
                 "lost_gapless": len(detectable - passed), "lost_gapped": len(detectable - gapped),
@@ -123,6 +127,10 @@ def run_set(name: str, n_queries: int) -> dict:
         rows.append(row)
         print(f"[prefilter] {name} {number}/{len(dataset.queries)} {query_id}", file=sys.stderr, flush=True)
     return {"set": name, "n_db": totals.sequences, "residues": totals.residues, "queries": rows}
+
+
+def setting_name(k: int, threshold: float, diagonals: int) -> str:
+    return f"{k} / {threshold} / {diagonals}"
 
 
 def summarise(result: dict) -> list[dict]:
@@ -156,15 +164,16 @@ def markdown(results: list[dict]) -> str:
         "the search's E-values) finds at E ≤ 10; *lost* = detectable homologs the prefilter drops (at E ≤ 1e-3: "
         "of the homologs Viterbi would include in the MSA). *Homologs passed*: all labelled homologs (Pfam: "
         "labelled pairs; CATH: same topology) that reach Viterbi, detectable or not. CPU s: gapless + gapped "
-        "stages per query. Default settings: k-mer threshold "
-        f"{KMER_THRESHOLD_BITS} bits, {DIAGONALS_PER_TARGET} diagonals per target.", "",
-        "| set (queries, database) | k-mer bits / diagonals | seeded | gapless pass | gapped pass | reduction "
+        "stages per query (the first query's calls include building the padded residue layout). Default settings "
+        f"(bold): {DEFAULT_K}-mers, seeds at {default_kmer_threshold(DEFAULT_K)} bits, {DIAGONALS_PER_TARGET} "
+        "diagonals per target.", "",
+        "| set (queries, database) | k / seed bits / diagonals | seeded | gapless pass | gapped pass | reduction "
         "| homologs passed | detectable lost (E ≤ 10) | lost of E ≤ 1e-3 | CPU s / query |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for result in results:
         for row in summarise(result):
-            default = row["setting"] == f"{KMER_THRESHOLD_BITS}/{DIAGONALS_PER_TARGET}"
+            default = row["setting"] == setting_name(*GRID[0])
             label = f"**{row['setting']}**" if default else row["setting"]
             lines.append(
                 f"| {result['set']} ({row['queries']}, {result['n_db']:,}) | {label} | {row['seeded']:.0f} | "

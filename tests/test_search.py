@@ -290,10 +290,14 @@ def test_sensitive_prefilter_settings(tmp_path, capsys):
     from workflow_lib.workflow.config import SearchConfig
     assert prefilter_settings() == SearchSettings()
     sensitive = prefilter_settings(sensitive=True)
-    assert (sensitive.kmer_threshold, sensitive.diagonals_per_target, sensitive.gapless_offset) == (2.5, 16, 0.0)
+    assert (sensitive.kmer_threshold, sensitive.diagonals_per_target, sensitive.gapless_offset) == (None, 16, 0.0)
     assert sensitive == SearchSettings(**SENSITIVE_PREFILTER)
+    # the seed threshold follows the index's k: 1.5 (k - 1) bits, 0.5 lower when sensitive, unless one is given
+    assert [SearchSettings().seed_threshold(k) for k in (3, 4)] == [3.0, 4.5]
+    assert [sensitive.seed_threshold(k) for k in (3, 4)] == [2.5, 4.0]
     mixed = prefilter_settings(sensitive=True, kmer_threshold=3.0, max_evalue=1.0)
     assert (mixed.kmer_threshold, mixed.diagonals_per_target, mixed.max_evalue) == (3.0, 16, 1.0)
+    assert mixed.seed_threshold(4) == 3.0
     with pytest.raises(ValueError, match="diagonals_per_target must be at least 1"):
         prefilter_settings(diagonals_per_target=0)
     with pytest.raises(ValueError, match="kmer_threshold must be a finite"):
@@ -302,7 +306,7 @@ def test_sensitive_prefilter_settings(tmp_path, capsys):
     parser = argparse.ArgumentParser()
     _settings_arguments(parser)
     search, _ = _settings(parser.parse_args(["--sensitive", "--gapless-offset", "1.0"]))
-    assert (search.kmer_threshold, search.diagonals_per_target, search.gapless_offset) == (2.5, 16, 1.0)
+    assert (search.seed_threshold(3), search.diagonals_per_target, search.gapless_offset) == (2.5, 16, 1.0)
     assert _settings(parser.parse_args([]))[0] == SearchSettings()
 
     fasta = tmp_path / "q.fasta"

@@ -150,13 +150,13 @@ def test_prefilter_benchmark_summary_hand_made():
 
     result = {"set": "pfam", "n_db": 1000, "residues": 300000, "queries": [
         {"query": "a", "length": 100, "homologs": 10, "detectable": 8, "includable": 4,
-         "settings": {"3.0/4": setting(10, 1, 0, 9)}},
+         "settings": {"4 / 4.0 / 4": setting(10, 1, 0, 9)}},
         {"query": "b", "length": 200, "homologs": 6, "detectable": 2, "includable": 1,
-         "settings": {"3.0/4": setting(30, 1, 1, 4)}},
+         "settings": {"4 / 4.0 / 4": setting(30, 1, 1, 4)}},
     ]}
     (row,) = prefilter_benchmark.summarise(result)
     assert row["gapped"] == 20.0 and row["reduction"] == 50.0          # 1000 / mean(10, 30)
     assert row["lost_gapped"] == pytest.approx(2 / 10)                  # (1 + 1) / (8 + 2) detectable
     assert row["lost_included"] == pytest.approx(1 / 5)
     assert row["homologs_passed"] == pytest.approx(13 / 16)
-    assert "| pfam (2, 1,000) | **3.0/4** |" in prefilter_benchmark.markdown([result])
+    assert "| pfam (2, 1,000) | **4 / 4.0 / 4** |" in prefilter_benchmark.markdown([result])

@@ -29,16 +29,20 @@ def query_scores(example_dir):
     return profile_scores_bits(profile.emissions, profile.background)
 
 
-def test_index_entries_match_a_loop(small_db):
+@pytest.mark.parametrize("k", [3, 4])
+def test_index_entries_match_a_loop(small_db, k):
+    from workflow_lib.search.kmer_index import DEFAULT_K
+
     shard = load_shard(small_db, 1)
-    index = load_kmer_index(small_db, 1)
+    index = load_kmer_index(small_db, 1) if k == DEFAULT_K else build_kmer_index(shard.residues, shard.offsets, k=k)
+    assert int(index["k"]) == k
     expected = {}
     for s in range(len(shard)):
         sequence = shard.sequence(s).astype(int)
-        for p in range(sequence.size - 2):
-            window = sequence[p:p + 3]
+        for p in range(sequence.size - k + 1):
+            window = sequence[p:p + k]
             if (window < 20).all():
-                expected.setdefault(int(window[0] * 400 + window[1] * 20 + window[2]), []).append((s, p))
+                expected.setdefault(int(sum(int(r) * 20 ** (k - 1 - t) for t, r in enumerate(window))), []).append((s, p))
     for code in list(expected)[:300]:
         lo, hi = index["offsets"][code], index["offsets"][code + 1]
         got = list(zip(index["sequence"][lo:hi].tolist(), index["position"][lo:hi].tolist()))
@@ -60,7 +64,7 @@ def _best_diagonal_loop(scores, target):
 
 def test_exhaustive_setting_equals_loop_reference(small_db, query_scores):
     shard = load_shard(small_db, 0)
-    index = build_kmer_index(shard.residues, shard.offsets)
+    index = build_kmer_index(shard.residues, shard.offsets, k=3)  # exhaustive: every window scores every k-mer
     hits = gapless_prefilter(query_scores, index, shard.residues, shard.offsets, kmer_threshold=-np.inf, diagonals_per_target=None,
                              offset_bits=-1e9)
     assert hits.sequence.size == len(shard)  # threshold off: every target reported
@@ -109,15 +113,20 @@ def _shuffled(rng, sequence, rank):
     return sequence[order], rank[order]
 
 
-@pytest.mark.parametrize("threshold", [3.0, 1.5, 0.0])
-def test_seed_counting_paths_equal_a_dictionary_count(small_db, query_scores, threshold):
-    """Dense count (one weighted pass for positive thresholds, two passes otherwise) and the sorting path
+@pytest.mark.parametrize("k, threshold", [(3, 3.0), (3, 1.5), (3, 0.0), (4, 4.0), (4, 2.0)])
+@pytest.mark.parametrize("slice_min_entries", [0, 10 ** 9])
+def test_seed_counting_paths_equal_a_dictionary_count(small_db, query_scores, k, threshold, slice_min_entries,
+                                                      monkeypatch):
+    """Dense count (one weighted pass for positive thresholds, two passes otherwise; bins from per-k-mer slices
+    or from one gather) and the sorting path, from the dense k-mer table and from the enumerated neighbourhood,
     against a plain dictionary over the seeds."""
-    from workflow_lib.search.prefilter import kmer_scores, seed_diagonals
+    from workflow_lib.search import prefilter
+    from workflow_lib.search.prefilter import count_seeds, kmer_neighbourhood, kmer_scores, seed_diagonals
 
+    monkeypatch.setattr(prefilter, "SLICE_MIN_ENTRIES", slice_min_entries)
     shard = load_shard(small_db, 0)
-    index = load_kmer_index(small_db, 0)
-    windows = kmer_scores(query_scores, 3)
+    index = build_kmer_index(shard.residues, shard.offsets, k=k)
+    windows = kmer_scores(query_scores, k)
     reference: dict[tuple[int, int], list] = {}
     for i, code in zip(*np.nonzero(windows >= threshold)):
         for e in range(index["offsets"][code], index["offsets"][code + 1]):
@@ -125,6 +134,7 @@ def test_seed_counting_paths_equal_a_dictionary_count(small_db, query_scores, th
             entry = reference.setdefault(key, [0, 0.0])
             entry[0] += 1
             entry[1] += float(windows[i, code])
+    neighbourhood = kmer_neighbourhood(query_scores, k, threshold)
     for min_hits in (1, 2):
         expected = sorted((k, v) for k, v in reference.items() if v[0] >= min_hits)
         for offsets in (shard.offsets, None):
@@ -132,10 +142,41 @@ def test_seed_counting_paths_equal_a_dictionary_count(small_db, query_scores, th
             assert list(zip(sequence.tolist(), diagonal.tolist())) == [k for k, _ in expected]
             np.testing.assert_array_equal(hits, [v[0] for _, v in expected])
             np.testing.assert_allclose(bits, [v[1] for _, v in expected], rtol=1e-6)
+            from_neighbourhood = count_seeds(*neighbourhood, windows.shape[0], index, threshold, min_hits, offsets)
+            for a, b in zip(from_neighbourhood, (sequence, diagonal, hits, bits)):
+                np.testing.assert_array_equal(a, b)
         dense = seed_diagonals(windows, index, threshold, min_hits, shard.offsets)
         sorting = seed_diagonals(windows, index, threshold, min_hits, None)
         for a, b in zip(dense, sorting):
             np.testing.assert_array_equal(a, b)   # bit-identical, the weighted single pass included
+
+
+@pytest.mark.parametrize("k, threshold", [(1, 1.0), (2, 1.5), (3, 3.0), (3, -30.0), (4, 4.0), (5, 6.0)])
+def test_neighbourhood_is_the_dense_table_above_the_threshold(query_scores, k, threshold):
+    """Branch and bound gives every (window, code) the dense table has at or above the threshold, the same
+    scores and order; also for a random profile with large positive and negative scores."""
+    from workflow_lib.search.prefilter import kmer_neighbourhood, kmer_scores
+
+    rng = np.random.default_rng(k)
+    for scores in (query_scores[:120], rng.normal(-1.0, 2.5, (40, 21)).astype(np.float32)):
+        table = kmer_scores(scores, k)
+        window, code = np.nonzero(table >= threshold)
+        got = kmer_neighbourhood(scores, k, threshold)
+        np.testing.assert_array_equal(got[0], window)
+        np.testing.assert_array_equal(got[1], code)
+        np.testing.assert_array_equal(got[2], table[window, code])
+    assert all(a.size == 0 for a in kmer_neighbourhood(query_scores[:k - 1], k, threshold))
+
+
+def test_default_seed_threshold_follows_the_index_k(small_db, query_scores):
+    shard = load_shard(small_db, 0)
+    for k, bits in ((3, 3.0), (4, 4.5)):
+        index = build_kmer_index(shard.residues, shard.offsets, k=k)
+        default = gapless_prefilter(query_scores, index, shard.residues, shard.offsets)
+        explicit = gapless_prefilter(query_scores, index, shard.residues, shard.offsets, kmer_threshold=bits)
+        for a, b in zip((default.sequence, default.score, default.diagonal), (explicit.sequence, explicit.score,
+                                                                              explicit.diagonal)):
+            np.testing.assert_array_equal(a, b)
 
 
 def test_sensitive_settings_pass_a_superset(small_db, query_scores):

@@ -11,6 +11,7 @@ from workflow_lib.db.chunks import chunk_name, chunk_table
 import pandas as pd
 
 from workflow_lib.errors import InputError
+from workflow_lib.search.kmer_index import DEFAULT_K
 from workflow_lib.seqio.fasta import Record, read_fasta, write_fasta
 from workflow_lib.seqio.schemas import CHUNKS, read_frame, write_table
 from workflow_lib.workflow.config import ChunkConfig
@@ -26,6 +27,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("--shards", type=int, default=1, help="number of shards (default 1)")
     build.add_argument("--duplicate-ids", choices=DUPLICATE_POLICIES, default="rename",
                        help="same ID, different sequence: rename to ID__2 (default) or stop")
+    build.add_argument("--kmer-length", type=int, default=DEFAULT_K,
+                       help="k of the prefilter's k-mer index, 1-6 (default %(default)s; seeds default to k bits)")
     build.add_argument("--force", action="store_true", help="rebuild even if the inputs are unchanged")
     build.set_defaults(handler=run_db_build)
 
@@ -54,7 +57,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_db_build(args: argparse.Namespace) -> int:
     manifest, rebuilt = build_database(args.fasta, args.out, shards=args.shards,
-                                       duplicate_ids=args.duplicate_ids, force=args.force)
+                                       duplicate_ids=args.duplicate_ids, kmer_length=args.kmer_length,
+                                       force=args.force)
     state = "built" if rebuilt else "up to date"
     print(f"{args.out}: {state}: {manifest.total_sequences} sequences, {manifest.total_residues} residues, "
           f"{manifest.n_shards} shards")

@@ -18,7 +18,10 @@ from workflow_lib.errors import InputError
 from workflow_lib.seqio.alphabet import N_AMINO
 from workflow_lib.seqio.schemas import ArraySpec, NpzSchema
 
-DEFAULT_K = 3
+DEFAULT_K = 4
+"""4-mers: 160,000 codes, so a database of R residues has about R / 160,000 entries per code (3-mers: R / 8,000).
+With seeds at 4.5 bits the prefilter counts 4.6× fewer seeds than 3-mers at 3 bits and loses no more of the
+homologs an exhaustive Viterbi finds (benchmarks/RESULTS.md, "Prefilter: reduction and homologs lost")."""
 
 KMER_INDEX = NpzSchema("kmer_index", 1, {
     "k": ArraySpec("int32", ()),

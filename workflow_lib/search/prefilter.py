@@ -24,21 +24,31 @@ from workflow_lib.seqio.alphabet import N_AMINO
 
 GAPLESS_OFFSET_BITS = 2.5
 """The seed's threshold: keep targets scoring above 2.5 + log2(Lq · Lt) bits."""
-KMER_THRESHOLD_BITS = 3.0
-"""Seed threshold: a query window seeds a database k-mer when its profile score is at least this (bits).
-Measured on the example database (benchmarks/RESULTS.md, "Gapless prefilter"): 3.0 bits keeps 95% of the
-targets the exhaustive Viterbi scores above ``8 + log2(Lq·Lt)`` bits while scoring ~60× fewer diagonals."""
+KMER_BITS_PER_EXTRA_RESIDUE = 1.5
+"""Default seed threshold: a query window seeds a database k-mer when its profile score is at least
+``1.5 · (k - 1)`` bits (:func:`default_kmer_threshold`): 3 bits for 3-mers, 4.5 for 4-mers. Measured with
+single-sequence profiles against an exhaustive Viterbi (benchmarks/RESULTS.md, "Prefilter: reduction and
+homologs lost"): 4-mers at 4.5 bits lose no more of the homologs Viterbi finds than 3-mers at 3 bits (Pfam 1.0%
+at E ≤ 10, CATH the same), and count 4.4–4.6× fewer seeds, which is what the prefilter's cost grows with."""
 DIAGONALS_PER_TARGET = 4
 """Diagonals scored exactly per target: the ones with the highest summed seed scores."""
-SENSITIVE_PREFILTER = {"kmer_threshold": 2.5, "diagonals_per_target": 16, "gapless_offset": 0.0}
-"""The ``--sensitive`` prefilter (``search.sensitive``): more seeds (2.5 bits), 16 diagonals scored per target and
-the gapless pass at ``log2(Lq · Lt)`` bits instead of the seed's ``2.5 + log2(Lq · Lt)``. Each of the three
-recovers homologs the default prefilter drops (benchmarks/RESULTS.md, "where the remaining misses are lost");
-together 1.6–1.9× the CPU of a search."""
+SENSITIVE_KMER_SLACK = 0.5
+"""The ``--sensitive`` seed threshold is this many bits below the default (2.5 bits for 3-mers, 4 for 4-mers)."""
+SENSITIVE_PREFILTER = {"kmer_slack": SENSITIVE_KMER_SLACK, "diagonals_per_target": 16, "gapless_offset": 0.0}
+"""The ``--sensitive`` prefilter (``search.sensitive``): more seeds (threshold 0.5 bits lower), 16 diagonals scored
+per target and the gapless pass at ``log2(Lq · Lt)`` bits instead of the seed's ``2.5 + log2(Lq · Lt)``. Each
+of the three recovers homologs the default prefilter drops (benchmarks/RESULTS.md, "where the remaining misses
+are lost"); together about twice the CPU of a search."""
 DENSE_BINS_PER_SEED = 8
 """Count seeds in a dense (sequence, diagonal) array when it has at most this many bins per seed (+ 2**20)."""
 X_SCORE_BITS = -1.0
 """Score of an unknown residue (X) in any column: a small penalty, so runs of X never seed or extend."""
+
+
+def default_kmer_threshold(k: int, slack: float = 0.0) -> float:
+    """The seed threshold (bits) for an index of ``k``-mers: :data:`KMER_BITS_PER_EXTRA_RESIDUE` per residue
+    after the first, less ``slack`` (:data:`SENSITIVE_KMER_SLACK` for the sensitive prefilter)."""
+    return KMER_BITS_PER_EXTRA_RESIDUE * (k - 1) - slack
 
 
 def check_prefilter_values(*, kmer_threshold: float | None = None, diagonals_per_target: int | None = None,
@@ -70,6 +80,33 @@ def kmer_scores(scores: np.ndarray, k: int) -> np.ndarray:
     return np.ascontiguousarray(total, dtype=np.float32)
 
 
+def kmer_neighbourhood(scores: np.ndarray, k: int, threshold: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every (query window, k-mer code) whose profile score is at least ``threshold``, without the dense table.
+
+    Branch and bound (as BLAST/MMseqs2 enumerate a similar-k-mer list): a prefix of ``t`` residues at window
+    ``i`` is extended only while its score plus the best possible score of the remaining ``k - t`` columns can
+    still reach the threshold. Returns ``(window int64, code int64, score float32)`` sorted by window; the
+    same triples as ``np.nonzero(kmer_scores(scores, k) >= threshold)`` with the scores summed in the same order.
+    """
+    standard = np.ascontiguousarray(scores[:, :N_AMINO], dtype=np.float32)
+    n = standard.shape[0] - k + 1
+    if n <= 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
+    best = standard.max(axis=1).astype(np.float64)
+    # remaining[t][i]: the most columns t+1 .. k-1 of window i can add (float64, a slack keeps rounding safe)
+    remaining = [sum((best[u:u + n] for u in range(t + 1, k)), np.zeros(n)) for t in range(k)]
+    window = np.arange(n, dtype=np.int64)
+    code = np.zeros(n, dtype=np.int64)
+    total = np.zeros(n, dtype=np.float32)
+    for t in range(k):
+        extended = total[:, None] + standard[window + t]                      # [m, 20]
+        bound = remaining[t][window][:, None] + extended
+        row, residue = np.nonzero(bound >= threshold - 1e-4 if t < k - 1 else extended >= threshold)
+        window, total = window[row], extended[row, residue]
+        code = code[row] * N_AMINO + residue
+    return window, code, total
+
+
 @dataclass(frozen=True)
 class GaplessHits:
     """Per target that passed: shard sequence index, best gapless score (bits), its diagonal and k-mer hits."""
@@ -93,7 +130,17 @@ def seed_diagonals(window_scores: np.ndarray, index: dict[str, np.ndarray], kmer
     exact (:func:`_count_scale`), else from two. All paths give the same arrays.
     """
     positions, codes = np.nonzero(window_scores >= kmer_threshold)
-    seed_bits = window_scores[positions, codes].astype(np.float64)
+    return count_seeds(positions, codes, window_scores[positions, codes], window_scores.shape[0], index,
+                       kmer_threshold, min_hits, offsets, dense_limit=dense_limit)
+
+
+def count_seeds(positions: np.ndarray, codes: np.ndarray, seed_bits: np.ndarray, windows: int,
+                index: dict[str, np.ndarray], kmer_threshold: float, min_hits: int,
+                offsets: np.ndarray | None = None, *, dense_limit: int = DENSE_BINS_PER_SEED
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`seed_diagonals` from the seeding k-mers given as (query window, code, score ≥ threshold) triples,
+    ``positions`` ascending, out of ``windows`` query windows."""
+    seed_bits = np.asarray(seed_bits).astype(np.float64)
     starts = index["offsets"][codes]
     counts = index["offsets"][codes + 1] - starts
     total = int(counts.sum())
@@ -106,11 +153,11 @@ def seed_diagonals(window_scores: np.ndarray, index: dict[str, np.ndarray], kmer
         # pad > number of query windows; pad is the window count rounded up to a power of two, so queries of
         # similar length share the cached per-entry bin base (index entry e of sequence s at position p has
         # base s * pad + offsets[s] + p + pad, and seed (e, query window i) lands in bin base[e] - i)
-        pad = 1 << int(window_scores.shape[0]).bit_length()
+        pad = 1 << int(windows).bit_length()
         n_bins = int(offsets[-1]) + (offsets.size - 1) * pad
         if n_bins <= dense_limit * total + (1 << 20):
             bins = _seed_bins(_entry_bin_base(index, offsets, pad), starts, counts, positions, total)
-            scale = _count_scale(seed_bits, kmer_threshold, window_scores.shape[0])
+            scale = _count_scale(seed_bits, kmer_threshold, windows)
             if scale is None:
                 hits = np.bincount(bins, minlength=n_bins)
                 keep = np.flatnonzero(hits >= min_hits)
@@ -133,13 +180,18 @@ def seed_diagonals(window_scores: np.ndarray, index: dict[str, np.ndarray], kmer
     weights = np.repeat(seed_bits, counts)
     sequence = index["sequence"][entries].astype(np.int64)
     diagonal = index["position"][entries].astype(np.int64) - np.repeat(positions, counts)
-    shift = int(window_scores.shape[0]) + 1
+    shift = int(windows) + 1
     keys, inverse, hits = np.unique(sequence * (1 << 32) + (diagonal + shift), return_inverse=True,
                                     return_counts=True)
     bits = np.bincount(inverse.reshape(-1), weights=weights, minlength=keys.size)
     keep = hits >= min_hits
     keys, hits, bits = keys[keep], hits[keep], bits[keep]
     return keys >> 32, (keys & ((1 << 32) - 1)) - shift, hits.astype(np.int32), bits.astype(np.float32)
+
+
+SLICE_MIN_ENTRIES = 32
+"""Concatenate per-k-mer slices when the seeding k-mers average at least this many index entries each; below
+that, Python's cost per slice exceeds the gather's extra passes."""
 
 
 def _seed_bins(base: np.ndarray, starts: np.ndarray, counts: np.ndarray, positions: np.ndarray,
@@ -149,8 +201,16 @@ def _seed_bins(base: np.ndarray, starts: np.ndarray, counts: np.ndarray, positio
     The entries of one k-mer are one contiguous run of ``base``, and ``positions`` (from ``np.nonzero``) is
     sorted: per query window, the runs of its k-mers are concatenated into their slice of the output and the
     window subtracted in place. Two passes over the seeds instead of the six of gathering by an entry array
-    (``np.repeat``, ``arange``, add, gather, ``np.repeat``, subtract): 1.2-2.6x faster on 0.4-30 million seeds.
+    (``np.repeat``, ``arange``, add, gather, ``np.repeat``, subtract): 1.2-2.6x faster on 0.4-30 million seeds
+    of 3-mers. With few entries per k-mer (below :data:`SLICE_MIN_ENTRIES` on average) the Python cost per slice
+    dominates and the gather is used.
     """
+    if total < SLICE_MIN_ENTRIES * counts.size:  # few entries per k-mer (4-mers): one gather beats the slices
+        entries = np.repeat(starts - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
+        entries += np.arange(total, dtype=np.int64)
+        bins = base[entries]
+        bins -= np.repeat(positions, counts)
+        return bins
     bins = np.empty(total, dtype=np.int64)
     ends = (starts + counts).tolist()
     starts_list = starts.tolist()
@@ -248,46 +308,85 @@ def _best_in_sorted_segments(sequence: np.ndarray, rank_by: np.ndarray, per_targ
     return np.flatnonzero(chosen)
 
 
-def diagonal_scores(scores: np.ndarray, residues: np.ndarray, offsets: np.ndarray, sequence: np.ndarray,
-                    diagonal: np.ndarray, *, block: int = 2048) -> np.ndarray:
+PAD_RESIDUE = N_AMINO + 1
+"""Code of the padding between sequences in :func:`_padded_residues`; it scores 0 in every column."""
+_PADDED_CACHE = 2
+"""Padded residue layouts kept per index (one byte per residue plus the padding), for queries of different lengths."""
+
+
+def _padded_residues(index: dict[str, np.ndarray], residues: np.ndarray, offsets: np.ndarray,
+                     query_length: int) -> tuple[np.ndarray, np.ndarray]:
+    """The shard's residues with ``pad ≥ query_length`` :data:`PAD_RESIDUE` codes before, between and after the
+    sequences, and where each sequence starts in it: a diagonal read through the layout runs into padding,
+    never into a neighbour, so no bounds test is needed. ``pad`` is a power of two so queries of similar
+    length share one layout, cached in ``index`` (at most :data:`_PADDED_CACHE`, oldest dropped)."""
+    pad = 1 << int(query_length).bit_length()
+    key = f"_padded_{pad}"
+    cached = index.get(key)
+    if cached is None:
+        n = offsets.size - 1
+        lengths = np.diff(offsets)
+        starts = offsets[:-1] + pad * np.arange(1, n + 1, dtype=np.int64)
+        layout = np.full(int(offsets[-1]) + pad * (n + 1), PAD_RESIDUE, dtype=np.uint8)
+        layout[np.repeat(starts - offsets[:-1], lengths) + np.arange(int(offsets[-1]))] = residues[:offsets[-1]]
+        older = [k for k in index if k.startswith("_padded_")]
+        for old in older[:max(len(older) - _PADDED_CACHE + 1, 0)]:
+            del index[old]
+        cached = index[key] = (layout, starts)
+    return cached
+
+
+def diagonal_scores(scores: np.ndarray, layout: np.ndarray, starts: np.ndarray, sequence: np.ndarray,
+                    diagonal: np.ndarray, *, block: int = 512) -> np.ndarray:
     """Best gapless segment score (bits) on each (sequence, diagonal), vectorised over candidates.
 
-    ``scores`` float32 [Lq, 21]; residues/offsets describe the shard; returns float32 [C] (≥ 0).
+    ``scores`` float32 [Lq, 21]; ``layout``/``starts`` the shard's padded residues (:func:`_padded_residues`);
+    returns float32 [C] (≥ 0): per diagonal, the maximum over j of ``P_j - min(0, P_1 .. P_j)`` with ``P`` the
+    prefix sums of the column scores along it (maximum subarray; padding scores 0).
     """
     query_length = scores.shape[0]
+    table = np.zeros((query_length, PAD_RESIDUE + 1), dtype=np.float32)
+    table[:, :scores.shape[1]] = scores
+    flat = table.reshape(-1)
+    row_base = (np.arange(query_length, dtype=np.int64) * table.shape[1])[None, :]
+    columns = np.arange(query_length, dtype=np.int64)[None, :]
     out = np.zeros(sequence.size, dtype=np.float32)
-    columns = np.arange(query_length)
-    flat_scores = scores.reshape(-1)
     for lo in range(0, sequence.size, block):
-        seq = sequence[lo:lo + block]
-        target_pos = columns[None, :] + diagonal[lo:lo + block, None]
-        lengths = (offsets[seq + 1] - offsets[seq])[:, None]
-        valid = (target_pos >= 0) & (target_pos < lengths)
-        residue = residues[np.where(valid, offsets[seq][:, None] + target_pos, 0)]
-        cell = np.where(valid, flat_scores[columns[None, :] * scores.shape[1] + residue], 0.0)
+        first = starts[sequence[lo:lo + block]] + diagonal[lo:lo + block]
+        cell = flat[row_base + layout[first[:, None] + columns]]
         prefix = np.cumsum(cell, axis=1, dtype=np.float32)
-        prefix = np.concatenate([np.zeros((prefix.shape[0], 1), np.float32), prefix], axis=1)
-        running_min = np.minimum.accumulate(prefix, axis=1)
-        out[lo:lo + block] = (prefix - running_min).max(axis=1)
+        low = np.minimum.accumulate(prefix, axis=1)
+        np.minimum(low, 0.0, out=low)
+        np.subtract(prefix, low, out=prefix)
+        out[lo:lo + block] = prefix.max(axis=1) if prefix.shape[1] else 0.0
     return out
 
 
 def gapless_prefilter(scores: np.ndarray, index: dict[str, np.ndarray], residues: np.ndarray,
-                      offsets: np.ndarray, *, kmer_threshold: float = KMER_THRESHOLD_BITS, min_hits: int = 1,
+                      offsets: np.ndarray, *, kmer_threshold: float | None = None, min_hits: int = 1,
                       diagonals_per_target: int | None = DIAGONALS_PER_TARGET,
                       offset_bits: float = GAPLESS_OFFSET_BITS) -> GaplessHits:
     """Stage 1 of the prefilter for one query against one indexed shard (see the module docstring).
 
+    ``kmer_threshold``: seed threshold in bits (``None``: :func:`default_kmer_threshold` for the index's k).
     ``diagonals_per_target``: score only the diagonals of each target with the highest summed seed scores
     (``None``: every seeded diagonal, the exhaustive setting when ``kmer_threshold=-inf``).
     """
     k = int(index["k"])
-    sequence, diagonal, hits, seed_bits = seed_diagonals(kmer_scores(scores, k), index, kmer_threshold, min_hits,
-                                                         offsets)
+    if kmer_threshold is None:
+        kmer_threshold = default_kmer_threshold(k)
+    if np.isfinite(kmer_threshold):  # the seeding k-mers only: 20**k scores per window are 3 GB for k = 5
+        window, code, bits = kmer_neighbourhood(scores, k, kmer_threshold)
+        seeded = count_seeds(window, code, bits, max(scores.shape[0] - k + 1, 0), index, kmer_threshold,
+                             min_hits, offsets)
+    else:
+        seeded = seed_diagonals(kmer_scores(scores, k), index, kmer_threshold, min_hits, offsets)
+    sequence, diagonal, hits, seed_bits = seeded
     seeded_targets = int(sequence.size > 0) + int(np.count_nonzero(sequence[1:] != sequence[:-1]))  # sorted
     chosen = best_diagonals(sequence, seed_bits, diagonals_per_target)
     sequence, diagonal, hits = sequence[chosen], diagonal[chosen], hits[chosen]
-    score = diagonal_scores(scores, residues, offsets, sequence, diagonal)
+    score = diagonal_scores(scores, *_padded_residues(index, residues, offsets, scores.shape[0]), sequence,
+                            diagonal)
     if score.size == 0:
         empty = np.zeros(0, np.int64)
         return GaplessHits(empty, np.zeros(0, np.float32), empty, np.zeros(0, np.int32), 0)
