@@ -148,15 +148,17 @@ def test_prefilter_benchmark_summary_hand_made():
         return {"seeded": 100, "gapless": gapped, "gapped": gapped, "seconds": 0.1, "lost_gapless": lost,
                 "lost_gapped": lost, "lost_included_gapped": lost_included, "homologs_gapped": passed}
 
+    default = prefilter_benchmark.setting_name(*prefilter_benchmark.GRID[0])
     result = {"set": "pfam", "n_db": 1000, "residues": 300000, "queries": [
         {"query": "a", "length": 100, "homologs": 10, "detectable": 8, "includable": 4,
-         "settings": {"4 / 4.0 / 4": setting(10, 1, 0, 9)}},
+         "settings": {default: setting(10, 1, 0, 9)}},
         {"query": "b", "length": 200, "homologs": 6, "detectable": 2, "includable": 1,
-         "settings": {"4 / 4.0 / 4": setting(30, 1, 1, 4)}},
+         "settings": {default: setting(30, 1, 1, 4)}},
     ]}
     (row,) = prefilter_benchmark.summarise(result)
     assert row["gapped"] == 20.0 and row["reduction"] == 50.0          # 1000 / mean(10, 30)
     assert row["lost_gapped"] == pytest.approx(2 / 10)                  # (1 + 1) / (8 + 2) detectable
     assert row["lost_included"] == pytest.approx(1 / 5)
     assert row["homologs_passed"] == pytest.approx(13 / 16)
-    assert "| pfam (2, 1,000) | **4 / 4.0 / 4** |" in prefilter_benchmark.markdown([result])
+    assert default == "4 / 4.5 / 4"                                     # the default grid row, in bold
+    assert f"| pfam (2, 1,000) | **{default}** |" in prefilter_benchmark.markdown([result])
