@@ -244,19 +244,26 @@ _BIN_BASE_CACHE = 4
 """Padded bin bases kept per index (one int64 per index entry each), for queries of different lengths."""
 
 
+def _cached(index: dict, prefix: str, pad: int, limit: int, build):
+    """``index[prefix + pad]``, built by ``build()`` on first use; at most ``limit`` entries with ``prefix`` are
+    kept per index (the oldest dropped), one per query-length class."""
+    key = f"{prefix}{pad}"
+    value = index.get(key)
+    if value is None:
+        older = [k for k in index if k.startswith(prefix)]
+        for old in older[:max(len(older) - limit + 1, 0)]:
+            del index[old]
+        value = index[key] = build()
+    return value
+
+
 def _entry_bin_base(index: dict[str, np.ndarray], offsets: np.ndarray, pad: int) -> np.ndarray:
     """``s * pad + offsets[s] + p + pad`` for every index entry (sequence s, position p), cached in ``index``
     under ``_bin_base_<pad>`` (at most :data:`_BIN_BASE_CACHE` pads, oldest dropped)."""
-    key = f"_bin_base_{pad}"
-    base = index.get(key)
-    if base is None:
+    def build() -> np.ndarray:
         sequence = index["sequence"].astype(np.int64)
-        base = sequence * pad + offsets[sequence] + index["position"].astype(np.int64) + pad
-        cached = [k for k in index if k.startswith("_bin_base_")]
-        for old in cached[:max(len(cached) - _BIN_BASE_CACHE + 1, 0)]:
-            del index[old]
-        index[key] = base
-    return base
+        return sequence * pad + offsets[sequence] + index["position"].astype(np.int64) + pad
+    return _cached(index, "_bin_base_", pad, _BIN_BASE_CACHE, build)
 
 
 def best_diagonals(sequence: np.ndarray, rank_by: np.ndarray, per_target: int | None) -> np.ndarray:
@@ -321,19 +328,15 @@ def _padded_residues(index: dict[str, np.ndarray], residues: np.ndarray, offsets
     never into a neighbour, so no bounds test is needed. ``pad`` is a power of two so queries of similar
     length share one layout, cached in ``index`` (at most :data:`_PADDED_CACHE`, oldest dropped)."""
     pad = 1 << int(query_length).bit_length()
-    key = f"_padded_{pad}"
-    cached = index.get(key)
-    if cached is None:
+
+    def build() -> tuple[np.ndarray, np.ndarray]:
         n = offsets.size - 1
-        lengths = np.diff(offsets)
         starts = offsets[:-1] + pad * np.arange(1, n + 1, dtype=np.int64)
         layout = np.full(int(offsets[-1]) + pad * (n + 1), PAD_RESIDUE, dtype=np.uint8)
-        layout[np.repeat(starts - offsets[:-1], lengths) + np.arange(int(offsets[-1]))] = residues[:offsets[-1]]
-        older = [k for k in index if k.startswith("_padded_")]
-        for old in older[:max(len(older) - _PADDED_CACHE + 1, 0)]:
-            del index[old]
-        cached = index[key] = (layout, starts)
-    return cached
+        layout[np.repeat(starts - offsets[:-1], np.diff(offsets)) + np.arange(int(offsets[-1]))] = \
+            residues[:offsets[-1]]
+        return layout, starts
+    return _cached(index, "_padded_", pad, _PADDED_CACHE, build)
 
 
 def diagonal_scores(scores: np.ndarray, layout: np.ndarray, starts: np.ndarray, sequence: np.ndarray,
