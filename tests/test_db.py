@@ -87,6 +87,15 @@ def test_empty_database_and_missing_file(tmp_path):
     assert not (tmp_path / "db" / "manifest.json").exists()
 
 
+def test_bad_kmer_length_stops_before_writing(tmp_path, capsys):
+    from workflow_lib.cli import main
+
+    (tmp_path / "in.fasta").write_text(">a\nMKVLAAGIVGLLLA\n")
+    assert main(["db", "build", str(tmp_path / "in.fasta"), "--out", str(tmp_path / "db"), "--kmer-length", "9"]) != 0
+    assert "k-mer length must be between 1 and 6, got 9" in capsys.readouterr().err
+    assert not (tmp_path / "db").exists()
+
+
 def test_cli_build_and_info(tmp_path, example_db, capsys):
     assert main(["db", "build", "--out", str(tmp_path / "db"), "--shards", "2", str(example_db)]) == 0
     assert "3000 sequences, 1041970 residues, 2 shards" in capsys.readouterr().out

@@ -126,6 +126,8 @@ def build_database(fasta_paths: Sequence[str | Path], out_dir: str | Path, *, sh
         raise InputError(f"duplicate_ids must be one of {DUPLICATE_POLICIES}, got {duplicate_ids!r}")
     if shards < 1:
         raise InputError(f"number of shards must be at least 1, got {shards}")
+    if not 1 <= kmer_length <= 6:  # before any shard is written
+        raise InputError(f"k-mer length must be between 1 and 6, got {kmer_length}")
     if not fasta_paths:
         raise InputError("no input FASTA files given")
     out_dir = Path(out_dir)
