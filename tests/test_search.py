@@ -12,7 +12,7 @@ from workflow_lib.db.build import build_database
 from workflow_lib.errors import InputError
 from workflow_lib.search.engine import (DatabaseTotals, SearchSettings, calibrate, make_query, rank_hits,
                                         search_database)
-from workflow_lib.search.evalue import Calibration, fit_gumbel, fit_mu
+from workflow_lib.search.evalue import Calibration, calibration_length, fit_gumbel, fit_mu, random_sequences
 from workflow_lib.db.build import load_kmer_index, load_shard
 from workflow_lib.search.gapped import gapped_evalues, gapped_pass, gapped_scores, smith_waterman_reference
 from workflow_lib.search.iterative import (MsaSettings, filter_alignment, hit_row, iterate, msa_step,
@@ -469,3 +469,17 @@ def test_workflow_jobs_give_the_msas_of_the_msa_command(tmp_path, db_three, quer
         assert set(final.names) <= set(searched.names)
         dropped += searched.depth - final.depth
     assert dropped > 0          # at -cov 80 some included rows are partial: the output filter did something
+
+
+def test_calibration_sequences_have_the_database_mean_length():
+    """Equal lengths fill the Viterbi lanes without padding; the mean length is clipped to [20, 4000]."""
+    background = np.full(20, 0.05)
+    sequences = random_sequences(background, 374.4, 128, 11)
+    assert len(sequences) == 128 and {s.size for s in sequences} == {374}
+    assert all(s.dtype == np.uint8 and int(s.max()) < 20 for s in sequences)
+    assert all(np.array_equal(a, b) for a, b in zip(sequences, random_sequences(background, 374.4, 128, 11)))
+    assert calibration_length(5.0) == 20 and calibration_length(1e6) == 4000
+    skewed = np.zeros(20)
+    skewed[[0, 7]] = [0.75, 0.25]  # draws follow the background
+    counts = np.bincount(np.concatenate(random_sequences(skewed, 400, 50, 3)), minlength=20)
+    assert set(np.flatnonzero(counts)) == {0, 7} and 0.72 < counts[0] / counts.sum() < 0.78
