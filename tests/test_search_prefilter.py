@@ -192,3 +192,26 @@ def test_sensitive_settings_pass_a_superset(small_db, query_scores):
     kept = dict(zip(wider.sequence.tolist(), wider.score.tolist()))
     for s, score in zip(default.sequence.tolist(), default.score.tolist()):
         assert kept[s] >= score - 1e-4  # the best of 16 diagonals is at least the best of 4
+
+
+@pytest.mark.parametrize("block", [3, 8192])
+def test_diagonal_scores_are_the_best_segment_of_each_diagonal(small_db, query_scores, block):
+    """Any diagonal, including ones that start or end in the padding, in blocks smaller than the batch."""
+    from workflow_lib.search.prefilter import _padded_residues, diagonal_scores
+
+    shard = load_shard(small_db, 0)
+    index = load_kmer_index(small_db, 0)
+    rng = np.random.default_rng(5)
+    sequence = rng.integers(0, len(shard), 40)
+    lengths = shard.lengths[sequence]
+    diagonal = np.array([rng.integers(-query_scores.shape[0] + 1, n) for n in lengths])
+    got = diagonal_scores(query_scores, *_padded_residues(index, shard.residues, shard.offsets,
+                                                          query_scores.shape[0]), sequence, diagonal, block=block)
+    for s, d, score in zip(sequence, diagonal, got):
+        target = shard.sequence(int(s)).astype(int)
+        running = best = 0.0
+        for i in range(query_scores.shape[0]):
+            if 0 <= i + d < target.size:
+                running = max(0.0, running + float(query_scores[i, target[i + d]]))
+                best = max(best, running)
+        assert score == pytest.approx(best, abs=1e-3)
