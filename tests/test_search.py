@@ -77,13 +77,28 @@ def test_gapped_scores_random_cases_and_gap_costs():
     for _ in range(15):
         scores = rng.normal(-0.5, 2.0, (int(rng.integers(1, 25)), 21)).astype(np.float32)
         targets = [rng.integers(0, 21, int(rng.integers(1, 30))).astype(np.uint8) for _ in range(5)]
-        for gap_open, gap_extend in ((5.0, 1.0), (2.0, 2.0)):
+        for gap_open, gap_extend in ((5.0, 1.0), (2.0, 2.0), (3.0, 0.5)):
             got = gapped_scores(scores, targets, gap_open=gap_open, gap_extend=gap_extend)
             expected = [smith_waterman_reference(scores, t, gap_open=gap_open, gap_extend=gap_extend)
                         for t in targets]
             assert got == pytest.approx(expected, abs=1e-3)
     with pytest.raises(ValueError):
         gapped_scores(scores, targets, gap_open=0.5, gap_extend=1.0)
+
+
+def test_gapped_scores_full_scan_fallback_and_long_gaps(monkeypatch):
+    """Gaps longer than the doubling scan covers take the full scan; both give the reference's scores."""
+    import workflow_lib.search.gapped as gapped
+
+    rng = np.random.default_rng(8)
+    scores = rng.normal(-0.3, 3.0, (30, 21)).astype(np.float32)
+    scores[:5, 4] = scores[-5:, 9] = 12.0                     # strong ends, far apart: worth a long gap
+    targets = [np.concatenate([np.full(5, 4), rng.integers(0, 21, n), np.full(5, 9)]).astype(np.uint8)
+               for n in (0, 7, 40, 90)]
+    expected = [smith_waterman_reference(scores, t, gap_open=2.0, gap_extend=0.25) for t in targets]
+    assert gapped_scores(scores, targets, gap_open=2.0, gap_extend=0.25) == pytest.approx(expected, abs=1e-3)
+    monkeypatch.setattr(gapped, "MAX_SCAN_PAD", 2)
+    assert gapped_scores(scores, targets, gap_open=2.0, gap_extend=0.25) == pytest.approx(expected, abs=1e-3)
 
 
 def test_gapped_pass_skips_only_sure_targets_and_keeps_the_same_set(db_one, queries):
