@@ -87,12 +87,12 @@ def test_threshold_is_the_seeds(small_db, query_scores):
 
 @pytest.mark.parametrize("per_target", [1, 4, 16])
 def test_best_diagonals_equals_a_two_key_sort_with_ties_and_negative_ranks(per_target):
-    """Both paths (segment passes for sorted targets, the integer sort otherwise) against a lexsort."""
+    """Every path (segment passes for sorted targets, on the strong diagonals first when targets hold many;
+    the integer sort otherwise) against a lexsort."""
     from workflow_lib.search.prefilter import best_diagonals
 
     rng = np.random.default_rng(3)
-    for _ in range(5):
-        n = 5000
+    for n in (5000, 5000, 5000, 60000, 60000):
         sequence = np.sort(rng.integers(0, 400, n))
         rank = rng.normal(0.0, 6.0, n).astype(np.float32)
         rank[rng.integers(0, n, 1500)] = 2.5          # many exact ties
