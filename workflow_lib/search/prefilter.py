@@ -300,7 +300,7 @@ def _best_in_sorted_by_strong_first(sequence: np.ndarray, rank_by: np.ndarray, p
     Take a cut ``c`` near the rank quantile that leaves ~4 strong diagonals per wanted one (estimated on a
     sample). A target with at least ``per_target`` diagonals ranked ≥ ``c`` takes its best among those only
     (every other diagonal ranks below all of them); the other targets take theirs among all their diagonals.
-    On a 46k-sequence shard 1.8 M seeded diagonals shrink to ~15% for the segment passes (2–3× faster).
+    On a 46k-sequence shard 1.8 M seeded diagonals shrink to ~15% for the segment passes (about 2× faster).
     """
     n = sequence.size
     starts = np.flatnonzero(np.concatenate([[True], sequence[1:] != sequence[:-1]]))
