@@ -13,6 +13,7 @@ from workflow_lib.aligner import viterbi_seq as viterbi_seq_module
 from workflow_lib.aligner.reference import viterbi_sequence_reference
 from workflow_lib.aligner.render import aligned_strings
 from workflow_lib.aligner.scores import sequence_scores
+from workflow_lib.aligner.lanes import length_buckets, min_cost_buckets
 from workflow_lib.aligner.viterbi_seq import prefix_max
 from workflow_lib.seqio.alphabet import decode, encode
 from workflow_lib.seqio.fasta import read_fasta
@@ -140,3 +141,44 @@ def test_chain_steps_bound():
         assert excess + longest * step > 0 >= excess + (longest + 1) * step
         assert chain_steps(excess, step, 10 ** 6) in (longest.bit_length(), None)
     assert chain_steps(10 ** 6, -1, 9) == 4    # capped by the row length: chains of at most 8
+
+
+def _bucket_cost(lengths, buckets, row_cost):
+    return sum(row_cost + len(bucket) * max(lengths[k] for k in bucket) for bucket in buckets)
+
+
+def _brute_force_cost(lengths, widths, row_cost):
+    """Cheapest cut of the sorted order into consecutive buckets, by enumerating every cut set."""
+    order = sorted(range(len(lengths)), key=lambda k: lengths[k])
+    best = None
+    for mask in range(1 << (len(order) - 1)):
+        cuts = [0] + [k + 1 for k in range(len(order) - 1) if mask >> k & 1] + [len(order)]
+        buckets = [order[a:b] for a, b in zip(cuts, cuts[1:])]
+        if any(len(b) > widths[b[-1]] for b in buckets):
+            continue
+        cost = _bucket_cost(lengths, buckets, row_cost)
+        best = cost if best is None else min(best, cost)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_min_cost_buckets_is_optimal(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 10))
+    lengths = rng.integers(10, 400, n).tolist()
+    widths = rng.integers(1, 6, n).tolist()
+    row_cost = float(rng.choice([0.0, 50.0, 500.0]))
+    buckets = min_cost_buckets(lengths, widths, row_cost)
+    assert sorted(k for b in buckets for k in b) == list(range(n))
+    assert all(len(b) <= widths[max(b, key=lambda k: (lengths[k], b.index(k)))] for b in buckets)
+    assert _bucket_cost(lengths, buckets, row_cost) == _brute_force_cost(lengths, widths, row_cost)
+
+
+def test_length_buckets_trade_padding_against_rows():
+    lengths = [100] * 20 + [1000] * 20
+    # a row cost below the padding a joint bucket would add: two buckets, none padded
+    assert [len(b) for b in length_buckets(lengths, 50, backtrace=False, row_cost_cells=4096)] == [20, 20]
+    # a row cost above it: one bucket (20 · 900 padded cells < 20,000)
+    assert [len(b) for b in length_buckets(lengths, 50, backtrace=False, row_cost_cells=20000)] == [40]
+    # equal lengths beyond one lane block (163 lanes of 304 cells): the fewest buckets the width limit allows
+    assert sorted(len(b) for b in length_buckets([300] * 400, 50, backtrace=False)) == [74, 163, 163]

@@ -4,7 +4,9 @@ Seed "SIMD and Vectorized Viterbi Algorithm": HH-suite packs 4 or 8 templates in
 lane axis holds up to :data:`MAX_LANES` targets of similar length. Targets are sorted by length and cut into
 buckets whose lane count keeps one DP row (``Lt × W`` cells) near :data:`LANE_CELLS` (cache-sized; measured
 in ``benchmarks/RESULTS.md``) and, with a backtrace, the ``Lq × Lt × W`` byte matrix under
-:data:`BACKTRACE_BYTES`. Sorting by length keeps padding small.
+:data:`BACKTRACE_BYTES`. Where the cuts fall is a small optimisation (:func:`min_cost_buckets`): every lane
+is padded to its bucket's longest target, and every bucket pays a fixed cost per DP row (its ~20 NumPy calls),
+so the cuts minimise padded cells plus :data:`ROW_COST_CELLS` per bucket.
 
 ``cpus > 1`` spreads buckets (one query, many targets) or queries (many queries) over a ``multiprocessing``
 pool (fork start method where available, so the targets are inherited rather than pickled); results always
@@ -27,12 +29,19 @@ from workflow_lib.aligner.scores import HHSUITE_SHIFT, Hit, PairScores, Sequence
 from workflow_lib.aligner.torch_kernels import (NUMPY, TORCH_BACKTRACE_BYTES, TORCH_LANE_CELLS, TORCH_MAX_LANES,
                                                 align_lane_batch_torch, resolve_device)
 from workflow_lib.aligner.viterbi_hmm import align_template_batch
-from workflow_lib.aligner.viterbi_seq import align_lane_batch
+from workflow_lib.aligner.viterbi_seq import align_lane_batch, padded_length
 
 LANE_CELLS = 48 * 1024
 MAX_LANES = 512
 MIN_LANES = 8
 BACKTRACE_BYTES = 96 * 1024 * 1024
+ROW_COST_CELLS = 8192
+"""Fixed cost of one bucket's DP row, in cells. Measured for the Viterbi kernel: ~18 µs of calls against ~5.5 ns
+per cell with a backtrace, ~11 µs against ~2.8 ns without (250-column profile, 300-residue targets), so ~4k
+cells; on the Pfam survivors 4k and 8k cut the same CPU, 2k and 1k more (``benchmarks/RESULTS.md``). The
+gapped stage's Smith–Waterman rows (~18 calls) use the same value."""
+TORCH_ROW_COST_CELLS = 1 << 22
+"""On a GPU a row's kernel launches cost far more than its cells: buckets as wide as the limits allow."""
 
 
 def lane_width(target_length: int, query_length: int, *, backtrace: bool, lane_cells: int = LANE_CELLS,
@@ -44,23 +53,57 @@ def lane_width(target_length: int, query_length: int, *, backtrace: bool, lane_c
     return max(1, width)
 
 
+def min_cost_buckets(lengths: Sequence[int] | np.ndarray, max_widths: Sequence[int] | np.ndarray,
+                     row_cost_cells: float) -> list[list[int]]:
+    """Indices grouped into buckets of consecutive lengths (ascending, stable), minimising
+    ``Σ_buckets (row_cost_cells + |bucket| · longest length in the bucket)``: the cells of one DP row with every
+    lane padded to its bucket's longest target, plus a fixed cost per bucket row. A bucket whose longest member
+    is ``k`` holds at most ``max_widths[k]`` indices (≥ 1).
+
+    Exact, by dynamic programming over the sorted lengths (the best cut before each position), one NumPy
+    call per position over the widths allowed there: ``O(n · max width)`` work in ``O(n)`` calls.
+    """
+    lengths = np.asarray(lengths, dtype=np.float64)
+    widths = np.asarray(max_widths, dtype=np.int64)
+    if lengths.shape != widths.shape or lengths.ndim != 1:
+        raise ValueError("lengths and max_widths must be 1-D arrays of the same size")
+    if widths.size and int(widths.min()) < 1:
+        raise ValueError("every max width must be at least 1")
+    order = np.argsort(lengths, kind="stable")
+    n = order.size
+    if n == 0:
+        return []
+    sorted_lengths, sorted_widths = lengths[order], widths[order]
+    if sorted_lengths[0] == sorted_lengths[-1] and n <= int(sorted_widths.min()):
+        return [order.tolist()]  # all one length, one bucket: no padding, one row cost
+    span = int(min(sorted_widths.max(), n))
+    members = np.arange(span, 0, -1, dtype=np.float64)  # |bucket| for the starts j − span .. j − 1
+    cost = np.zeros(n + 1, dtype=np.float64)
+    start = np.zeros(n + 1, dtype=np.int64)
+    for j in range(1, n + 1):
+        low = max(0, j - int(sorted_widths[j - 1]))
+        candidates = cost[low:j] + members[span - (j - low):] * sorted_lengths[j - 1]
+        best = int(np.argmin(candidates))
+        cost[j] = candidates[best] + row_cost_cells
+        start[j] = low + best
+    buckets = []
+    j = n
+    while j > 0:
+        buckets.append(order[start[j]:j].tolist())
+        j = int(start[j])
+    return buckets[::-1]
+
+
 def length_buckets(lengths: Sequence[int], query_length: int, *, backtrace: bool,
                    lane_cells: int = LANE_CELLS, max_lanes: int = MAX_LANES,
-                   backtrace_bytes: int = BACKTRACE_BYTES) -> list[list[int]]:
-    """Indices grouped into buckets of similar length (ascending), each within its :func:`lane_width`."""
-    order = np.argsort(np.asarray(lengths), kind="stable")
-    buckets: list[list[int]] = []
-    current: list[int] = []
-    for index in order.tolist():
-        width = lane_width(int(lengths[index]), query_length, backtrace=backtrace, lane_cells=lane_cells,
-                           max_lanes=max_lanes, backtrace_bytes=backtrace_bytes)
-        if current and len(current) + 1 > width:
-            buckets.append(current)
-            current = []
-        current.append(index)
-    if current:
-        buckets.append(current)
-    return buckets
+                   backtrace_bytes: int = BACKTRACE_BYTES, row_cost_cells: float = ROW_COST_CELLS) -> list[list[int]]:
+    """Indices grouped into buckets of similar length (ascending), each within its :func:`lane_width`, with the
+    fewest padded cells plus ``row_cost_cells`` per bucket (:func:`min_cost_buckets`; lengths rounded up as
+    :func:`~workflow_lib.aligner.viterbi_seq.pack_targets` pads them)."""
+    lengths = [int(length) for length in lengths]
+    widths = [lane_width(length, query_length, backtrace=backtrace, lane_cells=lane_cells, max_lanes=max_lanes,
+                         backtrace_bytes=backtrace_bytes) for length in lengths]
+    return min_cost_buckets([padded_length(max(length, 1)) for length in lengths], widths, row_cost_cells)
 
 
 def resolve_cpus(cpus: int | None) -> int:
@@ -159,7 +202,8 @@ def _align_torch(scores: SequenceScores, targets: list[np.ndarray], backtrace: b
         lane_cells = TORCH_LANE_CELLS if gpu else LANE_CELLS
     buckets = length_buckets([t.size for t in targets], scores.length, backtrace=backtrace, lane_cells=lane_cells,
                              max_lanes=TORCH_MAX_LANES if gpu else MAX_LANES,
-                             backtrace_bytes=TORCH_BACKTRACE_BYTES if gpu else BACKTRACE_BYTES)
+                             backtrace_bytes=TORCH_BACKTRACE_BYTES if gpu else BACKTRACE_BYTES,
+                             row_cost_cells=TORCH_ROW_COST_CELLS if gpu else ROW_COST_CELLS)
     hits: list[Hit | None] = [None] * len(targets)
     for bucket in buckets:
         for hit in align_lane_batch_torch(scores, targets, bucket, backtrace=backtrace, device=device):

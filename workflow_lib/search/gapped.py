@@ -6,22 +6,24 @@ E-value ``E = N_db · Lq · Lt · 2^-S`` is below 1000, where ``N_db`` is the nu
 database (from the manifest, whatever shard is searched). Here a gap of ``g`` residues costs
 ``open + (g - 1) · extend`` bits.
 
-Kernel layout (the aligner's lane idea, :mod:`workflow_lib.aligner.lanes`): targets of similar length are
-packed side by side as the lanes of one ``[W, T]`` array (target positions × targets, lanes contiguous, about
+Kernel layout (the aligner's lane idea, :mod:`workflow_lib.aligner.lanes`): targets of similar length are packed
+side by side as the lanes of one ``[W, T]`` array (target positions × targets, lanes contiguous, about
 :data:`LANE_CELLS` cells so a row stays in cache); the recursion advances one query position at a time for all
-targets at once. The vertical gap chain (``F``) is carried from row to row; the horizontal chain (``E``) inside
-a row is a prefix max-plus scan over ``H' + extend · j``, exact because a gap is never opened from a cell whose
-value came from another gap when ``open ≥ extend``. An ``E`` value matters only where it is positive (``H`` is
-floored at 0), so only gaps shorter than ``(max H' − open) / extend + 1`` can matter: the scan is a few
-doubling steps (``max(x(j), x(j − s))`` for s = 1, 2, 4, …, one array pass each), as in the Viterbi kernel's
-insert chains (:mod:`workflow_lib.aligner.viterbi_seq`). Score-only, float32, two rows; 2.5–3× faster than the
-first layout (targets as rows, ``np.maximum.accumulate`` along them: a scalar loop).
+targets at once. Blocks are cut where padded cells plus a fixed cost per row are fewest
+(:func:`~workflow_lib.aligner.lanes.min_cost_buckets`). The vertical gap chain (``F``) is carried from row to row;
+the horizontal chain (``E``) inside a row is a prefix max-plus scan over ``H' + extend · j``, exact because a gap is
+never opened from a cell whose value came from another gap when ``open ≥ extend``. An ``E`` value matters only where
+it is positive (``H`` is floored at 0), so only gaps shorter than ``(max H' − open) / extend + 1`` can matter: the
+scan is a few doubling steps (``max(x(j), x(j − s))`` for s = 1, 2, 4, …, one array pass each), as in the Viterbi
+kernel's insert chains (:mod:`workflow_lib.aligner.viterbi_seq`). Score-only, float32, two rows; 2.5–3× faster than
+the first layout (targets as rows, ``np.maximum.accumulate`` along them: a scalar loop).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from workflow_lib.aligner.lanes import ROW_COST_CELLS, min_cost_buckets
 from workflow_lib.seqio.alphabet import N_AMINO
 
 GAP_OPEN_BITS = 5.0
@@ -33,10 +35,6 @@ SURE_PASS_MARGIN_BITS = 0.1
 (the margin covers float32 rounding: the diagonal scorer sums by prefix differences, the SW row by row)."""
 LANE_CELLS = 48 * 1024
 """Cells of one ``[W, T]`` row block (~3 ns per cell at 32–64k cells here; 5 ns at 1M, out of cache)."""
-PADDING_CELLS = 8192
-PADDING_FRACTION = 0.3
-"""A bucket takes a longer target while its padding stays within ``max(PADDING_CELLS, PADDING_FRACTION ·
-cells)``: a row's ~18 array calls cost about as much as 6–8k cells, so few wide buckets beat many narrow ones."""
 MAX_SCAN_PAD = 1 << 12
 """Longest gap the doubling scan covers (``-inf`` rows ahead of the scan buffers); longer ones use a full scan."""
 _PAD = -1.0e4
@@ -58,26 +56,14 @@ def gapped_scores(scores: np.ndarray, targets: list[np.ndarray], *, gap_open: fl
     table = np.full((scores.shape[0], N_AMINO + 2), _PAD, dtype=np.float32)
     table[:, :N_AMINO + 1] = scores[:, :N_AMINO + 1]
     lengths = np.array([t.size for t in targets], dtype=np.int64)
-    order = np.argsort(lengths, kind="stable")
-    start = 0
-    while start < order.size:
-        # grow the bucket while the block fits the cell budget and its padding costs less than another
-        # bucket's per-row calls would (or a fraction of its cells)
-        stop, residues = start + 1, int(lengths[order[start]])
-        while stop < order.size:
-            longest = int(lengths[order[stop]])
-            cells = (stop - start + 1) * longest
-            if cells > lane_cells or cells - residues - longest > max(PADDING_CELLS, PADDING_FRACTION * cells):
-                break
-            residues += longest
-            stop += 1
-        members = order[start:stop]
-        width = max(int(lengths[members[-1]]), 1)
+    widths = np.maximum(lane_cells // np.maximum(lengths, 1), 1)
+    for bucket in min_cost_buckets(lengths, widths, ROW_COST_CELLS):
+        members = np.asarray(bucket, dtype=np.int64)
+        width = max(int(lengths[members].max()), 1)
         packed = np.full((width, members.size), N_AMINO + 1, dtype=np.intp)
         for lane, k in enumerate(members):
             packed[:lengths[k], lane] = np.minimum(targets[k], N_AMINO)
         out[members] = _sw_block(table, packed, gap_open, gap_extend)
-        start = stop
     return out
 
 
