@@ -68,7 +68,8 @@ def gapped_scores(scores: np.ndarray, targets: list[np.ndarray], *, gap_open: fl
 
 
 def _sw_block(table: np.ndarray, packed: np.ndarray, gap_open: float, gap_extend: float) -> np.ndarray:
-    """Smith–Waterman over one packed block ``[W, T]`` (positions × lanes, pad code ``N_AMINO + 1``); ``[T]`` bits."""
+    """Smith–Waterman over one packed block ``[W, T]`` (positions × lanes, pad code ``N_AMINO + 1``); returns
+    ``[T]`` bits."""
     width, n_targets = packed.shape
     ext, open_ = np.float32(gap_extend), np.float32(gap_open)
     open_minus_ext = np.float32(gap_open - gap_extend)
@@ -96,8 +97,8 @@ def _sw_block(table: np.ndarray, packed: np.ndarray, gap_open: float, gap_extend
         top = float(lane_best.max())
         if top <= open_ or width < 2:                             # every E(j) ≤ 0: H = H'
             continue
-        # E(j) = max_{k<j} H'(k) − open − (j − k − 1)·ext = scan(j − 1) − ramp(j) − (open − ext), scan the prefix
-        # max of H' + ramp; only k within `reach` of j can give E(j) > 0
+        # E(j) = max_{k<j} H'(k) − open − (j − k − 1)·ext = scan(j − 1) − ramp(j) − (open − ext), scan the
+        # prefix max of H' + ramp; only k within `reach` of j can give E(j) > 0
         reach = (top - gap_open) / gap_extend + 1.0 if gap_extend > 0 else np.inf
         steps = int(np.ceil(np.log2(min(reach, width) + 1.0)))
         current, other = scans

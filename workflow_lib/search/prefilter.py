@@ -7,9 +7,9 @@ considered only when it holds at least ``min_hits`` k-mer seeds, each a query wi
 a database k-mer is at least ``kmer_threshold`` bits (BLAST/MMseqs2-style seeding from
 :mod:`workflow_lib.search.kmer_index`), and only the ``diagonals_per_target`` diagonals of a target with the
 highest summed seed scores are scored. The score on a seeded diagonal is exact: the best-scoring segment of
-the whole diagonal (maximum subarray, Kadane over many diagonals at once), the same number an exhaustive scan gives for that
-diagonal. With ``kmer_threshold=-inf`` and ``min_hits=1`` every diagonal is seeded and the stage is exhaustive
-(the tests compare that with a plain loop).
+the whole diagonal (maximum subarray, Kadane over many diagonals at once), the same number an exhaustive scan
+gives for that diagonal. With ``kmer_threshold=-inf`` and ``min_hits=1`` every diagonal is seeded and the stage
+is exhaustive (the tests compare that with a plain loop).
 
 Kernels are pure: arrays in, arrays out.
 """
