@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from workflow_lib.aligner import profile_from_sequence
+from workflow_lib.aligner import align_targets, profile_from_sequence
+from workflow_lib.aligner.profile import profile_from_alignment
 from workflow_lib.cli import main
 from workflow_lib.db.build import build_database
 from workflow_lib.errors import InputError
 from workflow_lib.search.engine import (DatabaseTotals, SearchSettings, calibrate, make_query, rank_hits,
                                         search_database)
-from workflow_lib.search.evalue import Calibration, calibration_length, fit_gumbel, fit_mu, random_sequences
+from workflow_lib.search.evalue import (CALIBRATION_MAX_LENGTH, LAMBDA, Calibration, calibration_length, fit_gumbel,
+                                        fit_mu, gumbel_lambda, length_slope, random_sequences)
 from workflow_lib.db.build import load_kmer_index, load_shard
 from workflow_lib.search.gapped import gapped_evalues, gapped_pass, gapped_scores, smith_waterman_reference
 from workflow_lib.search.iterative import (MsaSettings, filter_alignment, hit_row, iterate, msa_step,
@@ -146,13 +150,63 @@ def test_gumbel_fits_recover_known_parameters():
     assert calibration.pvalues(np.array([mu + 8.0]), np.array([256]))[0] == pytest.approx(1 - np.exp(-1))
 
 
+def test_length_corrected_score_and_its_validation():
+    calibration = Calibration(2.0, 0.65, 0.2, 200.0)
+    # at the reference length the slope term vanishes; each doubling beyond it costs 1 + slope bits
+    assert calibration.corrected(np.array([10.0]), np.array([200]))[0] == pytest.approx(10.0 - np.log2(200))
+    assert calibration.corrected(np.array([10.0]), np.array([800]))[0] == pytest.approx(10.0 - np.log2(800) - 0.4)
+    assert calibration.pvalues(np.array([2.0 + np.log2(200)]), np.array([200]))[0] == pytest.approx(1 - np.exp(-1))
+    for bad in ((np.nan, LAMBDA), (1.0, 0.0), (1.0, -0.5)):
+        with pytest.raises(ValueError, match="invalid Gumbel calibration"):
+            Calibration(*bad)
+    with pytest.raises(ValueError):
+        Calibration(1.0, LAMBDA, 0.1, 0.0)
+
+
+def test_lambda_and_slope_models_follow_the_measured_trends():
+    """λ falls and the length slope rises with the query's length and Neff (benchmarks/RESULTS.md); both stay
+    in their bounds for any input."""
+    assert gumbel_lambda(1.0, 250) == pytest.approx(0.689, abs=0.002)
+    assert gumbel_lambda(6.0, 550) == pytest.approx(0.625, abs=0.002)
+    assert gumbel_lambda(1.0, 100) > gumbel_lambda(1.0, 800) > gumbel_lambda(8.0, 800)
+    assert length_slope(1.0, 100) < length_slope(1.0, 800) < length_slope(8.0, 800)
+    for neff, length in ((0.0, 1), (1.0, 10), (1e6, 100_000)):
+        assert 0.55 <= gumbel_lambda(neff, length) <= 0.80 and 0.0 <= length_slope(neff, length) <= 0.35
+
+
+def _random_targets(background: np.ndarray, length: int, count: int, seed: int) -> list[np.ndarray]:
+    cumulative = np.cumsum(background / background.sum())
+    draws = np.searchsorted(cumulative, np.random.default_rng(seed).random((count, length)))
+    return list(np.minimum(draws, 19).astype(np.uint8))
+
+
+def test_evalues_hold_for_targets_far_longer_than_the_calibration():
+    """An MSA profile (Pfam Pkinase seed, 259 columns, Neff 6.8) against random targets of 1,200 residues (6×
+    the calibration length): the fraction with P <= 0.05 stays near 0.05. The old model (λ = ln 2, ``log2(Lt)``
+    only, fitted at the database mean length) puts 7% there, and 1.6% at P <= 0.01."""
+    profile = profile_from_alignment(read_a3m(Path(__file__).parent / "data" / "aligner" / "hhm" / "pkinase.a3m"))
+    calibration = calibrate(profile, DatabaseTotals("x", 1000, 1000 * 374), 128)
+    assert calibration.reference_length == 200 and calibration.lam < 0.66 and calibration.slope > 0.1
+    scores = np.array([hit.score for hit in align_targets(profile, _random_targets(profile.background, 1200,
+                                                                                   1000, 99), cpus=1)])
+    lengths = np.full(scores.size, 1200)
+    fraction = float(np.mean(calibration.pvalues(scores, lengths) <= 0.05))
+    assert 0.035 <= fraction <= 0.065, fraction
+    at_mean = np.array([hit.score for hit in align_targets(profile, _random_targets(profile.background, 374, 128, 5),
+                                                           cpus=1)])
+    old_model = Calibration(fit_mu(at_mean - np.log2(374)))
+    assert float(np.mean(old_model.pvalues(scores, lengths) <= 0.05)) >= fraction + 0.01
+
+
 def test_calibration_is_deterministic_and_depends_on_database_totals_only(queries):
     profile = profile_from_sequence(queries[2].sequence)
     a = calibrate(profile, DatabaseTotals("x", 1000, 300_000), 64)
     b = calibrate(profile, DatabaseTotals("y", 1000, 300_000), 64)
     assert a == b
-    longer = calibrate(profile, DatabaseTotals("x", 1000, 900_000), 64)
-    assert abs(longer.mu - a.mu) < 1.0  # the length correction keeps mu nearly length-free
+    assert calibrate(profile, DatabaseTotals("x", 1000, 900_000), 64) == a  # both calibrate at 200 residues
+    shorter = calibrate(profile, DatabaseTotals("x", 1000, 120_000), 64)
+    assert shorter.reference_length == 120 and a.reference_length == 200
+    assert abs(shorter.mu - a.mu) < 0.5  # the length correction keeps mu nearly length-free
 
 
 def test_false_hits_per_query_stay_near_the_evalue(tmp_path, db_records, queries):
@@ -446,6 +500,15 @@ def test_search_shard_with_stored_profiles_equals_building_them_in_the_job(tmp_p
     swapped = [records[1], records[0], *records[2:]]
     with pytest.raises(InputError, match=f"queries.npz.*{records[1].id}|{records[1].id}.*queries.npz"):
         read_search_queries(stored, swapped)
+    from workflow_lib.search.query_store import SEARCH_QUERIES
+    from workflow_lib.seqio.schemas import read_npz, write_npz
+    arrays = dict(read_npz(stored, SEARCH_QUERIES))
+    arrays["lam"] = arrays["lam"].copy()
+    arrays["lam"][1] = 0.0
+    broken = tmp_path / "broken.npz"
+    write_npz(broken, arrays, SEARCH_QUERIES)
+    with pytest.raises(InputError, match=f"broken.npz.*{records[1].id}.*invalid Gumbel calibration"):
+        read_search_queries(broken, records)
 
 
 def test_workflow_jobs_give_the_msas_of_the_msa_command(tmp_path, db_three, queries):
@@ -486,14 +549,14 @@ def test_workflow_jobs_give_the_msas_of_the_msa_command(tmp_path, db_three, quer
     assert dropped > 0          # at -cov 80 some included rows are partial: the output filter did something
 
 
-def test_calibration_sequences_have_the_database_mean_length():
-    """Equal lengths fill the Viterbi lanes without padding; the mean length is clipped to [20, 4000]."""
+def test_calibration_sequences_have_the_database_mean_length_up_to_200():
+    """Equal lengths fill the Viterbi lanes without padding; the mean length is clipped to [20, 200]."""
     background = np.full(20, 0.05)
-    sequences = random_sequences(background, 374.4, 128, 11)
-    assert len(sequences) == 128 and {s.size for s in sequences} == {374}
+    sequences = random_sequences(background, 174.4, 128, 11)
+    assert len(sequences) == 128 and {s.size for s in sequences} == {174}
     assert all(s.dtype == np.uint8 and int(s.max()) < 20 for s in sequences)
-    assert all(np.array_equal(a, b) for a, b in zip(sequences, random_sequences(background, 374.4, 128, 11)))
-    assert calibration_length(5.0) == 20 and calibration_length(1e6) == 4000
+    assert all(np.array_equal(a, b) for a, b in zip(sequences, random_sequences(background, 174.4, 128, 11)))
+    assert calibration_length(5.0) == 20 and calibration_length(374.0) == CALIBRATION_MAX_LENGTH == 200
     skewed = np.zeros(20)
     skewed[[0, 7]] = [0.75, 0.25]  # draws follow the background
     counts = np.bincount(np.concatenate(random_sequences(skewed, 400, 50, 3)), minlength=20)

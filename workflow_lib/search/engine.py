@@ -32,7 +32,8 @@ from workflow_lib.aligner import Profile, align_targets
 from workflow_lib.aligner.lanes import resolve_cpus
 from workflow_lib.db.build import Shard, load_kmer_index, load_shard, read_manifest
 from workflow_lib.search.bias import composition_bias_bits
-from workflow_lib.search.evalue import CALIBRATION_SAMPLES, Calibration, fit_mu, profile_seed, random_sequences
+from workflow_lib.search.evalue import (CALIBRATION_SAMPLES, Calibration, fit_mu, gumbel_lambda, length_slope,
+                                        profile_seed, random_sequences)
 from workflow_lib.search.gapped import GAP_EXTEND_BITS, GAP_OPEN_BITS, GAPPED_MAX_EVALUE, gapped_pass
 from workflow_lib.search.prefilter import (DIAGONALS_PER_TARGET, GAPLESS_OFFSET_BITS, SENSITIVE_PREFILTER,
                                            check_prefilter_values, default_kmer_threshold, gapless_prefilter,
@@ -108,8 +109,9 @@ def calibrate(profile: Profile, totals: DatabaseTotals, samples: int = CALIBRATI
     targets = random_sequences(profile.background, totals.mean_length, samples,
                                profile_seed(profile.sequence, profile.emissions))
     scores = np.array([hit.score for hit in align_targets(profile, targets, cpus=1)], dtype=np.float64)
-    lengths = np.array([t.size for t in targets], dtype=np.float64)
-    return Calibration(fit_mu(scores - np.log2(lengths)))
+    lam = gumbel_lambda(profile.neff, profile.length)
+    model = Calibration(0.0, lam, length_slope(profile.neff, profile.length), float(targets[0].size))
+    return dataclasses.replace(model, mu=fit_mu(model.corrected(scores, [t.size for t in targets]), lam))
 
 
 def make_query(name: str, profile: Profile, totals: DatabaseTotals,

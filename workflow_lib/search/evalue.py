@@ -6,15 +6,22 @@ Viterbi scores, as HMMER and HH-suite use). The seed ("Iterative MSA Alignment")
 ``E = N · Lq · Lt · 2^-S`` for the prefilter; for the final Viterbi scores we calibrate each query profile:
 
 1. score the profile (score-only Viterbi, the same kernel as the search) against ``samples`` random sequences
-   drawn i.i.d. from the profile's background ``f(a)``, all as long as the database's mean sequence (equal
-   lengths fill the Viterbi lanes without padding: 46% fewer cells than the log-normal spread of lengths used
-   before, for the same μ within 0.01 bits on average, see benchmarks/RESULTS.md);
-2. remove the length dependence of a local score with ``x = S - log2(Lt)`` (the maximum over ``Lq · Lt``
-   cells grows as ``log2(Lt)`` bits);
-3. fit μ by maximum likelihood with λ fixed (HMMER's approach: a per-query λ from a few hundred samples is
-   noisy, μ is not); λ is :data:`LAMBDA` (measured on real profiles, see benchmarks/RESULTS.md);
-4. ``E(S, Lt) = N_db · P(S - log2(Lt) > x)``, with ``N_db`` the number of sequences in the *whole* database
-   (from the manifest), so every shard and an unsharded search give the same E-value for the same hit.
+   drawn i.i.d. from the profile's background ``f(a)``, all of one length ``L0`` (:func:`calibration_length`:
+   the database's mean, at most :data:`CALIBRATION_MAX_LENGTH`; equal lengths fill the Viterbi lanes without
+   padding);
+2. remove the length dependence of a local score with ``x = S - log2(Lt) - c · log2(Lt / L0)``: the maximum
+   over ``Lq · Lt`` cells grows as ``log2(Lt)`` bits, plus a finite-size excess ``c`` (:func:`length_slope`)
+   that grows with the query's length and Neff;
+3. fit μ by maximum likelihood with λ given by :func:`gumbel_lambda` (a per-query λ from a few hundred samples
+   is noisy, μ is not; HMMER fixes λ = ln 2 per bit, but for our scores λ is lower for long queries and for
+   MSA profiles, so a fixed ln 2 made E-values of iterated profiles 1.3–1.5× optimistic);
+4. ``E(S, Lt) = N_db · P(x > ·)``, with ``N_db`` the number of sequences in the *whole* database (from the
+   manifest), so every shard and an unsharded search give the same E-value for the same hit.
+
+λ and c come from a regression measured on 56 profiles (36 single-sequence Pfam-benchmark queries, 20
+iteration-3 profiles of *E. coli* proteins, 129–895 columns, Neff 1–8.5), scored against 400 random sequences
+at each of 150–2,000 residues, and checked on 9 other profiles against 50,000 random sequences of real database
+lengths each (benchmarks/RESULTS.md, "E-values of iterated profiles").
 
 The random sequences are seeded from the profile's contents only (never the shard or the time), so a search
 is deterministic and sharding does not change any number.
@@ -28,23 +35,67 @@ from dataclasses import dataclass
 import numpy as np
 
 LAMBDA = float(np.log(2.0))
-"""Gumbel λ for bit scores (scores are log2-odds, so λ = ln 2 in nats per bit), see :func:`fit_gumbel`."""
+"""λ = ln 2 per bit, the value for log2-odds scores of a probabilistic local model (HMMER's choice); the
+default of :func:`fit_mu` and :class:`Calibration`. Searches use :func:`gumbel_lambda` instead."""
+LAMBDA_MODEL = (0.848, -0.016, -0.020)
+"""``λ = a + b log2(Neff) + d log2(Lq)``, least squares on the fitted λ of 56 profiles (residual 0.024, the
+sampling error of λ from 400 scores; λ = 0.69 at a 250-column single sequence, 0.63 at a 550-column MSA)."""
+LAMBDA_RANGE = (0.55, 0.80)
+"""Bounds on the modelled λ (the measured profiles span 0.58–0.74)."""
+SLOPE_MODEL = (-0.237, 0.033, 0.038)
+"""``slope = a + b log2(Neff) + d log2(Lq)``: the excess growth of μ per doubling of the target length
+(residual 0.021; 0.05 for a 200-column single sequence, 0.2 for a 550-column MSA)."""
+SLOPE_RANGE = (0.0, 0.35)
+CALIBRATION_MAX_LENGTH = 200
+"""Calibration sequences are at most this long: μ extrapolates to other lengths through :func:`length_slope`
+(fitted at 200 or at the database mean of 399, the false-positive counts agree within 4%), and 200 residues
+cost half the Viterbi cells of the mean."""
 CALIBRATION_SAMPLES = 128
-"""Random sequences per calibration. With λ fixed the maximum-likelihood μ has a standard error of
-``1 / (λ √N)`` = 0.13 bits at N = 128 (E-values within ×1.09 at one standard error; HMMER calibrates with
+"""Random sequences per calibration. With λ given, the maximum-likelihood μ has a standard error of
+``1 / (λ √N)`` ≈ 0.13 bits at N = 128 (E-values within ×1.09 at one standard error; HMMER calibrates with
 200); 256 halved the error to 0.09 bits for twice the cost, which was a third of the search time."""
+
+
+def _model(coefficients: tuple[float, float, float], bounds: tuple[float, float], neff: float,
+           length: int) -> float:
+    a, b, d = coefficients
+    value = a + b * np.log2(max(float(neff), 1.0)) + d * np.log2(max(int(length), 1))
+    return float(np.clip(value, *bounds))
+
+
+def gumbel_lambda(neff: float, length: int) -> float:
+    """Gumbel λ (per bit) of a query profile with ``neff`` effective sequences and ``length`` columns
+    (:data:`LAMBDA_MODEL`, clipped to :data:`LAMBDA_RANGE`)."""
+    return _model(LAMBDA_MODEL, LAMBDA_RANGE, neff, length)
+
+
+def length_slope(neff: float, length: int) -> float:
+    """Excess bits of μ per doubling of the target length beyond ``log2(Lt)`` (:data:`SLOPE_MODEL`)."""
+    return _model(SLOPE_MODEL, SLOPE_RANGE, neff, length)
 
 
 @dataclass(frozen=True)
 class Calibration:
-    """Gumbel parameters of one query profile: ``P(S - log2(Lt) > x) = 1 - exp(-exp(-lam (x - mu)))``."""
+    """Gumbel parameters of one query profile: ``P(x > t) = 1 - exp(-exp(-lam (t - mu)))`` for the
+    length-corrected score ``x = S - log2(Lt) - slope · log2(Lt / reference_length)``."""
 
     mu: float
     lam: float = LAMBDA
+    slope: float = 0.0
+    reference_length: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not (np.isfinite(self.mu) and self.lam > 0 and np.isfinite(self.slope) and self.reference_length > 0):
+            raise ValueError(f"invalid Gumbel calibration {self}")
+
+    def corrected(self, bits: np.ndarray, target_lengths: np.ndarray) -> np.ndarray:
+        """``S - log2(Lt) - slope · log2(Lt / reference_length)``."""
+        log_length = np.log2(np.maximum(np.asarray(target_lengths, np.float64), 1.0))
+        return (np.asarray(bits, np.float64) - log_length
+                - self.slope * (log_length - np.log2(self.reference_length)))
 
     def pvalues(self, bits: np.ndarray, target_lengths: np.ndarray) -> np.ndarray:
-        x = np.asarray(bits, np.float64) - np.log2(np.maximum(np.asarray(target_lengths, np.float64), 1.0))
-        return -np.expm1(-np.exp(-self.lam * (x - self.mu)))
+        return -np.expm1(-np.exp(-self.lam * (self.corrected(bits, target_lengths) - self.mu)))
 
     def evalues(self, bits: np.ndarray, target_lengths: np.ndarray, db_sequences: int) -> np.ndarray:
         return float(db_sequences) * self.pvalues(bits, target_lengths)
@@ -56,16 +107,16 @@ def profile_seed(sequence: np.ndarray, emissions: np.ndarray) -> int:
 
 
 def calibration_length(mean_length: float) -> int:
-    """Length of the calibration sequences: the database's mean length, within [20, 4000] residues."""
-    return int(np.clip(np.rint(mean_length), 20, 4000))
+    """Length of the calibration sequences: the database's mean length, within [20,
+    :data:`CALIBRATION_MAX_LENGTH`] residues."""
+    return int(np.clip(np.rint(mean_length), 20, CALIBRATION_MAX_LENGTH))
 
 
 def random_sequences(background: np.ndarray, mean_length: float, count: int, seed: int) -> list[np.ndarray]:
     """``count`` i.i.d. sequences from ``background``, each :func:`calibration_length` (``mean_length``) long.
 
-    A local score's length dependence is removed by ``S - log2(Lt)`` up to an edge effect (μ fitted at 1,000
-    residues is ~0.1 bits above μ at 374, see benchmarks/RESULTS.md), so μ is fitted at the length most targets
-    have; a log-normal spread of lengths around the mean gave the same μ at 1.8× the cells (lane padding)."""
+    Scores at other lengths are brought to this one by :meth:`Calibration.corrected`; a log-normal spread of
+    lengths gave the same μ at 1.8× the cells (lane padding)."""
     rng = np.random.default_rng(seed)
     probabilities = np.asarray(background, np.float64)
     probabilities = probabilities / probabilities.sum()

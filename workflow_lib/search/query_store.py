@@ -26,7 +26,7 @@ from workflow_lib.search.evalue import Calibration
 from workflow_lib.seqio.fasta import Record
 from workflow_lib.seqio.schemas import ArraySpec, NpzSchema, read_npz, write_npz
 
-SEARCH_QUERIES = NpzSchema("search_queries", 1, {
+SEARCH_QUERIES = NpzSchema("search_queries", 2, {
     "protein": ArraySpec("int32", ("Q",), "index of the query in the chunk FASTA"),
     "length": ArraySpec("int32", ("Q",), "profile columns"),
     "sequence": ArraySpec("uint8", ("R",), "query residue codes, concatenated"),
@@ -36,8 +36,10 @@ SEARCH_QUERIES = NpzSchema("search_queries", 1, {
     "neff": ArraySpec("float64", ("Q",)),
     "background": ArraySpec("float32", ("Q", 20)),
     "has_pseudocounts": ArraySpec("bool", ("Q",)),
-    "mu": ArraySpec("float64", ("Q",), "Gumbel location of S - log2(Lt), bits"),
+    "mu": ArraySpec("float64", ("Q",), "Gumbel location of S - log2(Lt) - slope * log2(Lt / reference), bits"),
     "lam": ArraySpec("float64", ("Q",), "Gumbel scale, per bit"),
+    "slope": ArraySpec("float64", ("Q",), "excess bits of the score per doubling of the target length"),
+    "reference_length": ArraySpec("float64", ("Q",), "length of the calibration sequences"),
 }, "calibrated query profiles of one chunk and iteration")
 
 
@@ -57,6 +59,8 @@ def write_search_queries(path: str | Path, queries: list[SearchQuery], records: 
         "has_pseudocounts": np.array([p.has_pseudocounts for p in profiles], dtype=bool),
         "mu": np.array([q.calibration.mu for q in queries], dtype=np.float64),
         "lam": np.array([q.calibration.lam for q in queries], dtype=np.float64),
+        "slope": np.array([q.calibration.slope for q in queries], dtype=np.float64),
+        "reference_length": np.array([q.calibration.reference_length for q in queries], dtype=np.float64),
     }
     write_npz(path, arrays, SEARCH_QUERIES)
 
@@ -84,8 +88,12 @@ def read_search_queries(path: str | Path, records: list[Record]) -> list[SearchQ
                           arrays["transitions"][rows].copy(), arrays["column_neff"][rows].copy(),
                           float(arrays["neff"][k]), arrays["background"][k].copy(),
                           bool(arrays["has_pseudocounts"][k]), description=record.description)
-        queries.append(SearchQuery(record.id, profile,
-                                   Calibration(float(arrays["mu"][k]), float(arrays["lam"][k]))))
+        try:
+            calibration = Calibration(float(arrays["mu"][k]), float(arrays["lam"][k]), float(arrays["slope"][k]),
+                                      float(arrays["reference_length"][k]))
+        except ValueError as error:
+            raise InputError(str(error), path=path, record=record.id) from None
+        queries.append(SearchQuery(record.id, profile, calibration))
     return queries
 
 
