@@ -14,7 +14,7 @@ Viterbi scores, as HMMER and HH-suite use). The seed ("Iterative MSA Alignment")
    that grows with the query's length and Neff;
 3. fit μ by maximum likelihood with λ given by :func:`gumbel_lambda` (a per-query λ from a few hundred samples
    is noisy, μ is not; HMMER fixes λ = ln 2 per bit, but for our scores λ is lower for long queries and for
-   MSA profiles, so a fixed ln 2 made E-values of iterated profiles 1.3–1.5× optimistic);
+   MSA profiles, so a fixed ln 2 made E-values of iterated profiles 1.3–1.6× optimistic);
 4. ``E(S, Lt) = N_db · P(x > ·)``, with ``N_db`` the number of sequences in the *whole* database (from the
    manifest), so every shard and an unsharded search give the same E-value for the same hit.
 
