@@ -16,7 +16,8 @@ from workflow_lib.errors import InputError
 from workflow_lib.search.engine import (DatabaseTotals, SearchSettings, calibrate, make_query, rank_hits,
                                         search_database)
 from workflow_lib.search.evalue import (CALIBRATION_MAX_LENGTH, LAMBDA, Calibration, calibration_length, fit_gumbel,
-                                        fit_mu, gumbel_lambda, length_slope, random_sequences)
+                                        fit_mu, gumbel_lambda, iid_sequences, length_slope,
+                                        random_sequences)
 from workflow_lib.db.build import load_kmer_index, load_shard
 from workflow_lib.search.gapped import gapped_evalues, gapped_pass, gapped_scores, smith_waterman_reference
 from workflow_lib.search.iterative import (MsaSettings, filter_alignment, hit_row, iterate, msa_step,
@@ -174,12 +175,6 @@ def test_lambda_and_slope_models_follow_the_measured_trends():
         assert 0.55 <= gumbel_lambda(neff, length) <= 0.80 and 0.0 <= length_slope(neff, length) <= 0.35
 
 
-def _random_targets(background: np.ndarray, length: int, count: int, seed: int) -> list[np.ndarray]:
-    cumulative = np.cumsum(background / background.sum())
-    draws = np.searchsorted(cumulative, np.random.default_rng(seed).random((count, length)))
-    return list(np.minimum(draws, 19).astype(np.uint8))
-
-
 def test_evalues_hold_for_targets_far_longer_than_the_calibration():
     """An MSA profile (Pfam Pkinase seed, 259 columns, Neff 6.8) against random targets of 1,200 residues (6×
     the calibration length): the fraction with P <= 0.05 stays near 0.05. The old model (λ = ln 2, ``log2(Lt)``
@@ -187,13 +182,13 @@ def test_evalues_hold_for_targets_far_longer_than_the_calibration():
     profile = profile_from_alignment(read_a3m(Path(__file__).parent / "data" / "aligner" / "hhm" / "pkinase.a3m"))
     calibration = calibrate(profile, DatabaseTotals("x", 1000, 1000 * 374), 128)
     assert calibration.reference_length == 200 and calibration.lam < 0.66 and calibration.slope > 0.1
-    scores = np.array([hit.score for hit in align_targets(profile, _random_targets(profile.background, 1200,
-                                                                                   1000, 99), cpus=1)])
+    targets = iid_sequences(profile.background, 1200, 1000, 99)
+    scores = np.array([hit.score for hit in align_targets(profile, targets, cpus=1)])
     lengths = np.full(scores.size, 1200)
     fraction = float(np.mean(calibration.pvalues(scores, lengths) <= 0.05))
     assert 0.035 <= fraction <= 0.065, fraction
-    at_mean = np.array([hit.score for hit in align_targets(profile, _random_targets(profile.background, 374, 128, 5),
-                                                           cpus=1)])
+    at_mean_length = iid_sequences(profile.background, 374, 128, 5)
+    at_mean = np.array([hit.score for hit in align_targets(profile, at_mean_length, cpus=1)])
     old_model = Calibration(fit_mu(at_mean - np.log2(374)))
     assert float(np.mean(old_model.pvalues(scores, lengths) <= 0.05)) >= fraction + 0.01
 

@@ -117,11 +117,16 @@ def random_sequences(background: np.ndarray, mean_length: float, count: int, see
 
     Scores at other lengths are brought to this one by :meth:`Calibration.corrected`; a log-normal spread of
     lengths gave the same μ at 1.8× the cells (lane padding)."""
+    return iid_sequences(background, calibration_length(mean_length), count, seed)
+
+
+def iid_sequences(background: np.ndarray, length: int, count: int, seed: int) -> list[np.ndarray]:
+    """``count`` uint8 sequences of exactly ``length`` residues drawn i.i.d. from ``background``."""
     rng = np.random.default_rng(seed)
     probabilities = np.asarray(background, np.float64)
     probabilities = probabilities / probabilities.sum()
     cumulative = np.cumsum(probabilities)
-    draws = np.searchsorted(cumulative, rng.random((count, calibration_length(mean_length))))
+    draws = np.searchsorted(cumulative, rng.random((count, int(length))))
     return list(np.minimum(draws, probabilities.size - 1).astype(np.uint8))
 
 
