@@ -182,3 +182,26 @@ def test_length_buckets_trade_padding_against_rows():
     assert [len(b) for b in length_buckets(lengths, 50, backtrace=False, row_cost_cells=20000)] == [40]
     # equal lengths beyond one lane block (163 lanes of 304 cells): the fewest buckets the width limit allows
     assert sorted(len(b) for b in length_buckets([300] * 400, 50, backtrace=False)) == [74, 163, 163]
+
+
+def test_lane_hits_equal_the_step_by_step_collection():
+    """The array-wise decoding of a lane batch's paths gives the hits of the plain per-step collection."""
+    from workflow_lib.aligner import backtrace
+    from workflow_lib.aligner.scores import hit_from_path
+    rng = np.random.default_rng(7)
+    own = rng.integers(0, 20, 40).astype(np.uint8)
+    profile = profile_from_sequence(own)
+    targets = [rng.integers(0, 21, int(rng.integers(1, 60))).astype(np.uint8) for _ in range(9)]
+    gapped = np.concatenate([own[:15], own[3:9], own[15:25], own[31:]])  # an insertion and a deletion
+    targets += [own.copy(), gapped, np.full(5, 20, dtype=np.uint8)]
+    scores = sequence_scores(profile)
+    indices = list(range(len(targets)))
+    packed = viterbi_seq_module.pack_targets(targets, indices)
+    best, best_i, best_l, bt = viterbi_seq_module.viterbi_seq_lanes(scores, packed, backtrace=True)
+    records = backtrace._paths(bt, best_i, best_l, backtrace._seq_step, len(backtrace.SEQ_STATES))
+    expected = [hit_from_path(k, int(best[k]), backtrace._collect(*records, backtrace.SEQ_STATES, k)) for k in indices]
+    hits = backtrace.sequence_hits(bt, best, best_i, best_l, indices)
+    assert any("I" in h.states or "D" in h.states for h in expected)
+    for hit, want in zip(hits, expected):
+        assert dataclasses.astuple(hit)[:-1] == dataclasses.astuple(want)[:-1]
+        assert hit.pairs.dtype == want.pairs.dtype and np.array_equal(hit.pairs, want.pairs)

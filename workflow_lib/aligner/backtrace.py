@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from workflow_lib.aligner.scores import Hit, hit_from_path
+from workflow_lib.aligner.scores import SCALE, Hit
 
 SEQ_STATES = "MID"
 SEQ_M_POINTER_MASK = 0b11
@@ -41,27 +41,38 @@ def _collect(records_i: list[np.ndarray], records_l: list[np.ndarray], records_s
     return steps[::-1]
 
 
-def _paths(bt: np.ndarray, best_i: np.ndarray, best_l: np.ndarray, step_fn) -> list[list[tuple[int, int, str]]]:
-    """Follow pointers from (best_i, best_l) in every lane at once; ``step_fn`` maps (state, byte) to
-    (next state, di, dj, stopped)."""
-    width = best_i.shape[0]
-    lanes = np.arange(width)
-    i = best_i.astype(np.int64).copy()
-    l = best_l.astype(np.int64).copy()
+def _paths(bt: np.ndarray, best_i: np.ndarray, best_l: np.ndarray, step_fn,
+           n_states: int) -> list[np.ndarray]:
+    """Follow pointers from (best_i, best_l) in every lane at once; ``step_fn`` maps arrays (state, byte) to
+    (next state, di, dj, stopped). Returns int64 ``[steps, W]`` arrays of i, l and state (−1 once a lane has
+    stopped; a lane's path is the prefix before its first −1, from its last cell backwards).
+
+    ``step_fn`` is evaluated once for every (state, byte) pair into lookup tables, and the lanes walk the
+    flattened matrix by table lookups: a step costs a handful of calls over the W lanes."""
+    _, n_target, width = bt.shape
+    flat = bt.reshape(-1)
+    state_grid, byte_grid = np.divmod(np.arange(n_states * 256, dtype=np.int64), 256)
+    next_table, di, dl, stop_table = (np.asarray(v, dtype=np.int64)
+                                      for v in step_fn(state_grid, byte_grid.astype(np.uint8)))
+    move_table = (di * n_target + dl) * width                    # flat step of the state's move
+    stop_table = stop_table.astype(bool)
+    best_i, best_l = np.asarray(best_i, dtype=np.int64), np.asarray(best_l, dtype=np.int64)
+    active = best_i > 0
+    cell = (np.maximum(best_i - 1, 0) * n_target + np.maximum(best_l - 1, 0)) * width + np.arange(width)
     state = np.zeros(width, dtype=np.int64)
-    active = i > 0
-    rec_i, rec_l, rec_s = [], [], []
+    cells, states = [], []
     while active.any():
-        rec_i.append(i.copy())
-        rec_l.append(l.copy())
-        rec_s.append(np.where(active, state, -1))
-        byte = bt[np.maximum(i - 1, 0), np.maximum(l - 1, 0), lanes]
-        next_state, di, dl, stopped = step_fn(state, byte)
-        active &= ~stopped
-        i = np.where(active, i - di, i)
-        l = np.where(active, l - dl, l)
-        state = np.where(active, next_state, state)
-    return [rec_i, rec_l, rec_s]
+        cells.append(cell.copy())
+        states.append(np.where(active, state, -1))
+        key = state * 256 + flat[cell]
+        active &= ~stop_table[key]
+        cell -= move_table[key] * active
+        state = np.where(active, next_table[key], state)
+    if not cells:
+        empty = np.zeros((0, width), dtype=np.int64)
+        return [empty, empty, empty]
+    cells_array = np.stack(cells)
+    return [cells_array // (n_target * width) + 1, (cells_array // width) % n_target + 1, np.stack(states)]
 
 
 def _seq_step(state: np.ndarray, byte: np.ndarray):
@@ -93,12 +104,38 @@ def _hmm_step(state: np.ndarray, byte: np.ndarray):
 def sequence_hits(bt: np.ndarray, best: np.ndarray, best_i: np.ndarray, best_l: np.ndarray,
                   indices: list[int]) -> list[Hit]:
     """Hits (with alignments) of a sequence–profile lane batch; ``indices`` are the targets' input indices."""
-    records = _paths(bt, best_i, best_l, _seq_step)
-    return [hit_from_path(index, int(best[lane]), _collect(*records, SEQ_STATES, lane))
-            for lane, index in enumerate(indices)]
+    return _lane_hits(_paths(bt, best_i, best_l, _seq_step, len(SEQ_STATES)), best, indices, SEQ_STATES)
+
+
+def _lane_hits(records: list[np.ndarray], best: np.ndarray, indices: list[int], letters: str) -> list[Hit]:
+    """The :class:`Hit` of every lane from the step records of :func:`_paths` (state code 0 = match).
+
+    The same hits as :func:`~workflow_lib.aligner.scores.hit_from_path` on each lane's :func:`_collect` steps,
+    with the per-step work done on ``[steps, W]`` arrays: each lane's path is a prefix of its records (a lane
+    stops for good), reversed into forward order, so a lane costs a few array slices instead of a Python loop
+    over its steps."""
+    # [W, steps], each lane's path read backwards from its last cell
+    rows, positions, states = (np.ascontiguousarray(record.T) for record in records)
+    lengths = (states >= 0).sum(axis=1)
+    codes = np.frombuffer(letters.encode("ascii"), dtype=np.uint8)[np.maximum(states, 0)]
+    hits = []
+    for lane, index in enumerate(indices):
+        raw, n = int(best[lane]), int(lengths[lane])
+        if n == 0:
+            hits.append(Hit(index, raw / SCALE, raw))
+            continue
+        lane_rows, lane_positions = rows[lane, n - 1::-1], positions[lane, n - 1::-1]
+        match = states[lane, n - 1::-1] == 0
+        pairs = np.empty((int(match.sum()), 2), dtype=np.int32)
+        np.subtract(lane_rows[match], 1, out=pairs[:, 0], casting="unsafe")
+        np.subtract(lane_positions[match], 1, out=pairs[:, 1], casting="unsafe")
+        hits.append(Hit(index, raw / SCALE, raw, int(lane_rows[0]) - 1, int(lane_rows[-1]),
+                        int(lane_positions[0]) - 1, int(lane_positions[-1]),
+                        codes[lane, n - 1::-1].tobytes().decode("ascii"), pairs))
+    return hits
 
 
 def profile_paths(bt: np.ndarray, best_i: np.ndarray, best_l: np.ndarray) -> list[list[tuple[int, int, str]]]:
     """Forward paths ``[(i, j, letter), ...]`` of a profile–profile lane batch."""
-    records = _paths(bt, best_i, best_l, _hmm_step)
+    records = _paths(bt, best_i, best_l, _hmm_step, len(HMM_STATES))
     return [_collect(*records, HMM_STATES, lane) for lane in range(best_i.shape[0])]
