@@ -24,6 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from workflow_lib.errors import InputError
+from workflow_lib.search.allocator import keep_freed_memory
 from workflow_lib.search.engine import (HIT_COLUMNS, SENSITIVE_PREFILTER, DatabaseTotals, SearchQuery, SearchSettings,
                                         make_query, prefilter_settings, rank_hits, search_shard)
 from workflow_lib.search.iterative import (MsaSettings, build_msas, msa_statistics, msa_step, output_alignment,
@@ -168,6 +169,7 @@ def m8_lines(hits: pd.DataFrame) -> list[str]:
 
 
 def run_search(args: argparse.Namespace) -> int:
+    keep_freed_memory()
     records = read_fasta(args.queries)
     search_settings, msa_settings = _settings(args)
     results = build_msas(records, args.db, search_settings, msa_settings, cpus=args.cpus,
@@ -185,6 +187,7 @@ def run_search(args: argparse.Namespace) -> int:
 
 
 def run_msa(args: argparse.Namespace) -> int:
+    keep_freed_memory()
     records = read_fasta(args.queries)
     search_settings, msa_settings = _settings(args)
     out_dir = Path(args.out_dir)
@@ -274,6 +277,7 @@ def run_search_profiles(args: argparse.Namespace) -> int:
 
 
 def run_search_shard(args: argparse.Namespace) -> int:
+    keep_freed_memory()
     from workflow_lib.db.build import load_kmer_index, load_shard
     records = read_fasta(args.queries)
     search_settings, _ = _settings(args)
