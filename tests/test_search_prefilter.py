@@ -194,10 +194,16 @@ def test_sensitive_settings_pass_a_superset(small_db, query_scores):
         assert kept[s] >= score - 1e-4  # the best of 16 diagonals is at least the best of 4
 
 
-@pytest.mark.parametrize("block", [3, 8192])
-def test_diagonal_scores_are_the_best_segment_of_each_diagonal(small_db, query_scores, block):
-    """Any diagonal, including ones that start or end in the padding, in blocks smaller than the batch."""
+@pytest.mark.parametrize("block, span, chunk", [(3, 512, 16), (8192, 512, 16), (5, 7, 3), (8192, 40, 40)])
+def test_diagonal_scores_are_the_best_segment_of_each_diagonal(small_db, query_scores, block, span, chunk,
+                                                                monkeypatch):
+    """Any diagonal, including ones that start or end in the padding, in blocks smaller than the batch, with
+    the query's columns gathered in spans and chunks that do not divide its length."""
+    from workflow_lib.search import prefilter
     from workflow_lib.search.prefilter import _padded_residues, diagonal_scores
+
+    monkeypatch.setattr(prefilter, "COLUMN_SPAN", span)
+    monkeypatch.setattr(prefilter, "COLUMN_CHUNK", chunk)
 
     shard = load_shard(small_db, 0)
     index = load_kmer_index(small_db, 0)
