@@ -14,7 +14,7 @@ from workflow_lib.aligner.reference import viterbi_sequence_reference
 from workflow_lib.aligner.render import aligned_strings
 from workflow_lib.aligner.scores import sequence_scores
 from workflow_lib.aligner.lanes import length_buckets, min_cost_buckets
-from workflow_lib.aligner.viterbi_seq import prefix_max
+from workflow_lib.aligner.viterbi_seq import lane_max, prefix_max
 from workflow_lib.seqio.alphabet import decode, encode
 from workflow_lib.seqio.fasta import read_fasta
 from workflow_lib.seqio.msa import read_a3m
@@ -97,6 +97,18 @@ def test_prefix_max_equals_accumulate():
         out = np.empty_like(values)
         prefix_max(values, out, block)
         assert np.array_equal(out, np.maximum.accumulate(values, axis=0))
+
+
+@pytest.mark.parametrize("n, width", [(1104, 8), (304, 160), (8, 5), (16, 1), (13, 7), (3, 2)])
+def test_lane_max_equals_max_over_positions(n, width):
+    """The folded reduction equals ``max(axis=0)``: folded shapes, shapes it leaves to NumPy, views, ``out=``."""
+    rng = np.random.default_rng(n * 1000 + width)
+    values = rng.integers(-2 ** 31, 2 ** 31 - 1, (n + 1, width)).astype(np.int32)
+    for view in (values[1:], values[:-1], values[1:, ::-1]):
+        np.testing.assert_array_equal(lane_max(view), view.max(axis=0))
+        out = np.empty(width, np.int32)
+        assert lane_max(view, out=out) is out
+        np.testing.assert_array_equal(out, view.max(axis=0))
 
 
 def test_single_pair_api_and_rendering():

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from workflow_lib.aligner.lanes import ROW_COST_CELLS, min_cost_buckets
+from workflow_lib.aligner.viterbi_seq import LANE_MAX_FOLD, lane_max
 from workflow_lib.seqio.alphabet import N_AMINO
 
 GAP_OPEN_BITS = 5.0
@@ -59,7 +60,7 @@ def gapped_scores(scores: np.ndarray, targets: list[np.ndarray], *, gap_open: fl
     widths = np.maximum(lane_cells // np.maximum(lengths, 1), 1)
     for bucket in min_cost_buckets(lengths, widths, ROW_COST_CELLS):
         members = np.asarray(bucket, dtype=np.int64)
-        width = max(int(lengths[members].max()), 1)
+        width = -(-max(int(lengths[members].max()), 1) // LANE_MAX_FOLD) * LANE_MAX_FOLD  # for lane_max
         packed = np.full((width, members.size), N_AMINO + 1, dtype=np.intp)
         for lane, k in enumerate(members):
             packed[:lengths[k], lane] = np.minimum(targets[k], N_AMINO)
@@ -91,7 +92,7 @@ def _sw_block(table: np.ndarray, packed: np.ndarray, gap_open: float, gap_extend
         np.add(h, h_prev[:-1], out=h)
         np.maximum(h, f, out=h)
         np.maximum(h, 0.0, out=h)                                 # H' = H without horizontal gaps
-        np.max(h, axis=0, out=lane_best)
+        lane_max(h, out=lane_best)
         np.maximum(best, lane_best, out=best)                     # E(j) < max H', so H' holds the row maxima
         h_prev, h_cur = h_cur, h_prev
         top = float(lane_best.max())
