@@ -393,9 +393,10 @@ def diagonal_scores(scores: np.ndarray, layout: np.ndarray, starts: np.ndarray, 
     - column scores: one ``np.take`` per :data:`COLUMN_CHUNK` columns from the flattened ``[Lq, 23]`` table
       (code + 23 · column).
 
-    ~5 against ~7.4 ns per cell for one gather of codes and one of scores per column (12 shard scans of 4
-    *E. coli* queries, benchmarks/RESULTS.md); the sums are the same float32 operations in the same order, so
-    the scores are identical. ``mode="clip"`` skips NumPy's bounds handling: the padded layout keeps every read
+    5.5–6.2 against 6.3–7.4 ns per cell for one gather of codes and one of scores per column (12 shard scans
+    of 4 *E. coli* queries replayed alone; in whole searches the stage took 24–30% less time, benchmarks/
+    RESULTS.md, session 18); the sums are the same float32 operations in the same order, so the scores are
+    identical. ``mode="clip"`` skips NumPy's bounds handling: the padded layout keeps every read
     in range by construction (the layout holds ``pad ≥ Lq`` padding codes after the last sequence).
     """
     query_length = scores.shape[0]
