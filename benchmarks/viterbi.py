@@ -103,9 +103,9 @@ def run_hmmsearch(hmm: Path, fasta: Path, options: list[str]) -> tuple[float, fl
 
 
 def chain_step_counts(profile, targets) -> str:
-    """How many rows used k doubling steps for the in-row I chain (or the blocked scan), one run."""
+    """How many rows used k doubling steps for the in-row I chain, one run."""
     from workflow_lib.aligner import viterbi_seq
-    counts: dict[object, int] = {}
+    counts: dict[int, int] = {}
     original = viterbi_seq.chain_steps
 
     def counting(excess, step, n_positions):
@@ -119,8 +119,7 @@ def chain_step_counts(profile, targets) -> str:
     finally:
         viterbi_seq.chain_steps = original
     total = sum(counts.values())
-    keys = sorted((k for k in counts if k is not None)) + ([None] if None in counts else [])
-    return ", ".join(f"{'blocked scan' if k is None else k}: {100 * counts[k] / total:.1f}%" for k in keys)
+    return ", ".join(f"{k}: {100 * counts[k] / total:.1f}%" for k in sorted(counts))
 
 
 def profile_breakdown(profile, targets) -> str:
@@ -266,7 +265,7 @@ Lane width (cells per DP row, `lane_cells`; 1 process, {len(subset)} targets):
 
 Where the time goes (cProfile, 1 process, no backtrace; `tottime` of the top functions: the kernel's loop body
 is the NumPy calls made directly in `viterbi_seq_lanes`, the emission gather is `take`, the per-row best is
-`reduce`, the blocked scan `_scan_blocks`):
+`reduce`):
 
 | function | seconds | share |
 |---|---|---|
@@ -289,9 +288,8 @@ Design notes: rows are query columns, lanes × target positions are the vector; 
 transition folded into the gathered emission row), B = I − l·t.II (the in-row chain becomes a cumulative
 maximum), C = D − t.MD + t.MM; C and B are updated in place, so a row needs five buffers and stays in L2
 cache at 48k cells. The I chain only matters where I + t.IM > 0, which bounds the chain lengths to resolve by
-(row max of M + t.MI + t.IM) / |t.II|: a few doubling steps (`max(B(l), B(l − s))`, s = 1, 2, 4, …, one array
-pass each) replace the full scan, and rows needing more than `DOUBLING_STEPS_MAX` steps use the blocked scan
-(`prefix_max`: 7 strided maxima, an `accumulate` over block ends, a broadcast maximum).
+(row max of M + t.MI + t.IM) / |t.II|: a few doubling steps (`max(B(l), B(l − s))`, s = 1, 2, 4, …, one
+contiguous array pass each) replace the full scan; at most log2(Lt) of them give the full cumulative maximum.
 """
     if not args.no_write:
         text = RESULTS.read_text() if RESULTS.exists() else "# Benchmarks\n"

@@ -14,7 +14,7 @@ from workflow_lib.aligner.reference import viterbi_sequence_reference
 from workflow_lib.aligner.render import aligned_strings
 from workflow_lib.aligner.scores import sequence_scores
 from workflow_lib.aligner.lanes import length_buckets, min_cost_buckets
-from workflow_lib.aligner.viterbi_seq import lane_max, prefix_max
+from workflow_lib.aligner.viterbi_seq import lane_max
 from workflow_lib.seqio.alphabet import decode, encode
 from workflow_lib.seqio.fasta import read_fasta
 from workflow_lib.seqio.msa import read_a3m
@@ -90,15 +90,6 @@ def test_processes_keep_input_order():
     assert [h.index for h in per_query[1]] == list(range(10))
 
 
-def test_prefix_max_equals_accumulate():
-    rng = np.random.default_rng(3)
-    for n, block in ((12, 4), (49, 7), (5, 5), (1, 1)):
-        values = rng.integers(-1000, 1000, (n, 6)).astype(np.int32)
-        out = np.empty_like(values)
-        prefix_max(values, out, block)
-        assert np.array_equal(out, np.maximum.accumulate(values, axis=0))
-
-
 @pytest.mark.parametrize("n, width", [(1104, 8), (304, 160), (8, 5), (16, 1), (13, 7), (3, 2)])
 def test_lane_max_equals_max_over_positions(n, width):
     """The folded reduction equals ``max(axis=0)``: folded shapes, shapes it leaves to NumPy, views, ``out=``."""
@@ -125,11 +116,11 @@ def test_single_pair_api_and_rendering():
     assert decode(profile.sequence) == profile.query
 
 
-@pytest.mark.parametrize("max_steps", [0, 1, 3, 8])
-def test_blocked_and_doubling_scans_agree(monkeypatch, max_steps):
-    # long insert chains (I->I close to 1): rows need many doubling steps, so a low DOUBLING_STEPS_MAX sends
-    # them to the blocked scan; every mix must equal the reference
-    monkeypatch.setattr(viterbi_seq_module, "DOUBLING_STEPS_MAX", max_steps)
+@pytest.mark.parametrize("pad_rows", [1, 3, 8, 128])
+def test_long_insert_chains_beyond_the_scan_padding(monkeypatch, pad_rows):
+    # long insert chains (I->I close to 1): rows need many doubling steps, and shifts longer than the NEG_INF
+    # padding take the two-call branch; every padding must equal the reference
+    monkeypatch.setattr(viterbi_seq_module, "SCAN_PAD_ROWS", pad_rows)
     rng = np.random.default_rng(11)
     profile = random_profile(rng, 40, sharpness=0.1)
     transitions = profile.transitions.copy()
@@ -147,11 +138,12 @@ def test_blocked_and_doubling_scans_agree(monkeypatch, max_steps):
 def test_chain_steps_bound():
     from workflow_lib.aligner.viterbi_seq import chain_steps
     assert chain_steps(0, -5, 100) == 0 and chain_steps(-3, -5, 100) == 0
-    assert chain_steps(10, 0, 100) is None
+    assert chain_steps(10, 0, 100) == 7          # step >= 0: every chain, the full scan of 100 positions
+    assert chain_steps(10 ** 9, -1, 1000) == 10   # capped by the row: chains of at most 999
     for excess, step in ((10, -3), (9, -3), (1, -1), (1000, -7), (5, -100)):
         longest = (excess - 1) // -step        # longest chain d with excess + d·step > 0
         assert excess + longest * step > 0 >= excess + (longest + 1) * step
-        assert chain_steps(excess, step, 10 ** 6) in (longest.bit_length(), None)
+        assert chain_steps(excess, step, 10 ** 6) == longest.bit_length()
     assert chain_steps(10 ** 6, -1, 9) == 4    # capped by the row length: chains of at most 8
 
 

@@ -12,10 +12,11 @@ boundary) and W lanes = targets of similar length packed side by side, lanes con
 - I is the in-row chain ``I(l) = max(M(l-1) + t.MI, I(l-1) + t.II)`` with a constant step t.II, kept in the
   shifted form ``B = I − l·t.II`` where the chain is a plain cumulative maximum. Only I values with
   ``I + t.IM > 0`` can change a score or an optimal path, which bounds the chain lengths that matter by
-  ``(row max of M + t.MI + t.IM) / |t.II|`` (:func:`chain_steps`): a few doubling steps (``max(B(l), B(l − s))``
-  for s = 1, 2, 4, …; one array pass each, typically 3–4) resolve them; rows with longer chains use the
-  blocked full scan (:func:`prefix_max`). Cells whose I is left below its true value are exactly the cells no
-  score and no optimal path reads, so scores and alignments equal the reference's.
+  ``(row max of M + t.MI + t.IM) / |t.II|`` (:func:`chain_steps`): doubling steps (``max(B(l), B(l − s))``
+  for s = 1, 2, 4, …; one contiguous array pass each) resolve them, 3–4 on random targets, 8–10 on the rows of
+  strong hits, at most ``log2(Lt)`` (the scan is then the full cumulative maximum). Cells whose I is left below
+  its true value are exactly the cells no score and no optimal path reads, so scores and alignments equal the
+  reference's.
 - Stored: ``A = M + t_i.MM``, ``B`` and ``C = D − t_{i−1}.MD + t_{i−1}.MM``; the shifts fold into per-row
   constants. Five ``[Lt + 1, W]`` buffers (A twice, B twice, C) and one work row: a 48k-cell row then stays in
   L2 cache (``LANE_CELLS`` in :mod:`workflow_lib.aligner.lanes`).
@@ -33,60 +34,24 @@ from workflow_lib.aligner.profile import DD, DM, II, IM, MD, MI, MM
 from workflow_lib.aligner.scores import NEG_INF, PAD_CODE, Hit, SequenceScores
 
 INT32_MAX_TARGET = 16000
-SCAN_BLOCK = 8
-DOUBLING_STEPS_MAX = 8
-"""Rows needing more doubling steps than this use the blocked scan (measured in ``benchmarks/RESULTS.md``)."""
+SCAN_PAD_ROWS = 128
+"""``NEG_INF`` rows ahead of the I-chain buffers: a doubling step with a shift up to this is one call; longer
+shifts (chains of more than 128 positions) take two."""
 ROW_BLOCK = 64
 PACK_ROWS = 8
 """Query rows whose backtrace bytes are packed by one set of NumPy calls."""
 """Query rows whose in-row ramps are computed together."""
 
 
-def scan_block(n_positions: int) -> int:
-    """Block length of :func:`prefix_max` for ``n_positions`` rows.
-
-    A small fixed block (:data:`SCAN_BLOCK`): the scan costs ``block − 1`` strided maxima, one
-    ``np.maximum.accumulate`` over the ``n / block`` block ends and one broadcast maximum, so with NumPy's
-    per-call overhead (~3 µs here) a short block beats the √n block of the first version (measured in
-    ``benchmarks/RESULTS.md``).
-    """
-    return max(1, min(SCAN_BLOCK, n_positions))
+LANE_MAX_FOLD = 8
+"""Positions folded into the lane axis by :func:`lane_max`; packed targets are padded to a multiple of it."""
 
 
 def padded_length(n_positions: int) -> int:
-    """``n_positions`` rounded up to a multiple of its :func:`scan_block`."""
-    block = scan_block(n_positions)
-    return -(-n_positions // block) * block
-
-
-def _scan_blocks(v: np.ndarray, o: np.ndarray) -> None:
-    """Prefix maximum along the flattened first two axes of ``[n_blocks, block, W]`` views (``o`` may be ``v``)."""
-    block = v.shape[1]
-    if o is not v:
-        np.copyto(o[:, 0], v[:, 0])
-    for r in range(1, block):
-        np.maximum(o[:, r - 1], v[:, r], out=o[:, r])
-    if v.shape[0] > 1:
-        carry = np.maximum.accumulate(o[:-1, -1], axis=0)
-        np.maximum(o[1:], carry[:, None, :], out=o[1:])
-
-
-def prefix_max(values: np.ndarray, out: np.ndarray, block: int) -> None:
-    """``out = np.maximum.accumulate(values, axis=0)`` for ``[n, W]`` arrays with ``n % block == 0``
-    (``out`` may be ``values``: the scan then runs in place).
-
-    ``np.maximum.accumulate`` along the position axis runs a scalar loop (~2 ns/cell measured); this blocked
-    form does ``block − 1`` strided maxima over all blocks at once (vectorised over ``n / block × W``
-    elements), a scalar ``accumulate`` over the block ends only, and one broadcast maximum.
-    """
-    n, width = values.shape
-    v = values.reshape(n // block, block, width)
-    o = v if out is values else out.reshape(n // block, block, width)
-    _scan_blocks(v, o)
-
-
-LANE_MAX_FOLD = 8
-"""Positions folded into the lane axis by :func:`lane_max` (the scan block, so padded rows divide by it)."""
+    """``n_positions`` rounded up to a multiple of :data:`LANE_MAX_FOLD` (rows of at most 8 stay as they are)."""
+    if n_positions <= LANE_MAX_FOLD:
+        return max(n_positions, 1)
+    return -(-n_positions // LANE_MAX_FOLD) * LANE_MAX_FOLD
 
 
 def lane_max(values: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -104,23 +69,23 @@ def lane_max(values: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     return folded.reshape(LANE_MAX_FOLD, width).max(axis=0, out=out)
 
 
-def chain_steps(excess: int, step: int, n_positions: int) -> int | None:
-    """Doubling steps (shifts 1, 2, 4, …) that resolve every in-row I chain that can matter, or None for the
-    full blocked scan.
+def chain_steps(excess: int, step: int, n_positions: int) -> int:
+    """Doubling steps (shifts 1, 2, 4, …) that resolve every in-row I chain that can matter.
 
     ``excess`` bounds ``F(k) + t.IM`` over the row (F the fresh I values, ``M(i, k−1) + t.MI``); a chain of
     length d from k yields ``F(k) + d·step``, which can matter only while ``F(k) + d·step + t.IM > 0`` (else the
     next row's M takes its 0 start or another predecessor, and no optimal path visits the cell). So chains up
-    to ``d = ceil(excess / |step|) − 1`` are needed: ``d.bit_length()`` doubling steps (each one array pass),
-    or None when that exceeds :data:`DOUBLING_STEPS_MAX` (or ``step ≥ 0``: unbounded chains).
+    to ``d = ceil(excess / |step|) − 1`` are needed (every chain when ``step ≥ 0``): ``d.bit_length()`` doubling
+    steps, each one array pass. Capped by the row: at most ``(n_positions − 1).bit_length()`` steps, which make
+    the scan the full cumulative maximum.
+
+    Until session 20, rows needing more than 8 steps used a blocked full scan instead; its strided passes cost
+    2–2.5× more than 9–11 contiguous doubling passes (``benchmarks/RESULTS.md``).
     """
     if excess <= 0:
         return 0
-    if step >= 0:
-        return None
-    longest = min((excess - 1) // -step, n_positions - 1)
-    steps = longest.bit_length()
-    return steps if steps <= DOUBLING_STEPS_MAX else None
+    longest = n_positions - 1 if step >= 0 else min((excess - 1) // -step, n_positions - 1)
+    return longest.bit_length()
 
 
 def pack_targets(targets: list[np.ndarray], indices: list[int]) -> np.ndarray:
@@ -137,8 +102,8 @@ def viterbi_seq_lanes(scores: SequenceScores, residues: np.ndarray, *,
                       backtrace: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """Run the local Viterbi of one profile against W packed targets.
 
-    ``residues``: intp ``[Lt, W]`` residue codes (0..20, :data:`PAD_CODE` after each target's end); ``Lt`` a
-    multiple of ``scan_block(Lt)`` (as :func:`pack_targets` makes it).
+    ``residues``: intp ``[Lt, W]`` residue codes (0..20, :data:`PAD_CODE` after each target's end); ``Lt`` as
+    :func:`pack_targets` pads it (:func:`padded_length`).
     Returns ``best`` int64 ``[W]`` (milli-bits), ``best_i`` / ``best_l`` int64 ``[W]`` (1-based cell of the best
     M score: first maximum in row-major order; zeros without backtrace), and the backtrace uint8
     ``[Lq, Lt, W]`` (or None).
@@ -152,9 +117,6 @@ def viterbi_seq_lanes(scores: SequenceScores, residues: np.ndarray, *,
     if residues.ndim != 2 or residues.dtype != np.intp:
         raise ValueError("residues must be an intp matrix [Lt, W]")
     n_target, width = residues.shape
-    block = scan_block(n_target)
-    if n_target % block:
-        raise ValueError(f"target axis {n_target} is not a multiple of its scan block {block}; use pack_targets")
     dtype = np.int32 if n_target <= INT32_MAX_TARGET else np.int64
     emission = scores.emission.astype(np.int64)
     tr = scores.transitions.astype(np.int64)
@@ -174,15 +136,12 @@ def viterbi_seq_lanes(scores: SequenceScores, residues: np.ndarray, *,
     a_prev, a_cur = np.full(shape, NEG_INF, dtype), np.full(shape, NEG_INF, dtype)
     # B rows and the work row carry `pad` leading NEG_INF rows (positions l ≤ 0), so that a doubling step is
     # one call over all positions: max(B(l), B(l − s)) with B(l − s) = NEG_INF for l ≤ s
-    pad = min(1 << max(DOUBLING_STEPS_MAX - 1, 0), n_target)
+    pad = min(SCAN_PAD_ROWS, n_target)
     b_row = np.full((pad + n_target + 1, width), NEG_INF, dtype)
     b_alt = np.full((pad + n_target + 1, width), NEG_INF, dtype)
     c_row = np.full(shape, NEG_INF, dtype)
     work_full = np.full((pad + n_target, width), NEG_INF, dtype)
     work = work_full[pad:]
-    n_blocks = n_target // block
-    work_blocks = work.reshape(n_blocks, block, width)
-    b_blocks = {id(b): b[pad + 1:].reshape(n_blocks, block, width) for b in (b_row, b_alt)}
     # I(i, l) matters only where I + t_i.IM > 0 (else neither the score nor an optimal path uses it): per row,
     # the longest chain that can matter follows from the row's best A (see chain_steps)
     excess_offset = (tr[1:, MI] - tr[1:, MM] + tr[1:, IM]).tolist()
@@ -231,28 +190,26 @@ def viterbi_seq_lanes(scores: SequenceScores, residues: np.ndarray, *,
         np.maximum(c_new, a_prev[1:], out=c_new)
         row_best = lane_max(a_new)
         # --- B(i, l) = cummax along l of the fresh values (A(i, l−1) + ramp): a doubling scan over the
-        # chain lengths that can matter, or the blocked scan when those are long
+        # chain lengths that can matter
         steps = chain_steps(int(row_best.max()) + excess_offset[r], ii_list[r], n_target)
         fresh = work if backtrace else b_alt[pad + 1:]
         np.add(a_cur[:-1], ramp_mi[ramp_row], out=fresh)
-        if steps is None:
-            if backtrace:
-                _scan_blocks(work_blocks, b_blocks[id(b_row)])
-            else:
-                _scan_blocks(b_blocks[id(b_alt)], b_blocks[id(b_alt)])
-                b_row, b_alt = b_alt, b_row
-        else:
-            current, start = (work_full, pad) if backtrace else (b_alt, pad + 1)
-            for k in range(steps):
-                shift = 1 << k
-                target = b_row if k % 2 == 0 else b_alt
+        current, start = (work_full, pad) if backtrace else (b_alt, pad + 1)
+        for k in range(steps):
+            shift = 1 << k
+            target = b_row if k % 2 == 0 else b_alt
+            if shift <= pad:
                 np.maximum(current[start:start + n_target], current[start - shift:start + n_target - shift],
                            out=target[pad + 1:])
-                current, start = target, pad + 1
-            if steps == 0 and backtrace:
-                np.copyto(b_row[pad + 1:], work)
-            elif steps % 2 == 0:
-                b_row, b_alt = b_alt, b_row
+            else:  # beyond the NEG_INF rows: the first `shift` positions have nothing to their left
+                np.copyto(target[pad + 1:pad + 1 + shift], current[start:start + shift])
+                np.maximum(current[start + shift:start + n_target], current[start:start + n_target - shift],
+                           out=target[pad + 1 + shift:])
+            current, start = target, pad + 1
+        if steps == 0 and backtrace:
+            np.copyto(b_row[pad + 1:], work)
+        elif steps % 2 == 0:
+            b_row, b_alt = b_alt, b_row
         if backtrace:
             np.greater(b_row[pad + 1:], work, out=from_i)
             if slot == PACK_ROWS - 1 or r == n_query - 1:
