@@ -30,8 +30,11 @@ def assert_matches_reference(profile, targets, hits):
         assert (hit.query_end, hit.target_end) == (steps[-1][0], steps[-1][1])
 
 
+@pytest.mark.parametrize("full_ramp_width", [0, 1000])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_random_profiles_and_targets(seed):
+def test_random_profiles_and_targets(monkeypatch, seed, full_ramp_width):
+    # in-row ramps as broadcast columns (FULL_RAMP_WIDTH 0) and as full rows (every bucket narrower than 1000)
+    monkeypatch.setattr(viterbi_seq_module, "FULL_RAMP_WIDTH", full_ramp_width)
     rng = np.random.default_rng(seed)
     profile = random_profile(rng, int(rng.integers(1, 40)))
     targets = [rng.integers(0, 21, int(rng.integers(1, 70))).astype(np.uint8) for _ in range(12)]
