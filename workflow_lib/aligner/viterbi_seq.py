@@ -139,8 +139,8 @@ def viterbi_seq_lanes(scores: SequenceScores, residues: np.ndarray, *,
         # ramp_im(r) = l·t_r.II + (t_r.IM − t_r.II), ramp_mi(r) = l·(−t_{r+1}.II) + (t_{r+1}.MI − t_{r+1}.MM)
         lane_positions = np.repeat(positions.T.astype(dtype), width, axis=1)
         ramp_buf = np.empty((n_target, width), dtype)
-        im_slope, im_const = tr[:n_query, II].tolist(), (tr[:n_query, IM] - tr[:n_query, II]).tolist()
-        mi_slope, mi_const = (-tr[1:, II]).tolist(), (tr[1:, MI] - tr[1:, MM]).tolist()
+        im_slope, im_const = prev_ii.tolist(), (tr[:n_query, IM] - prev_ii).tolist()
+        mi_const = (tr[1:, MI] - tr[1:, MM]).tolist()  # slope −t_{r+1}.II: −ii_list[r]
     shape = (n_target + 1, width)
     # C(i, l) and B(i, l) overwrite C(i−1, l) and B(i−1, l) in place once the row's A has read them; A needs
     # two rows (A(i, l) reads A(i−1, l−1), C(i, l) reads A(i−1, l)). Fewer buffers keep a row in L2 cache.
@@ -210,7 +210,7 @@ def viterbi_seq_lanes(scores: SequenceScores, residues: np.ndarray, *,
         steps = chain_steps(int(row_best.max()) + excess_offset[r], ii_list[r], n_target)
         fresh = work if backtrace else b_alt[pad + 1:]
         if full_ramps:
-            np.multiply(lane_positions, mi_slope[r], out=ramp_buf)
+            np.multiply(lane_positions, -ii_list[r], out=ramp_buf)
             np.add(ramp_buf, mi_const[r], out=ramp_buf)
             np.add(a_cur[:-1], ramp_buf, out=fresh)
         else:
