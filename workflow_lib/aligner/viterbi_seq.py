@@ -157,8 +157,12 @@ def viterbi_seq_lanes(scores: SequenceScores, residues: np.ndarray, *,
     # the longest chain that can matter follows from the row's best A (see chain_steps)
     excess_offset = (tr[1:, MI] - tr[1:, MM] + tr[1:, IM]).tolist()
     ii_list = tr[1:, II].tolist()
-    best = np.full(width, np.iinfo(np.int64).min, dtype=np.int64)
-    best_i = np.zeros(width, dtype=np.int64)
+    # each row's per-lane maximum of A (best score and row follow from them after the last row); with a
+    # backtrace, the running best of A − t.MM tells which lanes improve in a row, and their argmax along l is
+    # taken then (the row is not kept)
+    row_max = np.empty((n_query, width), dtype)
+    running = np.full(width, np.iinfo(np.int64).min, dtype=np.int64)
+    shifted_row, improved = np.empty(width, np.int64), np.empty(width, bool)
     best_l = np.zeros(width, dtype=np.int64)
     bt = np.empty((n_query, n_target, width), dtype=np.uint8) if backtrace else None
     if backtrace:
@@ -204,7 +208,7 @@ def viterbi_seq_lanes(scores: SequenceScores, residues: np.ndarray, *,
         if backtrace:
             np.greater(c_new, a_prev[1:], out=from_d)
         np.maximum(c_new, a_prev[1:], out=c_new)
-        row_best = lane_max(a_new)
+        row_best = lane_max(a_new, out=row_max[r])
         # --- B(i, l) = cummax along l of the fresh values (A(i, l−1) + ramp): a doubling scan over the
         # chain lengths that can matter
         steps = chain_steps(int(row_best.max()) + excess_offset[r], ii_list[r], n_target)
@@ -235,20 +239,20 @@ def viterbi_seq_lanes(scores: SequenceScores, residues: np.ndarray, *,
             np.greater(b_row[pad + 1:], work, out=from_i)
             if slot == PACK_ROWS - 1 or r == n_query - 1:
                 _pack_seq_byte(bt[r - slot:r + 1], byte[:slot + 1], *(mask[:slot + 1] for mask in beats_rows))
-            row_best -= mm_list[r]
-            improved = row_best > best
-            lanes = np.flatnonzero(improved)
+            np.subtract(row_best, mm_list[r], out=shifted_row)
+            lanes = np.flatnonzero(np.greater(shifted_row, running, out=improved))
             if lanes.size:
-                best[lanes] = row_best[lanes]
-                best_i[lanes] = r + 1
+                np.maximum(running, shifted_row, out=running)
                 # argmax over the improved lanes only (usually a few): first maximum along l
                 if 4 * lanes.size < width:
                     best_l[lanes] = a_new[:, lanes].argmax(axis=0) + 1
                 else:
                     best_l[lanes] = a_new.argmax(axis=0)[lanes] + 1
-        else:
-            np.maximum(best, row_best - mm_list[r], out=best)
         a_prev, a_cur = a_cur, a_prev
+    # best row: the first that reaches the lane's maximum (a later equal row does not improve it)
+    shifted = row_max.astype(np.int64) - mm_out[:, None]
+    best = shifted.max(axis=0)
+    best_i = shifted.argmax(axis=0) + 1 if backtrace else np.zeros(width, dtype=np.int64)
     return best, best_i, best_l, bt
 
 
