@@ -9,7 +9,6 @@ import pytest
 
 from test_aligner_helpers import SHARED_DATA, random_profile
 from workflow_lib.aligner import align_queries, align_targets, profile_from_alignment, profile_from_sequence, viterbi_seq_profile
-from workflow_lib.aligner import backtrace as backtrace_module
 from workflow_lib.aligner import viterbi_seq as viterbi_seq_module
 from workflow_lib.aligner.reference import viterbi_sequence_reference
 from workflow_lib.aligner.render import aligned_strings
@@ -213,92 +212,3 @@ def test_lane_hits_equal_the_step_by_step_collection():
     for hit, want in zip(hits, expected):
         assert dataclasses.astuple(hit)[:-1] == dataclasses.astuple(want)[:-1]
         assert hit.pairs.dtype == want.pairs.dtype and np.array_equal(hit.pairs, want.pairs)
-
-
-# ------------------------------------------------------------------------------- several profiles in one batch
-def _mixed_profiles(rng):
-    """Profiles of different lengths and transitions: random ones, one built from a real MSA, and two with the
-    same transitions in every row (as first-iteration profiles are)."""
-    alignment = read_a3m(SHARED_DATA / "hhsuite_examples" / "query.a3m")
-    from test_aligner_helpers import cut_profile
-    real = cut_profile(profile_from_alignment(alignment.subset(range(20))), 250, 310)
-    return [random_profile(rng, 23), real, random_profile(rng, 7), profile_from_sequence(alignment.query[:45]),
-            profile_from_sequence(alignment.query[100:130])]
-
-
-@pytest.mark.parametrize("full_ramp_width", [0, 1000])
-@pytest.mark.parametrize("seed", [0, 1])
-def test_mixed_kernel_gives_each_lane_what_its_profile_gives_alone(monkeypatch, seed, full_ramp_width):
-    """Every lane of a mixed batch: the score, best cell and alignment of the one-profile kernel, whatever the
-    other lanes' profiles are (longer, shorter, other transitions). Backtrace bytes may differ only where no
-    optimal path reads them (a batch resolves the insert chains its longest-chain lane needs)."""
-    monkeypatch.setattr(viterbi_seq_module, "FULL_RAMP_WIDTH", full_ramp_width)
-    rng = np.random.default_rng(seed)
-    profiles = _mixed_profiles(rng)
-    scores = [sequence_scores(p) for p in profiles]
-    targets = [rng.integers(0, 21, int(rng.integers(1, 90))).astype(np.uint8) for _ in range(14)]
-    targets += [p.sequence.copy() for p in profiles]                    # strong hits: long insert chains
-    owners = np.concatenate([rng.integers(0, len(profiles), 14), np.arange(len(profiles))])
-    indices = list(range(len(targets)))
-    packed = viterbi_seq_module.pack_targets(targets, indices)
-    for backtrace in (True, False):
-        best, best_i, best_l, bt = viterbi_seq_module.viterbi_seq_lanes_mixed(scores, owners, packed,
-                                                                             backtrace=backtrace)
-        for lane, owner in enumerate(owners):
-            alone = viterbi_seq_module.viterbi_seq_lanes(scores[owner], packed[:, lane:lane + 1], backtrace=backtrace)
-            assert (best[lane], best_i[lane], best_l[lane]) == (alone[0][0], alone[1][0], alone[2][0])
-            if backtrace:
-                rows = scores[owner].length
-                mixed_hit, = backtrace_module.sequence_hits(np.ascontiguousarray(bt[:rows, :, lane:lane + 1]),
-                                                            best[lane:lane + 1], best_i[lane:lane + 1],
-                                                            best_l[lane:lane + 1], [lane])
-                alone_hit, = backtrace_module.sequence_hits(alone[3], alone[0], alone[1], alone[2], [lane])
-                assert dataclasses.astuple(mixed_hit)[:-1] == dataclasses.astuple(alone_hit)[:-1]
-                assert np.array_equal(mixed_hit.pairs, alone_hit.pairs)
-    with pytest.raises(ValueError, match="one entry per lane"):
-        viterbi_seq_module.viterbi_seq_lanes_mixed(scores, owners[:-1], packed, backtrace=False)
-
-
-def test_shared_alignment_equals_each_profile_alone():
-    """align_shared: the hits of align_targets per profile, with queries grouped by the planner (checked) and
-    queries without targets."""
-    from workflow_lib.aligner import lanes
-    rng = np.random.default_rng(11)
-    profiles = _mixed_profiles(rng) + [random_profile(rng, 40)]
-    target_lists = [[rng.integers(0, 20, int(n)).astype(np.uint8) for n in rng.integers(5, 300, int(count))]
-                    for count in (6, 3, 9, 0, 4, 5)]
-    target_lists[1].append(profiles[1].sequence.copy())
-    scores = [sequence_scores(p) for p in profiles]
-    plan = lanes.plan_shared_batches(scores, [[t.size for t in ts] for ts in target_lists], backtrace=True)
-    assert sorted(q for group in plan for q in group) == list(range(len(profiles)))
-    assert any(len(group) > 1 for group in plan)
-    shared = lanes.align_shared(profiles, target_lists, backtrace=True, device="numpy")
-    for profile, targets, hits in zip(profiles, target_lists, shared):
-        alone = align_targets(profile, targets, backtrace=True, device="numpy")
-        assert [h.index for h in hits] == list(range(len(targets)))
-        for hit, want in zip(hits, alone):
-            assert dataclasses.astuple(hit)[:-1] == dataclasses.astuple(want)[:-1]
-            assert np.array_equal(hit.pairs, want.pairs)
-    with pytest.raises(ValueError, match="target lists"):
-        lanes.align_shared(profiles, target_lists[:2])
-
-
-def test_planner_leaves_queries_with_many_targets_alone():
-    """Sharing pays for queries with few targets (rows' calls and padding dominate) and not for a query whose
-    own buckets are already wide and tight; a group's pooled size is capped."""
-    from workflow_lib.aligner import lanes
-    rng = np.random.default_rng(3)
-    scores = [sequence_scores(random_profile(rng, n)) for n in (100, 104, 110, 120)]
-    few = [list(rng.integers(50, 600, 12)) for _ in range(3)]
-    many = [300] * 2000                                                # one length: no padding, full lanes
-    plan = lanes.plan_shared_batches(scores, few + [many], backtrace=True)
-    assert [3] in plan and any(len(group) == 3 for group in plan)
-    # the pooled-size cap splits what would otherwise be one group
-    plan = lanes.plan_shared_batches(scores[:3], few, backtrace=True)
-    assert plan == [[0, 1, 2]]
-    original = lanes.MAX_SHARED_TARGETS
-    try:
-        lanes.MAX_SHARED_TARGETS = 20
-        assert all(len(group) == 1 for group in lanes.plan_shared_batches(scores[:3], few, backtrace=True))
-    finally:
-        lanes.MAX_SHARED_TARGETS = original

@@ -13,9 +13,8 @@ from workflow_lib.aligner.profile import profile_from_alignment
 from workflow_lib.cli import main
 from workflow_lib.db.build import build_database
 from workflow_lib.errors import InputError
-from workflow_lib.search.engine import (DatabaseTotals, SearchSettings, calibrate, make_query, query_groups,
-                                        rank_hits, search_database, search_query_group, search_query_shard,
-                                        search_shard)
+from workflow_lib.search.engine import (DatabaseTotals, SearchSettings, calibrate, make_query, rank_hits,
+                                        search_database)
 from workflow_lib.search.evalue import (CALIBRATION_MAX_LENGTH, LAMBDA, Calibration, calibration_length, fit_gumbel,
                                         fit_mu, gumbel_lambda, iid_sequences, length_slope,
                                         random_sequences)
@@ -244,40 +243,6 @@ def test_sharded_ranking_equals_unsharded(db_one, db_three, queries):
     parts = [search_database(prepared, db_three, shards=[s])[0] for s in range(3)]
     merged = rank_hits(pd.concat(parts, ignore_index=True), [q.name for q in prepared])
     pd.testing.assert_frame_equal(merged[columns], three[columns])
-
-
-def test_queries_searched_together_equal_each_alone(monkeypatch, db_one, queries):
-    """Queries whose survivors share Viterbi buckets get exactly the hits and counts of searching alone; the
-    shared (mixed-profile) path does run here; a pool of processes keeps the query order."""
-    from workflow_lib.aligner import lanes
-    totals = DatabaseTotals.from_manifest(db_one)
-    prepared = [make_query(r.id, profile_from_sequence(r.sequence), totals) for r in queries]
-    shard, index = load_shard(db_one, 0), load_kmer_index(db_one, 0)
-    mixed_batches = []
-    original = lanes.align_mixed_batch
-    monkeypatch.setattr(lanes, "align_mixed_batch", lambda *a, **k: mixed_batches.append(1) or original(*a, **k))
-    together = search_query_group(prepared, shard, index, totals)
-    assert mixed_batches
-    monkeypatch.setattr(lanes, "align_mixed_batch", original)
-    pooled = search_shard(prepared, shard, index, totals, cpus=2)
-    for query, result, in_pool in zip(prepared, together, pooled):
-        alone = search_query_shard(query, shard, index, totals)
-        assert not alone.hits.empty
-        pd.testing.assert_frame_equal(result.hits, alone.hits)
-        pd.testing.assert_frame_equal(in_pool.hits, alone.hits)
-        assert (result.candidates, result.gapless, result.gapped) == (alone.candidates, alone.gapless, alone.gapped)
-        assert result.seconds > 0
-
-
-def test_query_groups_are_by_length_and_keep_the_pool_busy():
-    lengths = [300, 50, 120, 51, 299, 80, 400, 10]
-    groups = query_groups(lengths, 1)
-    assert groups == [[7, 1, 3, 5, 2, 4, 0, 6]]                        # one process: one group, by length
-    groups = query_groups(lengths, 2)
-    assert [len(g) for g in groups] == [2, 2, 2, 2]                    # two processes: ≥ 2 groups each
-    assert sorted(k for g in groups for k in g) == list(range(8))
-    assert query_groups(list(range(100, 140)), 1)[0] == list(range(16))
-    assert query_groups([], 4) == []
 
 
 def test_prefilter_thresholds_cut_the_candidates(db_one, queries):

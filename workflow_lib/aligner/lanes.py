@@ -8,11 +8,6 @@ in ``benchmarks/RESULTS.md``) and, with a backtrace, the ``Lq × Lt × W`` byte 
 is padded to its bucket's longest target, and every bucket pays a fixed cost per DP row (its ~20 NumPy calls),
 so the cuts minimise padded cells plus :data:`ROW_COST_CELLS` per bucket.
 
-:func:`align_shared` aligns each of several profiles to its own targets (a search's queries and their prefilter
-survivors): queries with few targets each share buckets through the mixed-profile kernel
-(:func:`~workflow_lib.aligner.viterbi_seq.viterbi_seq_lanes_mixed`) where :func:`plan_shared_batches`' cost
-model says the saved rows and padding outweigh its extra per-row work.
-
 ``cpus > 1`` spreads buckets (one query, many targets) or queries (many queries) over a ``multiprocessing``
 pool (fork start method where available, so the targets are inherited rather than pickled); results always
 come back in input order.
@@ -23,7 +18,6 @@ come back in input order.
 
 from __future__ import annotations
 
-import dataclasses
 import multiprocessing
 import os
 from collections.abc import Sequence
@@ -35,7 +29,7 @@ from workflow_lib.aligner.scores import HHSUITE_SHIFT, Hit, PairScores, Sequence
 from workflow_lib.aligner.torch_kernels import (NUMPY, TORCH_BACKTRACE_BYTES, TORCH_LANE_CELLS, TORCH_MAX_LANES,
                                                 align_lane_batch_torch, resolve_device)
 from workflow_lib.aligner.viterbi_hmm import align_template_batch
-from workflow_lib.aligner.viterbi_seq import align_lane_batch, align_mixed_batch, padded_length
+from workflow_lib.aligner.viterbi_seq import align_lane_batch, padded_length
 
 LANE_CELLS = 48 * 1024
 MAX_LANES = 512
@@ -48,18 +42,6 @@ cells; on the Pfam survivors 4k and 8k cut the same CPU, 2k and 1k more (``bench
 gapped stage's Smith–Waterman rows (~18 calls) use the same value."""
 TORCH_ROW_COST_CELLS = 1 << 22
 """On a GPU a row's kernel launches cost far more than its cells: buckets as wide as the limits allow."""
-MIXED_COST_FACTOR = 1.25
-"""Cost of a mixed-profile batch relative to the same cells and rows for one profile
-(:func:`~workflow_lib.aligner.viterbi_seq.viterbi_seq_lanes_mixed`: per-lane constants and in-row ramps built
-every row; +20–27% measured on the Pfam survivors, ``benchmarks/RESULTS.md``)."""
-UNIFORM_MIXED_COST_FACTOR = 1.05
-"""The same when every profile of the batch has the same transitions in every row (first-iteration profiles):
-the ramps are then shared columns, only the per-lane D constants remain."""
-SHARE_MIN_WASTE = 1.15
-"""A query takes part in shared buckets only if its own buckets cost this much more than its bare cells (its
-rows' calls and padding): below it, sharing cannot win back the mixed kernel's extra cost."""
-MAX_SHARED_TARGETS = 4096
-"""At most this many targets in one shared batch (bounds the bucket planner's work)."""
 
 
 def lane_width(target_length: int, query_length: int, *, backtrace: bool, lane_cells: int = LANE_CELLS,
@@ -265,101 +247,6 @@ def align_queries(profiles: Sequence[Profile], targets: Sequence[np.ndarray], *,
         for hit in bucket_hits:
             out[query_index][hit.index] = hit
     return out  # type: ignore[return-value]
-
-
-def _bucket_cost(lengths: Sequence[int], query_length: int, backtrace: bool) -> float:
-    """Modelled cost (cells plus :data:`ROW_COST_CELLS` per bucket row) of aligning targets of ``lengths`` to a
-    profile of ``query_length`` columns, bucketed as :func:`length_buckets` cuts them."""
-    padded = [padded_length(max(int(length), 1)) for length in lengths]
-    cost = 0.0
-    for bucket in length_buckets(lengths, query_length, backtrace=backtrace):
-        cost += query_length * (ROW_COST_CELLS + len(bucket) * max(padded[k] for k in bucket))
-    return cost
-
-
-def _same_transitions(scores: Sequence[SequenceScores]) -> bool:
-    """Every row of every profile has the same transitions (as first-iteration profiles have)."""
-    first = scores[0].transitions[1]
-    return all(bool((s.transitions[1:-1] == first).all()) for s in scores)
-
-
-def plan_shared_batches(scores: Sequence[SequenceScores], target_lengths: Sequence[Sequence[int]], *,
-                        backtrace: bool) -> list[list[int]]:
-    """Group queries whose targets share lane buckets; every query appears in exactly one group.
-
-    Greedy over the queries sorted by profile length: a query joins the open group when the modelled cost of
-    the group with it (its rows run to the longest profile's length; :data:`MIXED_COST_FACTOR`) is below the
-    group's cost plus the query's own; otherwise the group closes. Queries whose own buckets already cost
-    less than :data:`SHARE_MIN_WASTE` times their bare cells (many targets: wide, tightly cut buckets) stay
-    alone. The model is the one :func:`min_cost_buckets` minimises, so no timing enters the plan.
-    """
-    own = [_bucket_cost(lengths, s.length, backtrace) if len(lengths) else 0.0
-           for s, lengths in zip(scores, target_lengths)]
-    sharing = [q for q, (s, lengths) in enumerate(zip(scores, target_lengths))
-               if len(lengths) and own[q] > SHARE_MIN_WASTE * s.length * float(sum(lengths))]
-    shared = set(sharing)
-    alone = [[q] for q in range(len(scores)) if q not in shared]
-    sharing.sort(key=lambda q: (scores[q].length, q))
-    groups: list[list[int]] = []
-    current: list[int] = []
-    current_cost = 0.0
-    for q in sharing:
-        if not current:
-            current, current_cost = [q], own[q]
-            continue
-        members = current + [q]
-        pooled = [length for m in members for length in target_lengths[m]]
-        if len(pooled) <= MAX_SHARED_TARGETS:
-            factor = (UNIFORM_MIXED_COST_FACTOR if _same_transitions([scores[m] for m in members])
-                      else MIXED_COST_FACTOR)
-            cost = factor * _bucket_cost(pooled, max(scores[m].length for m in members), backtrace)
-            if cost < current_cost + own[q]:
-                current, current_cost = members, cost
-                continue
-        groups.append(current)
-        current, current_cost = [q], own[q]
-    if current:
-        groups.append(current)
-    return sorted(groups + alone)
-
-
-def align_shared(profiles: Sequence[Profile | SequenceScores], targets: Sequence[Sequence[np.ndarray]], *,
-                 backtrace: bool = False, device: str | None = None) -> list[list[Hit]]:
-    """Each profile against its own targets: ``result[q][k]`` is profile q's hit on ``targets[q][k]``.
-
-    The hits are exactly those of :func:`align_targets` per profile; what differs is the cost. Queries with few
-    targets each (a small database, a strict prefilter) waste most of a search's Viterbi on per-row calls and
-    padding, so their targets share buckets (:func:`plan_shared_batches`, the mixed-profile kernel). One
-    process; on a torch device every profile runs alone (the torch kernel takes one profile).
-    """
-    scores_list = [p if isinstance(p, SequenceScores) else sequence_scores(p) for p in profiles]
-    if len(targets) != len(scores_list):
-        raise ValueError(f"{len(scores_list)} profiles but {len(targets)} target lists")
-    checked = [_check_targets(group) for group in targets]
-    if resolve_device(device) != NUMPY or len(scores_list) == 1:
-        return [align_targets(scores, group, backtrace=backtrace, cpus=1, device=device) if group else []
-                for scores, group in zip(scores_list, checked)]
-    results: list[list[Hit]] = [[] for _ in scores_list]
-    for members in plan_shared_batches(scores_list, [[t.size for t in group] for group in checked],
-                                       backtrace=backtrace):
-        if len(members) == 1:
-            q = members[0]
-            if checked[q]:
-                results[q] = align_targets(scores_list[q], checked[q], backtrace=backtrace, cpus=1, device=NUMPY)
-            continue
-        pooled = [t for m in members for t in checked[m]]
-        owners = np.concatenate([np.full(len(checked[m]), j, dtype=np.intp) for j, m in enumerate(members)])
-        starts = np.cumsum([0] + [len(checked[m]) for m in members])
-        member_scores = [scores_list[m] for m in members]
-        hits: list[Hit | None] = [None] * len(pooled)
-        for bucket in length_buckets([t.size for t in pooled], max(s.length for s in member_scores),
-                                     backtrace=backtrace):
-            for hit in align_mixed_batch(member_scores, owners, pooled, bucket, backtrace=backtrace):
-                hits[hit.index] = hit
-        for j, m in enumerate(members):
-            results[m] = [dataclasses.replace(hit, index=hit.index - int(starts[j]))  # type: ignore[arg-type]
-                          for hit in hits[starts[j]:starts[j + 1]]]
-    return results
 
 
 def viterbi_seq_profile(profile: Profile | SequenceScores, target: str | np.ndarray, *,

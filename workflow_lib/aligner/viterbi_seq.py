@@ -23,24 +23,15 @@ boundary) and W lanes = targets of similar length packed side by side, lanes con
 
 Overflow: values stay in [NEG_INF − 2^31/4, 2^26·…]; the shifted scan adds ``l·|t.II| ≤ Lt·2^15``, so targets
 longer than :data:`INT32_MAX_TARGET` use int64 arrays (same code, slower).
-
-Several profiles in one batch (:func:`viterbi_seq_lanes_mixed`): lane w is aligned to its own profile. The
-rows' gather tables of all profiles sit side by side (a lane's residue codes are offset to its profile's
-columns), and every per-row constant becomes a per-lane array. A search's queries with few prefilter survivors
-each then share buckets: fewer rows pay the ~40 calls of a row, and lanes are padded less
-(:func:`workflow_lib.aligner.lanes.align_shared`).
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from workflow_lib.aligner.backtrace import sequence_hits
 from workflow_lib.aligner.profile import DD, DM, II, IM, MD, MI, MM
-from workflow_lib.aligner.scores import NEG_INF, PAD_CODE, PAD_SCORE, SCALE, Hit, SequenceScores
+from workflow_lib.aligner.scores import NEG_INF, PAD_CODE, Hit, SequenceScores
 
 INT32_MAX_TARGET = 16000
 SCAN_PAD_ROWS = 128
@@ -111,73 +102,6 @@ def pack_targets(targets: list[np.ndarray], indices: list[int]) -> np.ndarray:
     return packed
 
 
-@dataclass
-class _RowTerms:
-    """What the row loop of :func:`_viterbi_rows` reads per query row r (index r = i − 1).
-
-    One profile: Python lists of scalars (every lane alike). Mixed profiles: ``[Lq, F·W]`` arrays, each lane's
-    value tiled ``F`` times so that, on buffers viewed as ``[Lt / F, F·W]``, a per-lane add runs inner loops of
-    ``F·W`` elements (NumPy adds a broadcast ``[W]`` row with one inner loop of W elements per position).
-    Rows where every lane has the same ramps (one profile in a wide bucket; in a mixed batch, rows where the
-    profiles' insert transitions agree, e.g. first-iteration profiles, whose transitions are all alike) add
-    them as ``[Lt, 1]`` columns computed per :data:`ROW_BLOCK` rows, one pass each instead of three.
-    """
-
-    table: np.ndarray           # [Lq, K] gathered scores e + t_i.MM, indexed by the (offset) residue codes
-    k_dm: object                # C(i−1) → D(i−1) + t_{i−1}.DM
-    k_dd: object                # C(i−1) + k_dd → D(i) in C terms
-    im_slope: object            # ramp_im = l·im_slope + im_const: I(i−1, l−1) + t_{i−1}.IM from B(i−1, l−1)
-    im_const: object
-    mi_slope: object            # ramp_mi = l·mi_slope + mi_const (mi_slope = −t_i.II)
-    mi_const: object
-    excess: list                # per row, the largest t_i.MI − t_i.MM + t_i.IM over the lanes (chain_steps)
-    step: list                  # per row, the largest t_i.II over the lanes (the longest chains)
-    mm: object                  # t_i.MM (running best with a backtrace)
-    mm_rows: np.ndarray         # [Lq, 1] or [Lq, W] t_i.MM for the best after the last row
-    fold: int                   # F (1: buffers used as they are)
-    columns: list               # per row: ramps as broadcast [Lt, 1] columns (every lane has the same ramps)
-    column_terms: tuple         # (im_slope, im_const, mi_slope, mi_const) lists for the column ramps
-
-
-def _row_terms(tr: np.ndarray, table: np.ndarray, dtype, *, per_lane: bool, fold: int = 1,
-               columns: bool = False) -> _RowTerms:
-    """Row terms from transitions ``tr`` (``[Lq + 1, 7]``, or ``[Lq + 1, W, 7]`` per lane)."""
-    n_query = table.shape[0]
-    mm_out = tr[1:, ..., MM]
-    prev_ii = tr[:-1, ..., II]
-    prev_shift = np.concatenate([np.zeros_like(tr[:1, ..., MD]), tr[:n_query - 1, ..., MD] - tr[:n_query - 1, ..., MM]])
-    k_dm = prev_shift + tr[:-1, ..., DM]
-    k_dd = prev_shift + tr[:-1, ..., DD] - tr[:-1, ..., MD] + tr[:-1, ..., MM]
-    im_const = tr[:n_query, ..., IM] - prev_ii
-    mi_slope = -tr[1:, ..., II]
-    mi_const = tr[1:, ..., MI] - tr[1:, ..., MM]
-    excess = mi_const + tr[1:, ..., IM]
-    step = tr[1:, ..., II]
-    if per_lane:
-        def lanes(values):
-            return np.ascontiguousarray(np.tile(values.astype(dtype), (1, fold)))
-        ramps = (prev_ii, im_const, mi_slope, mi_const)
-        uniform = np.logical_and.reduce([(v == v[:, :1]).all(axis=1) for v in ramps])
-        return _RowTerms(table, lanes(k_dm), lanes(k_dd), *(lanes(v) for v in ramps),
-                         excess.max(axis=1).tolist(), step.max(axis=1).tolist(), mm_out.astype(np.int64),
-                         mm_out.astype(np.int64), fold, (uniform & columns).tolist(),
-                         tuple(v[:, 0].tolist() for v in ramps))
-    ramps = (prev_ii.tolist(), im_const.tolist(), mi_slope.tolist(), mi_const.tolist())
-    return _RowTerms(table, k_dm.tolist(), k_dd.tolist(), *ramps, excess.tolist(), step.tolist(), mm_out.tolist(),
-                     mm_out[:, None], 1, [columns] * n_query, ramps)
-
-
-def _dtype_for(n_target: int):
-    return np.int32 if n_target <= INT32_MAX_TARGET else np.int64
-
-
-def _check_residues(residues: np.ndarray) -> np.ndarray:
-    residues = np.asarray(residues)
-    if residues.ndim != 2 or residues.dtype != np.intp:
-        raise ValueError("residues must be an intp matrix [Lt, W]")
-    return residues
-
-
 def viterbi_seq_lanes(scores: SequenceScores, residues: np.ndarray, *,
                       backtrace: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """Run the local Viterbi of one profile against W packed targets.
@@ -193,79 +117,30 @@ def viterbi_seq_lanes(scores: SequenceScores, residues: np.ndarray, *,
     in-row scan is a plain cumulative maximum) and ``C = D − t_{i−1}.MD + t_{i−1}.MM``; the shifts fold into
     per-row constants.
     """
-    residues = _check_residues(residues)
+    residues = np.asarray(residues)
+    if residues.ndim != 2 or residues.dtype != np.intp:
+        raise ValueError("residues must be an intp matrix [Lt, W]")
     n_target, width = residues.shape
-    dtype = _dtype_for(n_target)
+    dtype = np.int32 if n_target <= INT32_MAX_TARGET else np.int64
+    emission = scores.emission.astype(np.int64)
     tr = scores.transitions.astype(np.int64)
-    table = (scores.emission.astype(np.int64) + tr[1:, MM][:, None]).astype(dtype)
-    terms = _row_terms(tr, table, dtype, per_lane=False, columns=width >= FULL_RAMP_WIDTH)
-    return _viterbi_rows(terms, residues, backtrace=backtrace)
-
-
-PAD_ROW_II = -SCALE
-"""t.II of the rows after a shorter profile's end in a mixed batch (any finite value is exact there: those rows
-emit :data:`PAD_SCORE` in every lane of that profile; a negative one keeps their insert chains short)."""
-
-
-def viterbi_seq_lanes_mixed(scores: Sequence[SequenceScores], lane_profile: np.ndarray, residues: np.ndarray, *,
-                            backtrace: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
-    """:func:`viterbi_seq_lanes` with a profile per lane: lane w is aligned to ``scores[lane_profile[w]]``.
-
-    Every lane gets what it gets alone against its profile: the same score, best cell and alignment. (Its
-    backtrace bytes can differ only in cells no optimal path visits: a row's insert chains are resolved as far
-    as the lane needing the longest one requires; see :func:`chain_steps`.) The batch runs ``max Lq`` rows;
-    rows after a shorter profile's end emit :data:`PAD_SCORE` (no cell there can reach a lane's best). What it buys: queries with few targets each
-    share buckets, so fewer DP rows pay the per-row calls and lanes are padded less. The price: every per-row
-    constant is a per-lane array, and the in-row ramps are built every row (four more array passes).
-    """
-    residues = _check_residues(residues)
-    lane_profile = np.asarray(lane_profile, dtype=np.intp)
-    n_target, width = residues.shape
-    if lane_profile.shape != (width,):
-        raise ValueError(f"lane_profile must have one entry per lane ({width}), got shape {lane_profile.shape}")
-    dtype = _dtype_for(n_target)
-    n_query = max(s.length for s in scores)
-    n_codes = scores[0].emission.shape[1]
-    tables, transitions = [], []
-    for s in scores:
-        tr = s.transitions.astype(np.int64)
-        padded = np.zeros((n_query + 1, tr.shape[1]), np.int64)
-        padded[:, II] = PAD_ROW_II
-        padded[:tr.shape[0]] = tr
-        emission = np.full((n_query, n_codes), PAD_SCORE, np.int64)
-        emission[:s.length] = s.emission
-        tables.append(emission + padded[1:, MM][:, None])
-        transitions.append(padded)
-    table = np.concatenate(tables, axis=1).astype(dtype)
-    per_lane = np.stack(transitions)[lane_profile].transpose(1, 0, 2)     # [Lq + 1, W, 7]
-    fold = LANE_MAX_FOLD if n_target % LANE_MAX_FOLD == 0 and n_target > LANE_MAX_FOLD else 1
-    terms = _row_terms(per_lane, table, dtype, per_lane=True, fold=fold, columns=width >= FULL_RAMP_WIDTH)
-    return _viterbi_rows(terms, residues + (lane_profile * n_codes)[None, :], backtrace=backtrace)
-
-
-def _viterbi_rows(terms: _RowTerms, residues: np.ndarray, *,
-                  backtrace: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
-    """The row loop shared by :func:`viterbi_seq_lanes` and :func:`viterbi_seq_lanes_mixed`."""
-    n_target, width = residues.shape
-    dtype = terms.table.dtype
-    n_query = terms.table.shape[0]
-    gathered_table = terms.table
-    k_dm, k_dd = terms.k_dm, terms.k_dd
+    n_query = emission.shape[0]
+    # per-row constants (index r = i − 1); "previous" terms of row 1 are 0 (its predecessors are NEG_INF)
+    mm_out = tr[1:, MM]                                   # t_i.MM
+    gathered_table = (emission + mm_out[:, None]).astype(dtype)
+    prev_ii = tr[:-1, II]                                 # t_{i−1}.II
+    prev_shift = np.concatenate([[0], tr[:n_query - 1, MD] - tr[:n_query - 1, MM]])  # t_{i−2}.MD − t_{i−2}.MM
+    k_dm = (prev_shift + tr[:-1, DM]).tolist()            # C(i−1) → D(i−1) + t_{i−1}.DM
+    k_dd = (prev_shift + tr[:-1, DD] - tr[:-1, MD] + tr[:-1, MM]).tolist()
+    mm_list = mm_out.tolist()
     positions = np.arange(1, n_target + 1, dtype=np.int64)[None, :]
-    if terms.fold > 1:
-        folded_width = terms.fold * width
-
-        def folded(x: np.ndarray) -> np.ndarray:
-            return x.reshape(-1, folded_width)
-    else:
-        def folded(x: np.ndarray) -> np.ndarray:
-            return x
-    use_columns = terms.columns
-    if not all(use_columns):
+    full_ramps = width < FULL_RAMP_WIDTH
+    if full_ramps:
         # ramp_im(r) = l·t_r.II + (t_r.IM − t_r.II), ramp_mi(r) = l·(−t_{r+1}.II) + (t_{r+1}.MI − t_{r+1}.MM)
         lane_positions = np.repeat(positions.T.astype(dtype), width, axis=1)
         ramp_buf = np.empty((n_target, width), dtype)
-        lane_positions_f, ramp_f = folded(lane_positions), folded(ramp_buf)
+        im_slope, im_const = prev_ii.tolist(), (tr[:n_query, IM] - prev_ii).tolist()
+        mi_const = (tr[1:, MI] - tr[1:, MM]).tolist()  # slope −t_{r+1}.II: −ii_list[r]
     shape = (n_target + 1, width)
     # C(i, l) and B(i, l) overwrite C(i−1, l) and B(i−1, l) in place once the row's A has read them; A needs
     # two rows (A(i, l) reads A(i−1, l−1), C(i, l) reads A(i−1, l)). Fewer buffers keep a row in L2 cache.
@@ -280,7 +155,8 @@ def _viterbi_rows(terms: _RowTerms, residues: np.ndarray, *,
     work = work_full[pad:]
     # I(i, l) matters only where I + t_i.IM > 0 (else neither the score nor an optimal path uses it): per row,
     # the longest chain that can matter follows from the row's best A (see chain_steps)
-    excess_offset, step_list = terms.excess, terms.step
+    excess_offset = (tr[1:, MI] - tr[1:, MM] + tr[1:, IM]).tolist()
+    ii_list = tr[1:, II].tolist()
     # each row's per-lane maximum of A (best score and row follow from them after the last row); with a
     # backtrace, the running best of A − t.MM tells which lanes improve in a row, and their argmax along l is
     # taken then (the row is not kept)
@@ -294,24 +170,25 @@ def _viterbi_rows(terms: _RowTerms, residues: np.ndarray, *,
         beats_rows = [np.empty((PACK_ROWS, n_target, width), dtype=bool) for _ in range(5)]
         byte = np.empty((PACK_ROWS, n_target, width), dtype=np.uint8)
     for r in range(n_query):
-        column = use_columns[r]
-        if r % ROW_BLOCK == 0 and any(use_columns[r:r + ROW_BLOCK]):
+        if r % ROW_BLOCK == 0 and not full_ramps:
             rows = slice(r, r + ROW_BLOCK)
-            im_slope, im_const, mi_slope, mi_const = (np.array(v[rows])[:, None] for v in terms.column_terms)
             # I(i−1, l−1) + t_{i−1}.IM = B(i−1, l−1) + (l−1)·t_{i−1}.II + t_{i−1}.IM
-            ramp_im = (positions * im_slope + im_const).astype(dtype)[:, :, None]
+            ramp_im = ((positions - 1) * prev_ii[rows, None]
+                       + tr[:n_query][rows, IM][:, None]).astype(dtype)[:, :, None]
             # B(i, l) = cummax_k (A(i, k−1) − t_i.MM + t_i.MI − k·t_i.II)
-            ramp_mi = (positions * mi_slope + mi_const).astype(dtype)[:, :, None]
+            rows_out = slice(r + 1, r + 1 + ROW_BLOCK)
+            ramp_mi = (tr[rows_out, MI][:, None] - tr[rows_out, MM][:, None]
+                       - positions * tr[rows_out, II][:, None]).astype(dtype)[:, :, None]
         ramp_row = r % ROW_BLOCK
         a_new = a_cur[1:]
         # --- X = max(M', I' + im, D' + dm) at (i−1, l−1), in A terms; then A = max(g, g + X)
-        np.add(folded(c_row[:-1]), k_dm[r], out=folded(a_new))
-        if column:
-            np.add(b_row[pad:-1], ramp_im[ramp_row], out=work)
-        else:
-            np.multiply(lane_positions_f, terms.im_slope[r], out=ramp_f)
-            np.add(ramp_f, terms.im_const[r], out=ramp_f)
+        np.add(c_row[:-1], k_dm[r], out=a_new)
+        if full_ramps:
+            np.multiply(lane_positions, im_slope[r], out=ramp_buf)
+            np.add(ramp_buf, im_const[r], out=ramp_buf)
             np.add(b_row[pad:-1], ramp_buf, out=work)
+        else:
+            np.add(b_row[pad:-1], ramp_im[ramp_row], out=work)
         if backtrace:
             slot = r % PACK_ROWS
             m_beats_i, d_beats, stop, from_i, from_d = (mask[slot] for mask in beats_rows)
@@ -327,21 +204,21 @@ def _viterbi_rows(terms: _RowTerms, residues: np.ndarray, *,
         np.maximum(work, a_new, out=a_new)
         # --- C(i, l) = max(A(i−1, l), C(i−1, l) + k_dd), in place
         c_new = c_row[1:]
-        np.add(folded(c_new), k_dd[r], out=folded(c_new))
+        np.add(c_new, k_dd[r], out=c_new)
         if backtrace:
             np.greater(c_new, a_prev[1:], out=from_d)
         np.maximum(c_new, a_prev[1:], out=c_new)
         row_best = lane_max(a_new, out=row_max[r])
         # --- B(i, l) = cummax along l of the fresh values (A(i, l−1) + ramp): a doubling scan over the
-        # chain lengths that can matter (with lanes of several profiles: the longest any lane may need)
-        steps = chain_steps(int(row_best.max()) + excess_offset[r], step_list[r], n_target)
+        # chain lengths that can matter
+        steps = chain_steps(int(row_best.max()) + excess_offset[r], ii_list[r], n_target)
         fresh = work if backtrace else b_alt[pad + 1:]
-        if column:
-            np.add(a_cur[:-1], ramp_mi[ramp_row], out=fresh)
-        else:
-            np.multiply(lane_positions_f, terms.mi_slope[r], out=ramp_f)
-            np.add(ramp_f, terms.mi_const[r], out=ramp_f)
+        if full_ramps:
+            np.multiply(lane_positions, -ii_list[r], out=ramp_buf)
+            np.add(ramp_buf, mi_const[r], out=ramp_buf)
             np.add(a_cur[:-1], ramp_buf, out=fresh)
+        else:
+            np.add(a_cur[:-1], ramp_mi[ramp_row], out=fresh)
         current, start = (work_full, pad) if backtrace else (b_alt, pad + 1)
         for k in range(steps):
             shift = 1 << k
@@ -362,7 +239,7 @@ def _viterbi_rows(terms: _RowTerms, residues: np.ndarray, *,
             np.greater(b_row[pad + 1:], work, out=from_i)
             if slot == PACK_ROWS - 1 or r == n_query - 1:
                 _pack_seq_byte(bt[r - slot:r + 1], byte[:slot + 1], *(mask[:slot + 1] for mask in beats_rows))
-            np.subtract(row_best, terms.mm[r], out=shifted_row)
+            np.subtract(row_best, mm_list[r], out=shifted_row)
             lanes = np.flatnonzero(np.greater(shifted_row, running, out=improved))
             if lanes.size:
                 np.maximum(running, shifted_row, out=running)
@@ -373,7 +250,7 @@ def _viterbi_rows(terms: _RowTerms, residues: np.ndarray, *,
                     best_l[lanes] = a_new.argmax(axis=0)[lanes] + 1
         a_prev, a_cur = a_cur, a_prev
     # best row: the first that reaches the lane's maximum (a later equal row does not improve it)
-    shifted = row_max.astype(np.int64) - terms.mm_rows
+    shifted = row_max.astype(np.int64) - mm_out[:, None]
     best = shifted.max(axis=0)
     best_i = shifted.argmax(axis=0) + 1 if backtrace else np.zeros(width, dtype=np.int64)
     return best, best_i, best_l, bt
@@ -397,20 +274,7 @@ def align_lane_batch(scores: SequenceScores, targets: list[np.ndarray], indices:
                      backtrace: bool) -> list[Hit]:
     """Hits for the targets ``indices`` (one lane each), in the order of ``indices``."""
     residues = pack_targets(targets, indices)
-    return _lane_hits(viterbi_seq_lanes(scores, residues, backtrace=backtrace), indices, backtrace)
-
-
-def align_mixed_batch(scores: Sequence[SequenceScores], owners: np.ndarray, targets: list[np.ndarray],
-                      indices: list[int], *, backtrace: bool) -> list[Hit]:
-    """:func:`align_lane_batch` with target k aligned to ``scores[owners[k]]``."""
-    residues = pack_targets(targets, indices)
-    lane_profile = np.asarray(owners, dtype=np.intp)[np.asarray(indices, dtype=np.intp)]
-    return _lane_hits(viterbi_seq_lanes_mixed(scores, lane_profile, residues, backtrace=backtrace), indices,
-                      backtrace)
-
-
-def _lane_hits(result, indices: list[int], backtrace: bool) -> list[Hit]:
-    best, best_i, best_l, bt = result
+    best, best_i, best_l, bt = viterbi_seq_lanes(scores, residues, backtrace=backtrace)
     if backtrace:
         return sequence_hits(bt, best, best_i, best_l, indices)
-    return [Hit(index, int(best[lane]) / SCALE, int(best[lane])) for lane, index in enumerate(indices)]
+    return [Hit(index, int(best[lane]) / 1000.0, int(best[lane])) for lane, index in enumerate(indices)]

@@ -6,10 +6,7 @@ Seed "Iterative MSA Alignment" (HHblits): for each query profile and each databa
    diagonal scores above ``2.5 + log2(Lq · Lt)`` bits;
 2. gapped Smith–Waterman with the query profile (:mod:`workflow_lib.search.gapped`), pass if
    ``N_db · Lq · Lt · 2^-S < 1000`` (targets whose gapless score already clears that pass without the SW run);
-3. Viterbi (sequence–profile) with backtrace on the survivors. Queries are searched in groups of similar
-   length (:func:`search_query_group`): a group's survivors go through
-   :func:`workflow_lib.aligner.lanes.align_shared`, where queries with few survivors each share lane buckets
-   (the mixed-profile kernel), with exactly the hits of aligning each query alone;
+3. Viterbi (sequence–profile, :func:`workflow_lib.aligner.align_targets`) with backtrace on the survivors;
 4. composition-bias correction of the Viterbi score (:mod:`workflow_lib.search.bias`, HMMER's null2): the
    reported ``bitscore`` is the corrected score;
 5. E-value from the query's Gumbel calibration (:mod:`workflow_lib.search.evalue`) and the whole-database
@@ -17,7 +14,7 @@ Seed "Iterative MSA Alignment" (HHblits): for each query profile and each databa
 
 Every number depends only on the query profile, the target and the database totals, never on which shard a
 target sits in, so the hits of several shards concatenated and ranked (:func:`rank_hits`) equal an unsharded
-search. Query groups are spread over processes with ``cpus``; results come back in query order.
+search. Queries are spread over processes with ``cpus``; results come back in query order.
 """
 
 from __future__ import annotations
@@ -32,15 +29,15 @@ import numpy as np
 import pandas as pd
 
 from workflow_lib.aligner import Profile, align_targets
-from workflow_lib.aligner.lanes import align_shared, resolve_cpus
+from workflow_lib.aligner.lanes import resolve_cpus
 from workflow_lib.db.build import Shard, load_kmer_index, load_shard, read_manifest
 from workflow_lib.search.bias import composition_bias_bits
 from workflow_lib.search.evalue import (CALIBRATION_SAMPLES, Calibration, fit_mu, gumbel_lambda, length_slope,
                                         profile_seed, random_sequences)
 from workflow_lib.search.gapped import GAP_EXTEND_BITS, GAP_OPEN_BITS, GAPPED_MAX_EVALUE, gapped_pass
 from workflow_lib.search.prefilter import (DIAGONALS_PER_TARGET, GAPLESS_OFFSET_BITS, SENSITIVE_PREFILTER,
-                                           GaplessHits, check_prefilter_values, default_kmer_threshold,
-                                           gapless_prefilter, profile_scores_bits)
+                                           check_prefilter_values, default_kmer_threshold, gapless_prefilter,
+                                           profile_scores_bits)
 from workflow_lib.seqio.alphabet import decode
 
 HIT_COLUMNS = ("query", "target", "evalue", "bitscore", "qstart", "qend", "tstart", "tend", "qlen", "tlen",
@@ -133,19 +130,9 @@ class QueryResult:
     seconds: float
 
 
-@dataclass
-class _Prefiltered:
-    """A query's prefilter survivors on one shard (before Viterbi)."""
-
-    gapless: GaplessHits
-    candidates: list[np.ndarray]
-    passed: np.ndarray
-    seconds: float
-
-
-def _prefilter(query: SearchQuery, shard: Shard, index: dict[str, np.ndarray], totals: DatabaseTotals,
-               settings: SearchSettings) -> _Prefiltered:
-    """Stages 1–2 (gapless on k-mer-seeded diagonals, then gapped Smith–Waterman) for one query."""
+def search_query_shard(query: SearchQuery, shard: Shard, index: dict[str, np.ndarray], totals: DatabaseTotals,
+                       settings: SearchSettings = SearchSettings(), *, iteration: int = 1) -> QueryResult:
+    """Prefilter → Viterbi → E-values for one query on one shard (see the module docstring)."""
     started = time.perf_counter()
     profile = query.profile
     scores = profile_scores_bits(profile.emissions, profile.background)
@@ -157,65 +144,28 @@ def _prefilter(query: SearchQuery, shard: Shard, index: dict[str, np.ndarray], t
     passed, _ = gapped_pass(scores, candidates, gapless.score, totals.sequences,
                             max_evalue=settings.gapped_max_evalue, gap_open=settings.gap_open,
                             gap_extend=settings.gap_extend)
-    return _Prefiltered(gapless, candidates, passed, time.perf_counter() - started)
-
-
-def _report(query: SearchQuery, found: _Prefiltered, hits: list, shard: Shard, totals: DatabaseTotals,
-            settings: SearchSettings, iteration: int) -> pd.DataFrame:
-    """Steps 4–5 for one query's Viterbi hits: bias-corrected scores, E-values, the rows of the hits table."""
-    profile = query.profile
+    lengths = np.array([c.size for c in candidates], dtype=np.int64)
     rows = []
-    if found.passed.size:
-        targets = [found.candidates[k] for k in found.passed]
-        lengths = np.array([t.size for t in targets], dtype=np.int64)
+    if passed.size:
+        targets = [candidates[k] for k in passed]
+        hits = align_targets(profile, targets, backtrace=True, cpus=1)
         bits = np.array([h.score - composition_bias_bits(profile.emissions, profile.background, target, h.pairs)
                          for h, target in zip(hits, targets)], dtype=np.float64)
-        evalues = query.calibration.evalues(bits, lengths, totals.sequences)
+        evalues = query.calibration.evalues(bits, lengths[passed], totals.sequences)
         query_codes = profile.sequence
-        for k, hit, target, score, evalue in zip(found.passed, hits, targets, bits, evalues):
+        for k, hit, score, evalue in zip(passed, hits, bits, evalues):
             if evalue > settings.max_evalue or hit.aligned_columns == 0:
                 continue
+            target = candidates[k]
             pairs = hit.pairs
             identity = float(np.mean(query_codes[pairs[:, 0]] == target[pairs[:, 1]]))
-            rows.append((query.name, shard.ids[int(found.gapless.sequence[k])], float(evalue), float(score),
+            rows.append((query.name, shard.ids[int(gapless.sequence[k])], float(evalue), float(score),
                          hit.query_start + 1, hit.query_end, hit.target_start + 1, hit.target_end,
                          profile.length, int(target.size), identity, hit.aligned_columns, hit.states, iteration,
                          totals.name, decode(target[hit.target_start:hit.target_end])))
-    return pd.DataFrame(rows, columns=list(HIT_COLUMNS))
-
-
-def search_query_group(queries: list[SearchQuery], shard: Shard, index: dict[str, np.ndarray],
-                       totals: DatabaseTotals, settings: SearchSettings = SearchSettings(), *,
-                       iteration: int = 1) -> list[QueryResult]:
-    """Prefilter → Viterbi → E-values for several queries on one shard (see the module docstring).
-
-    Each query is prefiltered alone; the survivors' Viterbi runs for all of them at once through
-    :func:`~workflow_lib.aligner.lanes.align_shared`, so queries with few survivors share lane buckets. The hits
-    are exactly those of searching each query alone. A query's ``seconds`` are its own prefilter and E-value
-    time plus the shared Viterbi time split by its share of the Viterbi cells.
-    """
-    found = [_prefilter(query, shard, index, totals, settings) for query in queries]
-    started = time.perf_counter()
-    hits = align_shared([q.profile for q in queries],
-                        [[f.candidates[k] for k in f.passed] for f in found], backtrace=True)
-    viterbi_seconds = time.perf_counter() - started
-    cells = np.array([q.profile.length * sum(int(f.candidates[k].size) for k in f.passed)
-                      for q, f in zip(queries, found)], dtype=np.float64)
-    shares = cells / cells.sum() if cells.sum() > 0 else np.full(len(queries), 1.0 / max(len(queries), 1))
-    results = []
-    for query, f, query_hits, share in zip(queries, found, hits, shares):
-        started = time.perf_counter()
-        frame = _report(query, f, query_hits, shard, totals, settings, iteration)
-        seconds = f.seconds + share * viterbi_seconds + time.perf_counter() - started
-        results.append(QueryResult(frame, f.gapless.seeded_targets, int(f.gapless.sequence.size),
-                                   int(f.passed.size), seconds))
-    return results
-
-
-def search_query_shard(query: SearchQuery, shard: Shard, index: dict[str, np.ndarray], totals: DatabaseTotals,
-                       settings: SearchSettings = SearchSettings(), *, iteration: int = 1) -> QueryResult:
-    """Prefilter → Viterbi → E-values for one query on one shard (see the module docstring)."""
-    return search_query_group([query], shard, index, totals, settings, iteration=iteration)[0]
+    frame = pd.DataFrame(rows, columns=list(HIT_COLUMNS))
+    return QueryResult(frame, gapless.seeded_targets, int(gapless.sequence.size), int(passed.size),
+                       time.perf_counter() - started)
 
 
 def rank_hits(frame: pd.DataFrame, query_order: list[str] | None = None) -> pd.DataFrame:
@@ -234,51 +184,27 @@ def rank_hits(frame: pd.DataFrame, query_order: list[str] | None = None) -> pd.D
 
 
 _WORKER: dict[str, object] = {}
-SHARED_QUERIES = 16
-"""Queries (consecutive by profile length) searched together by one task, so that their Viterbi survivors can
-share lane buckets (:func:`search_query_group`)."""
 
 
-def query_groups(lengths: list[int], workers: int) -> list[list[int]]:
-    """Query indices in groups of similar profile length: at most :data:`SHARED_QUERIES` per group, and at least
-    two groups per worker when there are enough queries (so the pool stays busy)."""
-    if not lengths:
-        return []
-    size = max(1, min(SHARED_QUERIES, len(lengths) // (2 * workers) if workers > 1 else SHARED_QUERIES))
-    order = sorted(range(len(lengths)), key=lambda q: (lengths[q], q))
-    return [order[k:k + size] for k in range(0, len(order), size)]
-
-
-def _group_task(members: list[int]) -> list[QueryResult]:
-    return search_query_group([_WORKER["queries"][k] for k in members], _WORKER["shard"],  # type: ignore[index]
-                              _WORKER["index"], _WORKER["totals"], _WORKER["settings"],  # type: ignore[arg-type]
-                              iteration=_WORKER["iteration"])  # type: ignore[arg-type]
+def _query_task(position: int) -> QueryResult:
+    return search_query_shard(_WORKER["queries"][position], _WORKER["shard"], _WORKER["index"],  # type: ignore[index]
+                              _WORKER["totals"], _WORKER["settings"], iteration=_WORKER["iteration"])  # type: ignore[arg-type]
 
 
 def search_shard(queries: list[SearchQuery], shard: Shard, index: dict[str, np.ndarray], totals: DatabaseTotals,
                  settings: SearchSettings = SearchSettings(), *, iteration: int = 1,
                  cpus: int | None = 1) -> list[QueryResult]:
-    """All queries against one loaded shard (the shard is read once for the whole batch); query order kept.
-
-    Queries run in groups of similar length (:func:`query_groups`, :func:`search_query_group`); ``cpus``
-    processes take groups."""
+    """All queries against one loaded shard (the shard is read once for the whole batch); query order kept."""
     workers = min(resolve_cpus(cpus), max(len(queries), 1))
-    groups = query_groups([q.profile.length for q in queries], workers)
     _WORKER.update(queries=queries, shard=shard, index=index, totals=totals, settings=settings,
                    iteration=iteration)
     try:
-        if workers <= 1 or len(groups) <= 1:
-            outputs = [_group_task(members) for members in groups]
-        else:
-            with multiprocessing.get_context("fork").Pool(min(workers, len(groups))) as pool:
-                outputs = pool.map(_group_task, groups, chunksize=1)
+        if workers <= 1:
+            return [_query_task(k) for k in range(len(queries))]
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            return pool.map(_query_task, range(len(queries)), chunksize=1)
     finally:
         _WORKER.clear()
-    results: list[QueryResult | None] = [None] * len(queries)
-    for members, output in zip(groups, outputs):
-        for k, result in zip(members, output):
-            results[k] = result
-    return results  # type: ignore[return-value]
 
 
 def search_database(queries: list[SearchQuery], db_dir: str | Path, settings: SearchSettings = SearchSettings(),
