@@ -5,10 +5,13 @@ One command fills every column (peers are cached under benchmarks/_work/search/,
     .venv/bin/python benchmarks/search.py                     # all tools, both sets, writes RESULTS.md section
     .venv/bin/python benchmarks/search.py --tools trackfold   # (re)run ours only; cached peers are read back
     .venv/bin/python benchmarks/search.py --scaling           # "How cost grows" (trackfold, mmseqs, jackhmmer)
+    .venv/bin/python benchmarks/search.py --paired jackhmmer,trackfold --datasets pfam   # speed ratio, paired
 
 Options: ``--datasets pfam,cath``, ``--subsample N`` (deterministic query subsample of both sets; the
 database stays whole), ``--tool-subsample hhblits=600`` (fewer queries for one slow tool: every tool is then
-also scored on that common subset, so the rows stay comparable), ``--force TOOL``, ``--no-write``.
+also scored on that common subset, so the rows stay comparable), ``--force TOOL``, ``--no-write``, ``--paired A,B`` (the two tools searching together, one core each, cores
+swapped for a second round: a speed ratio that the machine's changing load does not skew; see
+:mod:`search_bench.paired`).
 The peer runs recorded in RESULTS.md used ``--tool-subsample`` as stated there.
 
 Sets (see :mod:`search_bench.datasets`): Pfam pairs (DCTdomain pfam-max50; each of 1,867 sequences against all
@@ -289,6 +292,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scaling-base", default="sprot_Archaea",
                         help="Swiss-Prot subset(s) of shared/data/swissprot_subsets_prokka, '+'-joined")
     parser.add_argument("--scaling-tools", default="trackfold,mmseqs,jackhmmer", type=lambda s: s.split(","))
+    parser.add_argument("--paired", type=lambda s: s.split(","), metavar="A,B",
+                        help="time two tools together, pinned to one core each, cores swapped per round")
+    parser.add_argument("--paired-queries", type=int, default=250, help="queries per paired search (default 250)")
+    parser.add_argument("--paired-rounds", type=int, default=2, help="paired rounds (default 2)")
     args = parser.parse_args(argv)
     for name in args.datasets:
         if name not in ("pfam", "cath"):
@@ -296,6 +303,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.scaling:
         from search_bench import scaling
         return scaling.run(args, SHARED, WORK / "scaling", RESULTS, machine())
+    if args.paired:
+        from search_bench import paired
+        return paired.run(args, SHARED, WORK, RESULTS, machine())
     return run_comparison(args)
 
 

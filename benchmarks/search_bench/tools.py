@@ -32,7 +32,9 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -46,6 +48,19 @@ from workflow_lib.seqio.fasta import write_fasta
 ROOT = Path(__file__).resolve().parents[2]
 HHSUITE_DATA = Path("/usr/share/hhsuite/data")
 NICE = ["nice", "-n", "10"]
+_PIN = threading.local()
+
+
+@contextmanager
+def pinned(cpus: set[int]):
+    """Commands that :func:`run_measured` starts in this thread run on ``cpus`` only (under ``taskset``); for
+    the paired timing of :mod:`search_bench.paired`, which runs two tools at once."""
+    previous = getattr(_PIN, "cpus", None)
+    _PIN.cpus = set(cpus)
+    try:
+        yield
+    finally:
+        _PIN.cpus = previous
 
 
 @dataclass
@@ -66,8 +81,14 @@ class Measured:
 
 def run_measured(command: list[str], *, cwd: Path | None = None, env: dict | None = None,
                  stdout_path: Path | None = None, record: bool = True, nice: bool = True) -> Measured:
-    """Run ``command`` (under ``nice -n 10``), raise ToolError on failure, return its resources."""
+    """Run ``command`` (under ``nice -n 10``; on the cores of :func:`pinned` when set), raise ToolError on
+    failure, return its resources."""
     full = (NICE + command) if nice else command
+    cpus = getattr(_PIN, "cpus", None)
+    if cpus:  # taskset, not a preexec_fn: the paired timing starts commands from two threads at once
+        if shutil.which("taskset") is None:
+            raise ToolError("pinning a command to a core needs taskset (util-linux)")
+        full = ["taskset", "--cpu-list", ",".join(str(c) for c in sorted(cpus))] + full
     stdout = open(stdout_path, "wb") if stdout_path else subprocess.DEVNULL
     start = time.perf_counter()
     try:
@@ -141,21 +162,8 @@ class Tool:
             force: bool = False, search_name: str = "search") -> dict:
         """Prepare (``work/db``, kept while the database and commands are unchanged) and search
         (``work/search``, kept while queries, database and commands are unchanged); returns the run record."""
-        db_dir, search_dir = work / "db", work / search_name
-        build_key = digest(db_fasta, self.config())
-        build_path = db_dir / "build.json"
-        build = None
-        if not force and build_path.exists():
-            stored = json.loads(build_path.read_text())
-            if stored.get("key") == build_key:
-                build = stored["build"]
-        if build is None:
-            if db_dir.exists():
-                shutil.rmtree(db_dir)
-            db_dir.mkdir(parents=True)
-            print(f"[search-bench] {self.name}: preparing database in {db_dir}", file=sys.stderr, flush=True)
-            build = asdict(self.prepare(db_fasta, db_dir, n_db))
-            write_text_atomic(build_path, json.dumps({"key": build_key, "build": build}, indent=1))
+        search_dir = work / search_name
+        build = self.ensure_database(db_fasta, work, n_db, force=force)
         key = digest(queries, db_fasta, self.config())
         record_path = search_dir / "run.json"
         if not force and record_path.exists():
@@ -167,7 +175,7 @@ class Tool:
             shutil.rmtree(search_dir)
         search_dir.mkdir(parents=True)
         print(f"[search-bench] {self.name}: searching {n_queries} queries", file=sys.stderr, flush=True)
-        search = self.search(queries, db_fasta, db_dir, search_dir, n_db)
+        search = self.search(queries, db_fasta, work / "db", search_dir, n_db)
         record = {
             "key": key, "tool": self.name, "label": self.label, "version": self.version(),
             "n_queries": n_queries, "n_db": n_db,
@@ -177,6 +185,24 @@ class Tool:
         write_text_atomic(record_path, json.dumps(record, indent=1))
         record["cached"] = False
         return record
+
+    def ensure_database(self, db_fasta: Path, work: Path, n_db: int, *, force: bool = False) -> dict:
+        """Build the database in ``work/db`` unless a build from the same FASTA and commands is there (or
+        ``force``); returns the build record (its time and commands)."""
+        db_dir = work / "db"
+        build_key = digest(db_fasta, self.config())
+        build_path = db_dir / "build.json"
+        if not force and build_path.exists():
+            stored = json.loads(build_path.read_text())
+            if stored.get("key") == build_key:
+                return stored["build"]
+        if db_dir.exists():
+            shutil.rmtree(db_dir)
+        db_dir.mkdir(parents=True)
+        print(f"[search-bench] {self.name}: preparing database in {db_dir}", file=sys.stderr, flush=True)
+        build = asdict(self.prepare(db_fasta, db_dir, n_db))
+        write_text_atomic(build_path, json.dumps({"key": build_key, "build": build}, indent=1))
+        return build
 
     def load_hits(self, work: Path, search_name: str = "search") -> pd.DataFrame:
         return self.hits(work / search_name)
