@@ -91,7 +91,6 @@ def restrict(dataset: datasets.Dataset, query_ids: list[str]) -> datasets.Datase
 
 def run_comparison(args: argparse.Namespace) -> int:
     tool_subsample = parse_tool_subsample(args.tool_subsample)
-    loaders = {"pfam": datasets.load_pfam, "cath": datasets.load_cath}
     rows: dict[str, dict] = {t.name: {"name": t.name, "label": t.label, "status": "ok"} for t in tools.all_tools(args.iterations)}
     for tool in tools.all_tools(args.iterations):
         ok, why = tool.available()
@@ -100,7 +99,7 @@ def run_comparison(args: argparse.Namespace) -> int:
             rows[tool.name]["why"] = why
     notes = []
     for name in args.datasets:
-        dataset = loaders[name](SHARED, args.subsample)
+        dataset = datasets.load(name, SHARED, args.subsample)
         folder = WORK / name
         db_fasta = tools.write_records(folder / "inputs" / "db.fasta", dataset.database)
         query_sets: dict[str, list[str]] = {}

@@ -230,3 +230,11 @@ def cath_metrics(dataset: Dataset, hits: pd.DataFrame, level: str = "topology",
         "calibration_counts": counts.tolist(),
         "calibration_per_query": (counts / max(n_queries, 1)).tolist(),
     }
+
+
+def load(name: str, shared: Path, subsample: int | None = None) -> Dataset:
+    """The set ``name`` (``pfam`` or ``cath``) from ``shared``; ``InputError`` for another name."""
+    loaders = {"pfam": load_pfam, "cath": load_cath}
+    if name not in loaders:
+        raise InputError(f"unknown dataset {name!r} ({', '.join(loaders)})")
+    return loaders[name](shared, subsample)

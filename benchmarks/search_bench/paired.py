@@ -28,7 +28,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from search_bench import datasets, tools
+from search_bench import datasets, report, tools
 from workflow_lib.errors import InputError
 from workflow_lib.seqio.atomic import write_text_atomic
 
@@ -119,7 +119,6 @@ def markdown(pair: list[tools.Tool], by_set: dict[str, dict], machine: str, fini
 
 def run(args, shared: Path, work_root: Path, results: Path, machine: str) -> int:
     """``benchmarks/search.py --paired A,B``: paired rounds on every set of ``--datasets``; writes the section."""
-    from search_bench import report
     names = args.paired
     available = {tool.name: tool for tool in tools.all_tools(args.iterations)}
     unknown = [n for n in names if n not in available]
@@ -130,10 +129,9 @@ def run(args, shared: Path, work_root: Path, results: Path, machine: str) -> int
         ok, why = tool.available()
         if not ok:
             raise InputError(f"--paired: {tool.name} is not available here ({why})")
-    loaders = {"pfam": datasets.load_pfam, "cath": datasets.load_cath}
     by_set: dict[str, dict] = {}
     for name in args.datasets:
-        dataset = loaders[name](shared, args.subsample)
+        dataset = datasets.load(name, shared, args.subsample)
         folder = work_root / name
         db_fasta = tools.write_records(folder / "inputs" / "db.fasta", dataset.database)
         ids = datasets.stable_subsample(dataset.query_ids, args.paired_queries, salt=name)
