@@ -9,9 +9,9 @@ One command fills every column (peers are cached under benchmarks/_work/search/,
 
 Options: ``--datasets pfam,cath``, ``--subsample N`` (deterministic query subsample of both sets; the
 database stays whole), ``--tool-subsample hhblits=600`` (fewer queries for one slow tool: every tool is then
-also scored on that common subset, so the rows stay comparable), ``--force TOOL``, ``--no-write``, ``--paired A,B`` (the two tools searching together, one core each, cores
-swapped for a second round: a speed ratio that the machine's changing load does not skew; see
-:mod:`search_bench.paired`).
+also scored on that common subset, so the rows stay comparable), ``--force TOOL``, ``--no-write``,
+``--paired A,B`` (the two tools searching together, one core each, cores swapped for a second round: a speed
+ratio that the machine's changing load does not skew; see :mod:`search_bench.paired`).
 The peer runs recorded in RESULTS.md used ``--tool-subsample`` as stated there.
 
 Sets (see :mod:`search_bench.datasets`): Pfam pairs (DCTdomain pfam-max50; each of 1,867 sequences against all
