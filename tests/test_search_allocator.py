@@ -47,3 +47,39 @@ def test_freed_blocks_are_reused_without_page_faults():
 def test_the_users_malloc_environment_is_left_alone():
     applied, _ = _faults("keep", MALLOC_TRIM_THRESHOLD_="0")
     assert applied == 0
+
+
+NEVER_TRIM_SCRIPT = """
+import resource, sys
+import numpy as np
+from workflow_lib.search.allocator import NEVER_TRIM, keep_freed_memory
+applied = keep_freed_memory(trim_threshold=NEVER_TRIM)
+counts = []
+for _ in range(3):
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    blocks = [np.ones(512 << 20, dtype=np.uint8), np.ones(1400 << 20, dtype=np.uint8)]  # 1.9 GiB, like a crop
+    counts.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+    del blocks
+print(int(applied), *counts)
+"""
+
+
+def test_never_trim_keeps_more_than_any_int_threshold():
+    # trackfold predict frees and reallocates a crop's activations (GBs): with the default 1 GiB threshold the
+    # heap top is handed back and faulted in again for every crop; NEVER_TRIM keeps it
+    env = {key: value for key, value in os.environ.items() if key not in allocator.ENVIRONMENT}
+    out = subprocess.run([sys.executable, "-c", NEVER_TRIM_SCRIPT], capture_output=True, text=True, check=True,
+                         env=env)
+    applied, *counts = (int(word) for word in out.stdout.split())
+    assert applied == 1
+    assert counts[0] > 0 and max(counts[1:]) <= counts[0] // 4, counts
+    default = NEVER_TRIM_SCRIPT.replace("trim_threshold=NEVER_TRIM", "")
+    out = subprocess.run([sys.executable, "-c", default], capture_output=True, text=True, check=True, env=env)
+    applied, *counts = (int(word) for word in out.stdout.split())
+    assert applied == 1 and min(counts[1:]) > counts[0] // 4, counts
+
+
+@pytest.mark.parametrize("threshold", [0, -2, 1 << 31])
+def test_trim_threshold_outside_a_c_int_is_refused(threshold):
+    with pytest.raises(ValueError, match="trim_threshold"):
+        allocator.keep_freed_memory(trim_threshold=threshold)

@@ -45,6 +45,7 @@ from workflow_lib.model.predict import (
     predict_many,
     resolve_device,
 )
+from workflow_lib.search.allocator import NEVER_TRIM, keep_freed_memory
 from workflow_lib.seqio.alphabet import encode
 from workflow_lib.seqio.schemas import ArraySpec, NpzSchema, TableSchema, write_npz, write_table
 from workflow_lib.structure.dssp import reduce_to_three, run_dssp
@@ -175,6 +176,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_predict(args: argparse.Namespace) -> int:
     names = unique_outputs(args.inputs, protein_name, ".pdb")
+    keep_freed_memory(trim_threshold=NEVER_TRIM)  # each crop reuses the last one's freed activations
     if args.threads:
         torch.set_num_threads(args.threads)
     options = PredictOptions(window=args.window, max_msa=args.max_msa, seed=args.seed, device=args.device,

@@ -17,6 +17,11 @@ environment (``MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=...``); when the user h
 left alone. On other C libraries (macOS, musl) it does nothing.
 
 The search commands (``trackfold search``, ``msa``, ``search-shard``) call it; library users can too.
+``trackfold predict`` calls it with :data:`NEVER_TRIM`: the network's activations for one crop are freed and
+allocated again for the next, some 3 GB at L ≈ 300, more than a trim threshold of 1 GiB (or any ``int``,
+the type ``mallopt`` takes) would keep. Measured on the bundled example's longest protein (344 residues, two
+crops, 1 thread): the same output files, wall 69 → 42 s, system time 31 → 5 s, peak RSS 2.8 → 3.3 GB
+(benchmarks/RESULTS.md, session 26).
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ M_MMAP_MAX = -4
 """``mallopt`` parameter numbers from glibc's ``malloc.h``."""
 TRIM_THRESHOLD_BYTES = 1 << 30
 """Free memory at the top of the heap is returned to the kernel only above this much (1 GiB)."""
+NEVER_TRIM = -1
+"""``trim_threshold`` that never returns free heap memory to the kernel (glibc's documented ``-1``)."""
 ENVIRONMENT = ("MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_")
 _applied: list[bool] = []
 
@@ -50,11 +57,15 @@ def _glibc() -> ctypes.CDLL | None:
     return libc
 
 
-def keep_freed_memory() -> bool:
+def keep_freed_memory(trim_threshold: int = TRIM_THRESHOLD_BYTES) -> bool:
     """Serve large allocations from the heap and keep freed memory (glibc); True when the options are set.
 
-    Idempotent; does nothing (returns False) off glibc or when ``MALLOC_MMAP_MAX_`` or
-    ``MALLOC_TRIM_THRESHOLD_`` is in the environment (the user's choice wins)."""
+    ``trim_threshold``: bytes of free memory at the top of the heap kept before any is returned (a positive
+    ``int``), or :data:`NEVER_TRIM`. Only the first call in a process sets the options (later calls return its
+    result); does nothing (returns False) off glibc or when ``MALLOC_MMAP_MAX_`` or ``MALLOC_TRIM_THRESHOLD_``
+    is in the environment (the user's choice wins)."""
+    if trim_threshold != NEVER_TRIM and not 0 < trim_threshold < 1 << 31:
+        raise ValueError(f"trim_threshold must be a positive C int or NEVER_TRIM, got {trim_threshold}")
     if _applied:
         return _applied[0]
     libc = None if any(name in os.environ for name in ENVIRONMENT) else _glibc()
@@ -62,8 +73,8 @@ def keep_freed_memory() -> bool:
     if libc is not None:
         libc.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
         libc.mallopt.restype = ctypes.c_int
-        done = bool(libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)) and bool(libc.mallopt(M_MMAP_MAX, 0))
+        done = bool(libc.mallopt(M_TRIM_THRESHOLD, trim_threshold)) and bool(libc.mallopt(M_MMAP_MAX, 0))
         log.debug("glibc mallopt: large blocks from the heap, trim threshold %d bytes: %s",
-                  TRIM_THRESHOLD_BYTES, "set" if done else "refused")
+                  trim_threshold, "set" if done else "refused")
     _applied.append(done)
     return done
