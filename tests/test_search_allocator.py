@@ -64,7 +64,7 @@ print(int(applied), *counts)
 """
 
 
-def test_never_trim_keeps_more_than_any_int_threshold():
+def test_never_trim_keeps_blocks_that_the_default_threshold_hands_back():
     # trackfold predict frees and reallocates a crop's activations (GBs): with the default 1 GiB threshold the
     # heap top is handed back and faulted in again for every crop; NEVER_TRIM keeps it
     env = {key: value for key, value in os.environ.items() if key not in allocator.ENVIRONMENT}

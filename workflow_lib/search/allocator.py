@@ -20,7 +20,7 @@ The search commands (``trackfold search``, ``msa``, ``search-shard``) call it; l
 ``trackfold predict`` calls it with :data:`NEVER_TRIM`: the network's activations for one crop are freed and
 allocated again for the next, some 3 GB at L ≈ 300, more than a trim threshold of 1 GiB (or any ``int``,
 the type ``mallopt`` takes) would keep. Measured on the bundled example's longest protein (344 residues, two
-crops, 1 thread): the same output files, wall 69 → 42 s, system time 31 → 5 s, peak RSS 2.8 → 3.3 GB
+crops, 1 thread): the same output files, wall 69 → 43 s, system time 31 → 7 s, peak RSS 2.8 → 3.5 GB
 (benchmarks/RESULTS.md, session 26).
 """
 
