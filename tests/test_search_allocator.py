@@ -27,10 +27,11 @@ print(int(applied), *counts)
 """
 
 
-def _faults(mode: str, **environment: str) -> tuple[int, list[int]]:
+def _faults(mode: str, script: str = SCRIPT, **environment: str) -> tuple[int, list[int]]:
+    """Run ``script`` in a child process without the user's malloc variables: (options applied, faults per round)."""
     env = {key: value for key, value in os.environ.items() if key not in allocator.ENVIRONMENT}
     env.update(environment)
-    out = subprocess.run([sys.executable, "-c", SCRIPT, mode], capture_output=True, text=True, check=True, env=env)
+    out = subprocess.run([sys.executable, "-c", script, mode], capture_output=True, text=True, check=True, env=env)
     applied, *counts = (int(word) for word in out.stdout.split())
     return applied, counts
 
@@ -53,7 +54,7 @@ NEVER_TRIM_SCRIPT = """
 import resource, sys
 import numpy as np
 from workflow_lib.search.allocator import NEVER_TRIM, keep_freed_memory
-applied = keep_freed_memory(trim_threshold=NEVER_TRIM)
+applied = keep_freed_memory(trim_threshold=NEVER_TRIM) if sys.argv[1] == "never" else keep_freed_memory()
 counts = []
 for _ in range(3):
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -67,15 +68,10 @@ print(int(applied), *counts)
 def test_never_trim_keeps_blocks_that_the_default_threshold_hands_back():
     # trackfold predict frees and reallocates a crop's activations (GBs): with the default 1 GiB threshold the
     # heap top is handed back and faulted in again for every crop; NEVER_TRIM keeps it
-    env = {key: value for key, value in os.environ.items() if key not in allocator.ENVIRONMENT}
-    out = subprocess.run([sys.executable, "-c", NEVER_TRIM_SCRIPT], capture_output=True, text=True, check=True,
-                         env=env)
-    applied, *counts = (int(word) for word in out.stdout.split())
+    applied, counts = _faults("never", NEVER_TRIM_SCRIPT)
     assert applied == 1
     assert counts[0] > 0 and max(counts[1:]) <= counts[0] // 4, counts
-    default = NEVER_TRIM_SCRIPT.replace("trim_threshold=NEVER_TRIM", "")
-    out = subprocess.run([sys.executable, "-c", default], capture_output=True, text=True, check=True, env=env)
-    applied, *counts = (int(word) for word in out.stdout.split())
+    applied, counts = _faults("default", NEVER_TRIM_SCRIPT)
     assert applied == 1 and min(counts[1:]) > counts[0] // 4, counts
 
 
