@@ -11,7 +11,7 @@ query's single-sequence profile (what iteration 1 searches with):
    every database sequence (no prefilter, composition-bias corrected, the search's E-values) scores at
    E ≤ 10 (reporting) and E ≤ 1e-3 (inclusion). A prefilter can only lose what Viterbi would have found, so
    "lost" is counted against the detectable homologs;
-3. a small grid of settings around the defaults (k-mer length of the index × seed threshold × diagonals scored
+3. a small grid of settings around the defaults (seed shape of the index × seed threshold × diagonals scored
    per target), with the prefilter's CPU time per query.
 
 Writes ``benchmarks/_work/prefilter/results.json`` and the section "## Prefilter: reduction and homologs lost"
@@ -44,7 +44,7 @@ from workflow_lib.db.build import build_database, load_kmer_index, load_shard  #
 from workflow_lib.search.bias import composition_bias_bits  # noqa: E402
 from workflow_lib.search.engine import DatabaseTotals, make_query  # noqa: E402
 from workflow_lib.search.gapped import GAPPED_MAX_EVALUE, gapped_evalues, gapped_scores  # noqa: E402
-from workflow_lib.search.kmer_index import DEFAULT_K, build_kmer_index  # noqa: E402
+from workflow_lib.search.kmer_index import DEFAULT_SHAPE, build_kmer_index  # noqa: E402
 from workflow_lib.search.prefilter import (DIAGONALS_PER_TARGET, default_kmer_threshold,  # noqa: E402
                                            gapless_prefilter, profile_scores_bits)
 from workflow_lib.seqio.alphabet import encode  # noqa: E402
@@ -54,9 +54,10 @@ SHARED = ROOT.parent / "shared" / "data"
 WORK = ROOT / "benchmarks" / "_work" / "prefilter"
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 SECTION = "## Prefilter: reduction and homologs lost"
-GRID = ((DEFAULT_K, default_kmer_threshold(DEFAULT_K), DIAGONALS_PER_TARGET), (4, 4.0, 4), (4, 3.5, 4), (4, 5.0, 4),
-        (4, 4.5, 8), (3, 3.0, 4), (3, 2.5, 4), (3, 3.0, 8))
-"""(k-mer length of the index, seed threshold bits, diagonals per target); the first row is the default."""
+DEFAULT_BITS = default_kmer_threshold(DEFAULT_SHAPE.count("1"), spaced=True)
+GRID = ((DEFAULT_SHAPE, DEFAULT_BITS, DIAGONALS_PER_TARGET), (DEFAULT_SHAPE, 5.0, 4), (DEFAULT_SHAPE, 6.0, 4),
+        ("1111", 4.5, 4), ("1111", 4.0, 4), ("1111", 5.0, 4), ("1111", 4.5, 8), ("111", 3.0, 4), ("111", 2.5, 4))
+"""(seed shape of the index, seed threshold bits, diagonals per target); the first row is the default."""
 
 
 def homologs(dataset: datasets.Dataset, query: str) -> set[str]:
@@ -78,8 +79,8 @@ def run_set(name: str, n_queries: int) -> dict:
     build_database([fasta], db_dir, shards=1)
     totals = DatabaseTotals.from_manifest(db_dir)
     shard = load_shard(db_dir, 0)
-    indices = {k: load_kmer_index(db_dir, 0) if k == DEFAULT_K else build_kmer_index(shard.residues, shard.offsets, k=k)
-               for k in sorted({k for k, _, _ in GRID})}
+    indices = {shape: load_kmer_index(db_dir, 0) if shape == DEFAULT_SHAPE
+               else build_kmer_index(shard.residues, shard.offsets, shape=shape) for shape in {s for s, _, _ in GRID}}
     ids = list(shard.ids)
     position = {target: k for k, target in enumerate(ids)}
     targets = [shard.sequence(k) for k in range(len(shard))]
@@ -107,9 +108,9 @@ def run_set(name: str, n_queries: int) -> dict:
         scores = profile_scores_bits(profile.emissions, profile.background)
         row = {"query": query_id, "length": len(sequence), "homologs": len(truth),
                "detectable": len(detectable), "includable": len(includable), "settings": {}}
-        for k, threshold, diagonals in GRID:
+        for shape, threshold, diagonals in GRID:
             started = time.process_time()
-            gapless = gapless_prefilter(scores, indices[k], shard.residues, shard.offsets, kmer_threshold=threshold,
+            gapless = gapless_prefilter(scores, indices[shape], shard.residues, shard.offsets, kmer_threshold=threshold,
                                         diagonals_per_target=diagonals)
             candidates = [targets[int(s)] for s in gapless.sequence]
             sw = gapped_scores(scores, candidates)
@@ -117,7 +118,7 @@ def run_set(name: str, n_queries: int) -> dict:
             gapped = set(gapless.sequence[sw_e < GAPPED_MAX_EVALUE].tolist())
             seconds = time.process_time() - started
             passed = set(gapless.sequence.tolist())
-            row["settings"][setting_name(k, threshold, diagonals)] = {
+            row["settings"][setting_name(shape, threshold, diagonals)] = {
                 "seeded": gapless.seeded_targets, "gapless": len(passed), "gapped": len(gapped),
                 "seconds": seconds,
                 "lost_gapless": len(detectable - passed), "lost_gapped": len(detectable - gapped),
@@ -129,8 +130,8 @@ def run_set(name: str, n_queries: int) -> dict:
     return {"set": name, "n_db": totals.sequences, "residues": totals.residues, "queries": rows}
 
 
-def setting_name(k: int, threshold: float, diagonals: int) -> str:
-    return f"{k} / {threshold} / {diagonals}"
+def setting_name(shape: str, threshold: float, diagonals: int) -> str:
+    return f"{shape} / {threshold} / {diagonals}"
 
 
 def summarise(result: dict) -> list[dict]:
@@ -165,9 +166,9 @@ def markdown(results: list[dict]) -> str:
         "of the homologs Viterbi would include in the MSA). *Homologs passed*: all labelled homologs (Pfam: "
         "labelled pairs; CATH: same topology) that reach Viterbi, detectable or not. CPU s: gapless + gapped "
         "stages per query (the first query's calls include building the padded residue layout). Default settings "
-        f"(bold): {DEFAULT_K}-mers, seeds at {default_kmer_threshold(DEFAULT_K)} bits, {DIAGONALS_PER_TARGET} "
-        "diagonals per target.", "",
-        "| set (queries, database) | k / seed bits / diagonals | seeded | gapless pass | gapped pass | reduction "
+        f"(bold): seed shape {DEFAULT_SHAPE} (a spaced 4-mer), seeds at {DEFAULT_BITS} bits, {DIAGONALS_PER_TARGET} "
+        "diagonals per target; `1111` = contiguous 4-mers, `111` = 3-mers.", "",
+        "| set (queries, database) | seed shape / seed bits / diagonals | seeded | gapless pass | gapped pass | reduction "
         "| homologs passed | detectable lost (E ≤ 10) | lost of E ≤ 1e-3 | CPU s / query |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]

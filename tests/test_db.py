@@ -94,6 +94,27 @@ def test_bad_kmer_length_stops_before_writing(tmp_path, capsys):
     assert main(["db", "build", str(tmp_path / "in.fasta"), "--out", str(tmp_path / "db"), "--kmer-length", "9"]) != 0
     assert "k-mer length must be between 1 and 6, got 9" in capsys.readouterr().err
     assert not (tmp_path / "db").exists()
+    assert main(["db", "build", str(tmp_path / "in.fasta"), "--out", str(tmp_path / "db"), "--seed-shape", "0110"]) != 0
+    assert "seed shape must be a string of 0 and 1 that starts and ends with 1, got '0110'" in capsys.readouterr().err
+    assert not (tmp_path / "db").exists()
+
+
+def test_seed_shape_is_stored_and_a_changed_shape_rebuilds(tmp_path):
+    """The default index is spaced (shape 1010011); --kmer-length 4 gives contiguous 4-mers; the shape is a
+    build setting, so asking for another one rebuilds instead of reporting the database up to date."""
+    from workflow_lib.cli import main
+    from workflow_lib.db.build import load_kmer_index
+    from workflow_lib.search.kmer_index import DEFAULT_SHAPE, index_shape
+
+    (tmp_path / "in.fasta").write_text(">a\nMKVLAAGIVGLLLAWQERTY\n>b\nMKVLSAGIVGLLLAWQDRTY\n")
+    out = str(tmp_path / "db")
+    assert main(["db", "build", str(tmp_path / "in.fasta"), "--out", out]) == 0
+    assert index_shape(load_kmer_index(out, 0)) == DEFAULT_SHAPE == "1010011"
+    assert read_manifest(out).settings["seed_shape"] == DEFAULT_SHAPE
+    assert main(["db", "build", str(tmp_path / "in.fasta"), "--out", out, "--kmer-length", "4"]) == 0
+    index = load_kmer_index(out, 0)
+    assert index_shape(index) == "1111" and int(index["k"]) == 4
+    assert index["sequence"].size == 2 * (20 - 4 + 1)
 
 
 def test_cli_build_and_info(tmp_path, example_db, capsys):

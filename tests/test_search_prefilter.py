@@ -29,18 +29,25 @@ def query_scores(example_dir):
     return profile_scores_bits(profile.emissions, profile.background)
 
 
-@pytest.mark.parametrize("k", [3, 4])
-def test_index_entries_match_a_loop(small_db, k):
-    from workflow_lib.search.kmer_index import DEFAULT_K
+@pytest.mark.parametrize("shape", ["111", "1111", "1010011", "11011"])
+def test_index_entries_match_a_loop(small_db, shape):
+    """Entries per code, for contiguous and spaced shapes; the database's own index has the default shape."""
+    from workflow_lib.search.kmer_index import DEFAULT_SHAPE, index_shape
 
     shard = load_shard(small_db, 1)
-    index = load_kmer_index(small_db, 1) if k == DEFAULT_K else build_kmer_index(shard.residues, shard.offsets, k=k)
+    if shape == DEFAULT_SHAPE:
+        index = load_kmer_index(small_db, 1)
+    else:
+        index = build_kmer_index(shard.residues, shard.offsets, shape=shape)
+    assert index_shape(index) == shape
+    offsets = [t for t, c in enumerate(shape) if c == "1"]
+    k = len(offsets)
     assert int(index["k"]) == k
     expected = {}
     for s in range(len(shard)):
         sequence = shard.sequence(s).astype(int)
-        for p in range(sequence.size - k + 1):
-            window = sequence[p:p + k]
+        for p in range(sequence.size - len(shape) + 1):
+            window = sequence[[p + o for o in offsets]]
             if (window < 20).all():
                 expected.setdefault(int(sum(int(r) * 20 ** (k - 1 - t) for t, r in enumerate(window))), []).append((s, p))
     for code in list(expected)[:300]:
@@ -113,20 +120,24 @@ def _shuffled(rng, sequence, rank):
     return sequence[order], rank[order]
 
 
-@pytest.mark.parametrize("k, threshold", [(3, 3.0), (3, 1.5), (3, 0.0), (4, 4.0), (4, 2.0)])
+@pytest.mark.parametrize("shape, threshold", [("111", 3.0), ("111", 1.5), ("111", 0.0), ("1111", 4.0),
+                                              ("1111", 2.0), ("1010011", 5.0), ("1101", 2.0)])
 @pytest.mark.parametrize("slice_min_entries", [0, 10 ** 9])
-def test_seed_counting_paths_equal_a_dictionary_count(small_db, query_scores, k, threshold, slice_min_entries,
+def test_seed_counting_paths_equal_a_dictionary_count(small_db, query_scores, shape, threshold, slice_min_entries,
                                                       monkeypatch):
     """Dense count (one weighted pass for positive thresholds, two passes otherwise; bins from per-k-mer slices
     or from one gather) and the sorting path, from the dense k-mer table and from the enumerated neighbourhood,
-    against a plain dictionary over the seeds."""
+    against a plain dictionary over the seeds (a seed at query window i and index window p: diagonal p - i)."""
     from workflow_lib.search import prefilter
+    from workflow_lib.search.kmer_index import index_offsets
     from workflow_lib.search.prefilter import count_seeds, kmer_neighbourhood, kmer_scores, seed_diagonals
 
     monkeypatch.setattr(prefilter, "SLICE_MIN_ENTRIES", slice_min_entries)
     shard = load_shard(small_db, 0)
-    index = build_kmer_index(shard.residues, shard.offsets, k=k)
-    windows = kmer_scores(query_scores, k)
+    index = build_kmer_index(shard.residues, shard.offsets, shape=shape)
+    k, offsets_of_shape = int(index["k"]), index_offsets(index)
+    windows = kmer_scores(query_scores, k, offsets_of_shape)
+    assert windows.shape[0] == query_scores.shape[0] - len(shape) + 1
     reference: dict[tuple[int, int], list] = {}
     for i, code in zip(*np.nonzero(windows >= threshold)):
         for e in range(index["offsets"][code], index["offsets"][code + 1]):
@@ -134,7 +145,7 @@ def test_seed_counting_paths_equal_a_dictionary_count(small_db, query_scores, k,
             entry = reference.setdefault(key, [0, 0.0])
             entry[0] += 1
             entry[1] += float(windows[i, code])
-    neighbourhood = kmer_neighbourhood(query_scores, k, threshold)
+    neighbourhood = kmer_neighbourhood(query_scores, k, threshold, offsets_of_shape)
     for min_hits in (1, 2):
         expected = sorted((k, v) for k, v in reference.items() if v[0] >= min_hits)
         for offsets in (shard.offsets, None):
@@ -151,27 +162,64 @@ def test_seed_counting_paths_equal_a_dictionary_count(small_db, query_scores, k,
             np.testing.assert_array_equal(a, b)   # bit-identical, the weighted single pass included
 
 
-@pytest.mark.parametrize("k, threshold", [(1, 1.0), (2, 1.5), (3, 3.0), (3, -30.0), (4, 4.0), (5, 6.0)])
-def test_neighbourhood_is_the_dense_table_above_the_threshold(query_scores, k, threshold):
+@pytest.mark.parametrize("shape, threshold", [("1", 1.0), ("11", 1.5), ("111", 3.0), ("111", -30.0),
+                                              ("1111", 4.0), ("11111", 6.0), ("1010011", 5.5), ("1001", 1.0)])
+def test_neighbourhood_is_the_dense_table_above_the_threshold(query_scores, shape, threshold):
     """Branch and bound gives every (window, code) the dense table has at or above the threshold, the same
-    scores and order; also for a random profile with large positive and negative scores."""
+    scores and order, for contiguous and spaced shapes; also for a random profile with large positive and
+    negative scores. The table's entries are checked against sums of the shape's columns."""
+    from workflow_lib.search.kmer_index import shape_offsets
     from workflow_lib.search.prefilter import kmer_neighbourhood, kmer_scores
 
+    offsets = shape_offsets(shape)
+    k = offsets.size
     rng = np.random.default_rng(k)
     for scores in (query_scores[:120], rng.normal(-1.0, 2.5, (40, 21)).astype(np.float32)):
-        table = kmer_scores(scores, k)
+        table = kmer_scores(scores, k, offsets)
+        assert table.shape[0] == scores.shape[0] - len(shape) + 1
+        i, code = 7, int(rng.integers(20 ** k))
+        residues = [(code // 20 ** (k - 1 - t)) % 20 for t in range(k)]
+        assert table[i, code] == pytest.approx(sum(float(scores[i + o, r]) for o, r in zip(offsets, residues)),
+                                               abs=1e-4)
         window, code = np.nonzero(table >= threshold)
-        got = kmer_neighbourhood(scores, k, threshold)
+        got = kmer_neighbourhood(scores, k, threshold, offsets)
         np.testing.assert_array_equal(got[0], window)
         np.testing.assert_array_equal(got[1], code)
         np.testing.assert_array_equal(got[2], table[window, code])
-    assert all(a.size == 0 for a in kmer_neighbourhood(query_scores[:k - 1], k, threshold))
+    assert all(a.size == 0 for a in kmer_neighbourhood(query_scores[:len(shape) - 1], k, threshold, offsets))
 
 
-def test_default_seed_threshold_follows_the_index_k(small_db, query_scores):
+def test_bad_seed_shapes_are_refused(small_db):
+    from workflow_lib.errors import InputError
+    from workflow_lib.search.kmer_index import shape_offsets
+
     shard = load_shard(small_db, 0)
-    for k, bits in ((3, 3.0), (4, 4.5)):
-        index = build_kmer_index(shard.residues, shard.offsets, k=k)
+    for shape in ("", "0111", "1110", "11a1", "1111111", "1" + "0" * 15 + "1"):
+        with pytest.raises(InputError, match="seed shape"):
+            shape_offsets(shape)
+    with pytest.raises(InputError, match="not both"):
+        build_kmer_index(shard.residues, shard.offsets, k=4, shape="1111")
+
+
+def test_default_seed_threshold_follows_the_index_shape(small_db, query_scores, tmp_path):
+    """1.5 (k - 1) bits for contiguous k-mers, half a bit more for a spaced shape; an index written before shapes
+    existed (no ``shape`` array) is read as contiguous."""
+    from workflow_lib.search.kmer_index import KMER_INDEX, index_shape
+    from workflow_lib.search.prefilter import default_kmer_threshold, index_is_spaced
+    from workflow_lib.seqio.schemas import read_npz, write_npz
+
+    assert [default_kmer_threshold(4), default_kmer_threshold(4, spaced=True),
+            default_kmer_threshold(4, 0.5, spaced=True)] == [4.5, 5.0, 4.5]
+    shard = load_shard(small_db, 0)
+    old = build_kmer_index(shard.residues, shard.offsets, k=4)
+    del old["shape"]
+    write_npz(tmp_path / "old.kmer.npz", old, KMER_INDEX)
+    old = read_npz(tmp_path / "old.kmer.npz", KMER_INDEX)
+    assert "shape" not in old and index_shape(old) == "1111" and not index_is_spaced(old)
+    assert index_is_spaced(load_kmer_index(small_db, 0))
+    for index, bits in ((build_kmer_index(shard.residues, shard.offsets, k=3), 3.0),
+                        (build_kmer_index(shard.residues, shard.offsets, k=4), 4.5), (old, 4.5),
+                        (load_kmer_index(small_db, 0), 5.0)):
         default = gapless_prefilter(query_scores, index, shard.residues, shard.offsets)
         explicit = gapless_prefilter(query_scores, index, shard.residues, shard.offsets, kmer_threshold=bits)
         for a, b in zip((default.sequence, default.score, default.diagonal), (explicit.sequence, explicit.score,

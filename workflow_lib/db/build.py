@@ -36,7 +36,7 @@ from workflow_lib.errors import InputError, SchemaError
 from workflow_lib.seqio.alphabet import encode
 from workflow_lib.seqio.atomic import write_text_atomic
 from workflow_lib.seqio.fasta import iter_fasta
-from workflow_lib.search.kmer_index import DEFAULT_K, KMER_INDEX, build_kmer_index
+from workflow_lib.search.kmer_index import DEFAULT_SHAPE, KMER_INDEX, build_kmer_index, shape_offsets
 from workflow_lib.seqio.schemas import SHARD, read_npz, read_table, write_npz, write_table
 
 FORMAT_VERSION = 2  # 2: shards carry a k-mer index
@@ -116,18 +116,19 @@ DUPLICATE_POLICIES = ("rename", "error")
 
 
 def build_database(fasta_paths: Sequence[str | Path], out_dir: str | Path, *, shards: int = 1,
-                   duplicate_ids: str = "rename", kmer_length: int = DEFAULT_K,
+                   duplicate_ids: str = "rename", seed_shape: str = DEFAULT_SHAPE,
                    force: bool = False) -> tuple[Manifest, bool]:
     """Build (or confirm up to date) a database; returns ``(manifest, rebuilt)``.
 
     See the module docstring for duplicate IDs. The number of shards is capped at the number of sequences.
+    ``seed_shape``: the k-mer index's seed shape (:mod:`workflow_lib.search.kmer_index`; ``"1111"`` for plain
+    4-mers).
     """
     if duplicate_ids not in DUPLICATE_POLICIES:
         raise InputError(f"duplicate_ids must be one of {DUPLICATE_POLICIES}, got {duplicate_ids!r}")
     if shards < 1:
         raise InputError(f"number of shards must be at least 1, got {shards}")
-    if not 1 <= kmer_length <= 6:  # before any shard is written
-        raise InputError(f"k-mer length must be between 1 and 6, got {kmer_length}")
+    shape_offsets(seed_shape)  # InputError for a malformed shape, before any shard is written
     if not fasta_paths:
         raise InputError("no input FASTA files given")
     out_dir = Path(out_dir)
@@ -137,7 +138,7 @@ def build_database(fasta_paths: Sequence[str | Path], out_dir: str | Path, *, sh
         if not path.is_file():
             raise InputError("database FASTA does not exist", path=path)
         inputs.append({"path": str(path), "sha256": sha256_file(path)})
-    settings = {"shards": shards, "duplicate_ids": duplicate_ids, "kmer_length": kmer_length}
+    settings = {"shards": shards, "duplicate_ids": duplicate_ids, "seed_shape": seed_shape}
     if not force and _up_to_date(out_dir, inputs, settings):
         LOG.info("database %s is up to date (inputs unchanged)", out_dir)
         return read_manifest(out_dir), False
@@ -188,7 +189,7 @@ def build_database(fasta_paths: Sequence[str | Path], out_dir: str | Path, *, sh
         write_table(path, table, SHARD)
         flat = np.concatenate(codes[lo:hi])
         offsets = np.concatenate([[0], np.cumsum(lengths[lo:hi])]).astype(np.int64)
-        write_npz(out_dir / index_name(index), build_kmer_index(flat, offsets, k=kmer_length), KMER_INDEX)
+        write_npz(out_dir / index_name(index), build_kmer_index(flat, offsets, shape=seed_shape), KMER_INDEX)
         shard_entries.append({"file": shard_name(index), "index": index_name(index), "sequences": hi - lo,
                               "residues": int(lengths[lo:hi].sum()), "sha256": sha256_file(path)})
     current = {name for s in shard_entries for name in (s["file"], s["index"])}

@@ -11,7 +11,7 @@ from workflow_lib.db.chunks import chunk_name, chunk_table
 import pandas as pd
 
 from workflow_lib.errors import InputError
-from workflow_lib.search.kmer_index import DEFAULT_K
+from workflow_lib.search.kmer_index import DEFAULT_SHAPE, MAX_WEIGHT, contiguous_shape
 from workflow_lib.seqio.fasta import Record, read_fasta, write_fasta
 from workflow_lib.seqio.schemas import CHUNKS, read_frame, write_table
 from workflow_lib.workflow.config import ChunkConfig
@@ -27,8 +27,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("--shards", type=int, default=1, help="number of shards (default 1)")
     build.add_argument("--duplicate-ids", choices=DUPLICATE_POLICIES, default="rename",
                        help="same ID, different sequence: rename to ID__2 (default) or stop")
-    build.add_argument("--kmer-length", type=int, default=DEFAULT_K,
-                       help="k of the prefilter's k-mer index, 1-6 (default %(default)s; seeds default to k bits)")
+    seeds = build.add_mutually_exclusive_group()
+    seeds.add_argument("--seed-shape", default=DEFAULT_SHAPE,
+                       help="seed shape of the prefilter's k-mer index: 1 = a residue that counts, 0 = one skipped "
+                            "(default %(default)s, a spaced 4-mer; 1111 = contiguous 4-mers)")
+    seeds.add_argument("--kmer-length", type=int, default=None,
+                       help=f"contiguous k-mers instead of a seed shape, 1-{MAX_WEIGHT} (the same as --seed-shape "
+                            f"with k ones)")
     build.add_argument("--force", action="store_true", help="rebuild even if the inputs are unchanged")
     build.set_defaults(handler=run_db_build)
 
@@ -56,8 +61,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_db_build(args: argparse.Namespace) -> int:
+    if args.kmer_length is not None and not 1 <= args.kmer_length <= MAX_WEIGHT:
+        raise InputError(f"k-mer length must be between 1 and {MAX_WEIGHT}, got {args.kmer_length}")
+    seed_shape = args.seed_shape if args.kmer_length is None else contiguous_shape(args.kmer_length)
     manifest, rebuilt = build_database(args.fasta, args.out, shards=args.shards,
-                                       duplicate_ids=args.duplicate_ids, kmer_length=args.kmer_length,
+                                       duplicate_ids=args.duplicate_ids, seed_shape=seed_shape,
                                        force=args.force)
     state = "built" if rebuilt else "up to date"
     print(f"{args.out}: {state}: {manifest.total_sequences} sequences, {manifest.total_residues} residues, "

@@ -29,7 +29,8 @@ from workflow_lib.search.engine import (HIT_COLUMNS, SENSITIVE_PREFILTER, Databa
                                         make_query, prefilter_settings, rank_hits, search_shard)
 from workflow_lib.search.iterative import (MsaSettings, build_msas, msa_statistics, msa_step, output_alignment,
                                           profile_for)
-from workflow_lib.search.prefilter import default_kmer_threshold
+from workflow_lib.search.kmer_index import DEFAULT_SHAPE
+from workflow_lib.search.prefilter import SPACED_EXTRA_BITS, default_kmer_threshold
 from workflow_lib.search.query_store import read_search_queries, write_search_queries
 from workflow_lib.seqio.atomic import atomic_path, write_text_atomic
 from workflow_lib.seqio.fasta import Record, read_fasta
@@ -62,7 +63,9 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
                             f"{sensitive['gapless_offset']} + log2(Lq*Lt) bits (1.6-1.9x the CPU)")
     group.add_argument("--kmer-threshold", type=float, default=None,
                        help=f"prefilter seed threshold in bits (default: 1.5 * (k - 1) for the database's k-mers, "
-                            f"{default_kmer_threshold(4)} for 4-mers; --sensitive: {sensitive['kmer_slack']} lower)")
+                            f"+ {SPACED_EXTRA_BITS} for a spaced seed shape: {default_kmer_threshold(4, spaced=True)} "
+                            f"for the default {DEFAULT_SHAPE}, {default_kmer_threshold(4)} for 4-mers; --sensitive: "
+                            f"{sensitive['kmer_slack']} lower)")
     group.add_argument("--diagonals-per-target", type=int, default=None,
                        help=f"gapless prefilter: diagonals scored per target (default "
                             f"{defaults.diagonals_per_target}; --sensitive: {sensitive['diagonals_per_target']})")

@@ -37,7 +37,7 @@ from workflow_lib.search.evalue import (CALIBRATION_SAMPLES, Calibration, fit_mu
 from workflow_lib.search.gapped import GAP_EXTEND_BITS, GAP_OPEN_BITS, GAPPED_MAX_EVALUE, gapped_pass
 from workflow_lib.search.prefilter import (DIAGONALS_PER_TARGET, GAPLESS_OFFSET_BITS, SENSITIVE_PREFILTER,
                                            check_prefilter_values, default_kmer_threshold, gapless_prefilter,
-                                           profile_scores_bits)
+                                           index_is_spaced, profile_scores_bits)
 from workflow_lib.seqio.alphabet import decode
 
 HIT_COLUMNS = ("query", "target", "evalue", "bitscore", "qstart", "qend", "tstart", "tend", "qlen", "tlen",
@@ -48,7 +48,7 @@ HIT_COLUMNS = ("query", "target", "evalue", "bitscore", "qstart", "qend", "tstar
 class SearchSettings:
     """Thresholds of one search pass (defaults: the seed's prefilter, HHblits' reporting)."""
 
-    kmer_threshold: float | None = None  # None: default_kmer_threshold(k of the database's index, kmer_slack)
+    kmer_threshold: float | None = None  # None: default_kmer_threshold(k and shape of the database's index, kmer_slack)
     kmer_slack: float = 0.0
     diagonals_per_target: int = DIAGONALS_PER_TARGET
     gapless_offset: float = GAPLESS_OFFSET_BITS
@@ -58,9 +58,12 @@ class SearchSettings:
     max_evalue: float = 10.0
     calibration_samples: int = CALIBRATION_SAMPLES
 
-    def seed_threshold(self, k: int) -> float:
-        """The seed threshold (bits) on an index of ``k``-mers: the one given, else the default for ``k``."""
-        return self.kmer_threshold if self.kmer_threshold is not None else default_kmer_threshold(k, self.kmer_slack)
+    def seed_threshold(self, k: int, spaced: bool = False) -> float:
+        """The seed threshold (bits) on an index of weight ``k`` (``spaced``: its shape has gaps): the one
+        given, else the default for that index."""
+        if self.kmer_threshold is not None:
+            return self.kmer_threshold
+        return default_kmer_threshold(k, self.kmer_slack, spaced=spaced)
 
 
 def prefilter_settings(*, sensitive: bool = False, kmer_threshold: float | None = None,
@@ -137,7 +140,7 @@ def search_query_shard(query: SearchQuery, shard: Shard, index: dict[str, np.nda
     profile = query.profile
     scores = profile_scores_bits(profile.emissions, profile.background)
     gapless = gapless_prefilter(scores, index, shard.residues, shard.offsets,
-                                kmer_threshold=settings.seed_threshold(int(index["k"])),
+                                kmer_threshold=settings.seed_threshold(int(index["k"]), index_is_spaced(index)),
                                 diagonals_per_target=settings.diagonals_per_target,
                                 offset_bits=settings.gapless_offset)
     candidates = [shard.sequence(int(s)) for s in gapless.sequence]

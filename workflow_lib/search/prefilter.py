@@ -5,7 +5,8 @@ the best gapless (single-diagonal) local alignment with the query profile and pa
 ``2.5 + log2(Nq · Nt)`` bits to the gapped stage. Here the diagonals are not all scanned: a diagonal is
 considered only when it holds at least ``min_hits`` k-mer seeds, each a query window whose profile score for
 a database k-mer is at least ``kmer_threshold`` bits (BLAST/MMseqs2-style seeding from
-:mod:`workflow_lib.search.kmer_index`), and only the ``diagonals_per_target`` diagonals of a target with the
+:mod:`workflow_lib.search.kmer_index`; the k-mers are read through the index's seed shape, spaced by default,
+and a seed at query window ``i`` and database window ``p`` lies on diagonal ``p - i``), and only the ``diagonals_per_target`` diagonals of a target with the
 highest summed seed scores are scored. The score on a seeded diagonal is exact: the best-scoring segment of
 the whole diagonal (maximum subarray, Kadane over many diagonals at once), the same number an exhaustive scan
 gives for that diagonal. With ``kmer_threshold=-inf`` and ``min_hits=1`` every diagonal is seeded and the stage
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from workflow_lib.search.kmer_index import index_offsets
 from workflow_lib.seqio.alphabet import N_AMINO
 
 GAPLESS_OFFSET_BITS = 2.5
@@ -31,6 +33,12 @@ KMER_BITS_PER_EXTRA_RESIDUE = 1.5
 single-sequence profiles against an exhaustive Viterbi (benchmarks/RESULTS.md, "Prefilter: reduction and
 homologs lost"): 4-mers at 4.5 bits lose no more of the homologs Viterbi finds than 3-mers at 3 bits (Pfam 1.0%
 at E ≤ 10, CATH the same), and count 4.4–4.6× fewer seeds, which is what the prefilter's cost grows with."""
+SPACED_EXTRA_BITS = 0.5
+"""A spaced shape's seeds (:mod:`~workflow_lib.search.kmer_index`) start this many bits higher: 5.0 bits for
+the default ``1010011``, about half the seeds of contiguous 4-mers at 4.5 bits. Measured (benchmarks/RESULTS.md,
+"spaced seeds"): the same Pfam benchmark scores (ROC AUC 0.953, 1,210 pairs) and 11% less CPU for a proteome
+``search_shard`` job; at 5.5 bits (3.5× fewer seeds) the first round passes as many labelled homologs, but the
+iterated search lost 8 Pfam pairs."""
 DIAGONALS_PER_TARGET = 4
 """Diagonals scored exactly per target: the ones with the highest summed seed scores."""
 SENSITIVE_KMER_SLACK = 0.5
@@ -46,10 +54,24 @@ X_SCORE_BITS = -1.0
 """Score of an unknown residue (X) in any column: a small penalty, so runs of X never seed or extend."""
 
 
-def default_kmer_threshold(k: int, slack: float = 0.0) -> float:
-    """The seed threshold (bits) for an index of ``k``-mers: :data:`KMER_BITS_PER_EXTRA_RESIDUE` per residue
-    after the first, less ``slack`` (:data:`SENSITIVE_KMER_SLACK` for the sensitive prefilter)."""
-    return KMER_BITS_PER_EXTRA_RESIDUE * (k - 1) - slack
+def default_kmer_threshold(k: int, slack: float = 0.0, *, spaced: bool = False) -> float:
+    """The seed threshold (bits) for an index of weight ``k``: :data:`KMER_BITS_PER_EXTRA_RESIDUE` per residue
+    after the first, plus :data:`SPACED_EXTRA_BITS` for a spaced shape, less ``slack``
+    (:data:`SENSITIVE_KMER_SLACK` for the sensitive prefilter)."""
+    return KMER_BITS_PER_EXTRA_RESIDUE * (k - 1) + (SPACED_EXTRA_BITS if spaced else 0.0) - slack
+
+
+def index_is_spaced(index: dict[str, np.ndarray]) -> bool:
+    """Whether an index's seed shape has gaps (its default threshold is :data:`SPACED_EXTRA_BITS` higher)."""
+    offsets = index_offsets(index)
+    return int(offsets[-1]) + 1 > offsets.size
+
+
+def _offsets(k: int, shape: np.ndarray | None) -> np.ndarray:
+    offsets = np.arange(k, dtype=np.int64) if shape is None else np.asarray(shape, dtype=np.int64)
+    if offsets.size != k:
+        raise ValueError(f"a seed shape of weight {k} needs {k} offsets, got {offsets.size}")
+    return offsets
 
 
 def check_prefilter_values(*, kmer_threshold: float | None = None, diagonals_per_target: int | None = None,
@@ -70,37 +92,42 @@ def profile_scores_bits(emissions: np.ndarray, background: np.ndarray) -> np.nda
     return np.concatenate([scores, np.full((scores.shape[0], 1), X_SCORE_BITS)], axis=1).astype(np.float32)
 
 
-def kmer_scores(scores: np.ndarray, k: int) -> np.ndarray:
-    """Score of every k-mer code at every query window: float32 ``[L - k + 1, 20**k]``."""
-    n = scores.shape[0] - k + 1
+def kmer_scores(scores: np.ndarray, k: int, shape: np.ndarray | None = None) -> np.ndarray:
+    """Score of every k-mer code at every query window: float32 ``[L - span + 1, 20**k]``, the k-mer read
+    through the window offsets ``shape`` (``None``: contiguous, ``span = k``)."""
+    offsets = _offsets(k, shape)
+    n = scores.shape[0] - int(offsets[-1])
     if n <= 0:
         return np.zeros((0, N_AMINO ** k), dtype=np.float32)
-    total = scores[:n, :N_AMINO]
-    for t in range(1, k):
-        total = (total[:, :, None] + scores[t:t + n, None, :N_AMINO]).reshape(n, -1)
+    total = scores[offsets[0]:offsets[0] + n, :N_AMINO]
+    for o in offsets[1:].tolist():
+        total = (total[:, :, None] + scores[o:o + n, None, :N_AMINO]).reshape(n, -1)
     return np.ascontiguousarray(total, dtype=np.float32)
 
 
-def kmer_neighbourhood(scores: np.ndarray, k: int, threshold: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def kmer_neighbourhood(scores: np.ndarray, k: int, threshold: float, shape: np.ndarray | None = None
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every (query window, k-mer code) whose profile score is at least ``threshold``, without the dense table.
 
     Branch and bound (as BLAST/MMseqs2 enumerate a similar-k-mer list): a prefix of ``t`` residues at window
     ``i`` is extended only while its score plus the best possible score of the remaining ``k - t`` columns can
-    still reach the threshold. Returns ``(window int64, code int64, score float32)`` sorted by window; the
-    same triples as ``np.nonzero(kmer_scores(scores, k) >= threshold)`` with the scores summed in the same order.
+    still reach the threshold. The k-mer's columns are ``i + shape[t]`` (``None``: contiguous). Returns
+    ``(window int64, code int64, score float32)`` sorted by window; the same triples as
+    ``np.nonzero(kmer_scores(scores, k, shape) >= threshold)`` with the scores summed in the same order.
     """
+    offsets = _offsets(k, shape)
     standard = np.ascontiguousarray(scores[:, :N_AMINO], dtype=np.float32)
-    n = standard.shape[0] - k + 1
+    n = standard.shape[0] - int(offsets[-1])
     if n <= 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
     best = standard.max(axis=1).astype(np.float64)
     # remaining[t][i]: the most columns t+1 .. k-1 of window i can add (float64, a slack keeps rounding safe)
-    remaining = [sum((best[u:u + n] for u in range(t + 1, k)), np.zeros(n)) for t in range(k)]
+    remaining = [sum((best[o:o + n] for o in offsets[t + 1:].tolist()), np.zeros(n)) for t in range(k)]
     window = np.arange(n, dtype=np.int64)
     code = np.zeros(n, dtype=np.int64)
     total = np.zeros(n, dtype=np.float32)
     for t in range(k):
-        extended = total[:, None] + standard[window + t]                      # [m, 20]
+        extended = total[:, None] + standard[window + int(offsets[t])]        # [m, 20]
         if t < k - 1:
             keep = (remaining[t][window][:, None] + extended) >= threshold - 1e-4
         else:
@@ -442,19 +469,20 @@ def gapless_prefilter(scores: np.ndarray, index: dict[str, np.ndarray], residues
                       offset_bits: float = GAPLESS_OFFSET_BITS) -> GaplessHits:
     """Stage 1 of the prefilter for one query against one indexed shard (see the module docstring).
 
-    ``kmer_threshold``: seed threshold in bits (``None``: :func:`default_kmer_threshold` for the index's k).
-    ``diagonals_per_target``: score only the diagonals of each target with the highest summed seed scores
-    (``None``: every seeded diagonal, the exhaustive setting when ``kmer_threshold=-inf``).
+    ``kmer_threshold``: seed threshold in bits (``None``: :func:`default_kmer_threshold` for the index's k and
+    shape). ``diagonals_per_target``: score only the diagonals of each target with the highest summed seed
+    scores (``None``: every seeded diagonal, the exhaustive setting when ``kmer_threshold=-inf``).
     """
     k = int(index["k"])
+    shape = index_offsets(index)
     if kmer_threshold is None:
-        kmer_threshold = default_kmer_threshold(k)
+        kmer_threshold = default_kmer_threshold(k, spaced=index_is_spaced(index))
     if np.isfinite(kmer_threshold):  # the seeding k-mers only: 20**k scores per window are 3 GB for k = 5
-        window, code, bits = kmer_neighbourhood(scores, k, kmer_threshold)
-        seeded = count_seeds(window, code, bits, max(scores.shape[0] - k + 1, 0), index, kmer_threshold,
-                             min_hits, offsets)
+        window, code, bits = kmer_neighbourhood(scores, k, kmer_threshold, shape)
+        seeded = count_seeds(window, code, bits, max(scores.shape[0] - int(shape[-1]), 0), index,
+                             kmer_threshold, min_hits, offsets)
     else:
-        seeded = seed_diagonals(kmer_scores(scores, k), index, kmer_threshold, min_hits, offsets)
+        seeded = seed_diagonals(kmer_scores(scores, k, shape), index, kmer_threshold, min_hits, offsets)
     sequence, diagonal, hits, seed_bits = seeded
     seeded_targets = int(sequence.size > 0) + int(np.count_nonzero(sequence[1:] != sequence[:-1]))  # sorted
     chosen = best_diagonals(sequence, seed_bits, diagonals_per_target)
