@@ -160,5 +160,5 @@ def test_prefilter_benchmark_summary_hand_made():
     assert row["lost_gapped"] == pytest.approx(2 / 10)                  # (1 + 1) / (8 + 2) detectable
     assert row["lost_included"] == pytest.approx(1 / 5)
     assert row["homologs_passed"] == pytest.approx(13 / 16)
-    assert default == "4 / 4.5 / 4"                                     # the default grid row, in bold
+    assert default == "1010011 / 5.0 / 4"                               # the default grid row, in bold
     assert f"| pfam (2, 1,000) | **{default}** |" in prefilter_benchmark.markdown([result])
