@@ -61,8 +61,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_db_build(args: argparse.Namespace) -> int:
-    if args.kmer_length is not None and not 1 <= args.kmer_length <= MAX_WEIGHT:
-        raise InputError(f"k-mer length must be between 1 and {MAX_WEIGHT}, got {args.kmer_length}")
     seed_shape = args.seed_shape if args.kmer_length is None else contiguous_shape(args.kmer_length)
     manifest, rebuilt = build_database(args.fasta, args.out, shards=args.shards,
                                        duplicate_ids=args.duplicate_ids, seed_shape=seed_shape,

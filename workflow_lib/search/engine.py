@@ -35,9 +35,10 @@ from workflow_lib.search.bias import composition_bias_bits
 from workflow_lib.search.evalue import (CALIBRATION_SAMPLES, Calibration, fit_mu, gumbel_lambda, length_slope,
                                         profile_seed, random_sequences)
 from workflow_lib.search.gapped import GAP_EXTEND_BITS, GAP_OPEN_BITS, GAPPED_MAX_EVALUE, gapped_pass
+from workflow_lib.search.kmer_index import index_is_spaced
 from workflow_lib.search.prefilter import (DIAGONALS_PER_TARGET, GAPLESS_OFFSET_BITS, SENSITIVE_PREFILTER,
                                            check_prefilter_values, default_kmer_threshold, gapless_prefilter,
-                                           index_is_spaced, profile_scores_bits)
+                                           profile_scores_bits)
 from workflow_lib.seqio.alphabet import decode
 
 HIT_COLUMNS = ("query", "target", "evalue", "bitscore", "qstart", "qend", "tstart", "tend", "qlen", "tlen",

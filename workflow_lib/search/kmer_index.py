@@ -50,7 +50,9 @@ KMER_INDEX = NpzSchema("kmer_index", 1, {
 
 
 def contiguous_shape(k: int) -> str:
-    """The shape of plain ``k``-mers (``"1" * k``)."""
+    """The shape of plain ``k``-mers (``"1" * k``); ``InputError`` unless ``1 <= k <=`` :data:`MAX_WEIGHT`."""
+    if not 1 <= k <= MAX_WEIGHT:
+        raise InputError(f"k-mer length must be between 1 and {MAX_WEIGHT}, got {k}")
     return "1" * k
 
 
@@ -81,6 +83,12 @@ def index_shape(index: dict[str, np.ndarray]) -> str:
     return "".join("1" if m else "0" for m in marks)
 
 
+def index_is_spaced(index: dict[str, np.ndarray]) -> bool:
+    """Whether an index's seed shape has gaps (its default seed threshold is
+    :data:`~workflow_lib.search.prefilter.SPACED_EXTRA_BITS` higher)."""
+    return "0" in index_shape(index)
+
+
 def kmer_codes(residues: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Codes of all windows of a flat residue array read through the shape ``offsets``
     (:func:`shape_offsets`), and whether each window is valid (standard residues at every offset).
@@ -108,8 +116,6 @@ def build_kmer_index(residues: np.ndarray, offsets: np.ndarray, *, k: int | None
     """
     if k is not None and shape is not None:
         raise InputError("give a k-mer length or a seed shape, not both")
-    if k is not None and not 1 <= k <= MAX_WEIGHT:
-        raise InputError(f"k-mer length must be between 1 and {MAX_WEIGHT}, got {k}")
     shape = contiguous_shape(k) if k is not None else (DEFAULT_SHAPE if shape is None else shape)
     window_offsets = shape_offsets(shape)
     k, span = int(window_offsets.size), int(window_offsets[-1]) + 1

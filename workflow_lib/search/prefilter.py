@@ -6,8 +6,8 @@ the best gapless (single-diagonal) local alignment with the query profile and pa
 considered only when it holds at least ``min_hits`` k-mer seeds, each a query window whose profile score for
 a database k-mer is at least ``kmer_threshold`` bits (BLAST/MMseqs2-style seeding from
 :mod:`workflow_lib.search.kmer_index`; the k-mers are read through the index's seed shape, spaced by default,
-and a seed at query window ``i`` and database window ``p`` lies on diagonal ``p - i``), and only the ``diagonals_per_target`` diagonals of a target with the
-highest summed seed scores are scored. The score on a seeded diagonal is exact: the best-scoring segment of
+and a seed at query window ``i`` and database window ``p`` lies on diagonal ``p - i``), and only the
+``diagonals_per_target`` diagonals of a target with the highest summed seed scores are scored. The score on a seeded diagonal is exact: the best-scoring segment of
 the whole diagonal (maximum subarray, Kadane over many diagonals at once), the same number an exhaustive scan
 gives for that diagonal. With ``kmer_threshold=-inf`` and ``min_hits=1`` every diagonal is seeded and the stage
 is exhaustive (the tests compare that with a plain loop).
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from workflow_lib.search.kmer_index import index_offsets
+from workflow_lib.search.kmer_index import index_is_spaced, index_offsets
 from workflow_lib.seqio.alphabet import N_AMINO
 
 GAPLESS_OFFSET_BITS = 2.5
@@ -59,12 +59,6 @@ def default_kmer_threshold(k: int, slack: float = 0.0, *, spaced: bool = False) 
     after the first, plus :data:`SPACED_EXTRA_BITS` for a spaced shape, less ``slack``
     (:data:`SENSITIVE_KMER_SLACK` for the sensitive prefilter)."""
     return KMER_BITS_PER_EXTRA_RESIDUE * (k - 1) + (SPACED_EXTRA_BITS if spaced else 0.0) - slack
-
-
-def index_is_spaced(index: dict[str, np.ndarray]) -> bool:
-    """Whether an index's seed shape has gaps (its default threshold is :data:`SPACED_EXTRA_BITS` higher)."""
-    offsets = index_offsets(index)
-    return int(offsets[-1]) + 1 > offsets.size
 
 
 def _offsets(k: int, shape: np.ndarray | None) -> np.ndarray:
