@@ -55,8 +55,9 @@ WORK = ROOT / "benchmarks" / "_work" / "prefilter"
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 SECTION = "## Prefilter: reduction and homologs lost"
 DEFAULT_BITS = default_kmer_threshold(DEFAULT_SHAPE.count("1"), spaced=True)
-GRID = ((DEFAULT_SHAPE, DEFAULT_BITS, DIAGONALS_PER_TARGET), (DEFAULT_SHAPE, 5.0, 4), (DEFAULT_SHAPE, 6.0, 4),
-        ("1111", 4.5, 4), ("1111", 4.0, 4), ("1111", 5.0, 4), ("1111", 4.5, 8), ("111", 3.0, 4), ("111", 2.5, 4))
+GRID = ((DEFAULT_SHAPE, DEFAULT_BITS, DIAGONALS_PER_TARGET), (DEFAULT_SHAPE, 4.5, 4), (DEFAULT_SHAPE, 5.5, 4),
+        (DEFAULT_SHAPE, 6.0, 4), (DEFAULT_SHAPE, 5.0, 8), ("1111", 4.5, 4), ("1111", 4.0, 4), ("1111", 5.0, 4),
+        ("111", 3.0, 4))
 """(seed shape of the index, seed threshold bits, diagonals per target); the first row is the default."""
 
 
