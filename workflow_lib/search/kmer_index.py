@@ -127,10 +127,10 @@ def build_kmer_index(residues: np.ndarray, offsets: np.ndarray, *, k: int | None
     codes, starts, sequence = codes[keep], starts[keep], sequence[keep]
     order = np.argsort(codes, kind="stable")
     counts = np.bincount(codes, minlength=N_AMINO ** k)
-    index_offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    code_starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     return {
         "k": np.array(k, dtype=np.int32),
-        "offsets": index_offsets,
+        "offsets": code_starts,
         "sequence": sequence[order].astype(np.uint32),
         "position": (starts[order] - offsets[sequence[order]]).astype(np.uint32),
         "shape": window_offsets.astype(np.int32),
