@@ -429,6 +429,35 @@ def test_search_and_msa_commands(tmp_path, db_three, queries, capsys):
     assert stats["depth"].max() > 1
 
 
+def test_search_with_context_pseudocounts(tmp_path, db_three, queries, capsys):
+    """``--pseudocounts context``: a real search on the example database (self hits first, the same columns);
+    a bad model file or a model without the option fails before searching, naming the problem."""
+    fasta = tmp_path / "q.fasta"
+    fasta.write_text("".join(f">{r.id}\n{r.sequence}\n" for r in queries[:2]))
+    assert main(["search", str(fasta), "--db", str(db_three), "--out", str(tmp_path / "ctx.parquet"),
+                 "--iterations", "2", "--pseudocounts", "context"]) == 0
+    assert main(["search", str(fasta), "--db", str(db_three), "--out", str(tmp_path / "plain.parquet"),
+                 "--iterations", "2"]) == 0
+    context, plain = read_frame(tmp_path / "ctx.parquet", HITS), read_frame(tmp_path / "plain.parquet", HITS)
+    for record in queries[:2]:
+        own = context[(context["query"] == record.id) & (context["iteration"] == 1)]
+        assert own.iloc[0]["target"] == record.id and own.iloc[0]["evalue"] < 1e-20
+    # different pseudocounts, different scores
+    first = context[context["iteration"] == 1].set_index(["query", "target"])["bitscore"]
+    other = plain[plain["iteration"] == 1].set_index(["query", "target"])["bitscore"]
+    common = first.index.intersection(other.index)
+    assert len(common) >= 2 and not np.allclose(first[common], other[common])
+    broken = tmp_path / "broken.npz"
+    broken.write_bytes(b"no")
+    assert main(["search", str(fasta), "--db", str(db_three), "--out", str(tmp_path / "x.parquet"),
+                 "--pseudocounts", "context", "--context-model", str(broken)]) != 0
+    assert "broken.npz: cannot read a context model" in capsys.readouterr().err
+    assert main(["search", str(fasta), "--db", str(db_three), "--out", str(tmp_path / "x.parquet"),
+                 "--context-model", str(broken)]) != 0
+    assert "--context-model needs --pseudocounts context" in capsys.readouterr().err
+    assert not (tmp_path / "x.parquet").exists()
+
+
 def test_precomputed_msa_must_match_the_protein(tmp_path, queries):
     from workflow_lib.search.cli import load_precomputed
     record = queries[2]

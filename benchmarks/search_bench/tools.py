@@ -486,6 +486,17 @@ class TrackfoldSensitive(Trackfold):
         self.label = f"trackfold search --iterations {iterations} --sensitive"
 
 
+class TrackfoldContext(Trackfold):
+    """``trackfold search --pseudocounts context``: context-specific pseudocounts (workflow_lib.aligner.context)."""
+
+    name = "trackfold_context"
+    extra_arguments = ("--pseudocounts", "context")
+
+    def __init__(self, python: Path | None = None, iterations: int = 3, cpus: int = 1) -> None:
+        super().__init__(python, iterations, cpus)
+        self.label = f"trackfold search --iterations {iterations} --pseudocounts context"
+
+
 def read_trackfold_hits(path: Path) -> pd.DataFrame:
     """The final iteration's rows of a `trackfold search` hits table → query, target, evalue."""
     import pyarrow.parquet as pq
@@ -505,4 +516,4 @@ def read_trackfold_hits(path: Path) -> pd.DataFrame:
 
 def all_tools(trackfold_iterations: int = 3) -> list[Tool]:
     return [Jackhmmer(), HHblits(), MMseqs(), Trackfold(iterations=trackfold_iterations),
-            TrackfoldSensitive(iterations=trackfold_iterations)]
+            TrackfoldSensitive(iterations=trackfold_iterations), TrackfoldContext(iterations=trackfold_iterations)]

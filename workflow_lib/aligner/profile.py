@@ -14,6 +14,8 @@ Seed sections "Hidden-Markov Model Profiles" and "Initializing the Emission Prob
   ``= 0.9`` is the overall admixture HH-suite uses with its context-specific pseudocounts, so a
   one-sequence profile keeps 10% of its own residue instead of being the pure substitution matrix
   (measured on Pfam: benchmarks/RESULTS.md, "Pseudocount admixture").
+- context-specific pseudocounts (optional, ``context=``): ``g_i`` predicted from the columns around ``i`` by a
+  :class:`~workflow_lib.aligner.context.ContextModel` instead of ``Σ_a q_obs(a)·g(a, x)``, same admixture.
 - transitions: weighted match/insert/delete transition counts of the MSA, then HH-suite's transition
   pseudocounts (:func:`add_transition_pseudocounts`, priors from HMMER via HH-suite).
 
@@ -28,6 +30,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from workflow_lib.aligner.context import ContextModel
 from workflow_lib.aligner.substitution import check_background, substitution_probabilities
 from workflow_lib.seqio.alphabet import GAP_CODE, N_AMINO, X_CODE, decode, encode
 
@@ -123,12 +126,12 @@ def encode_query(sequence: str | np.ndarray) -> np.ndarray:
 
 
 def profile_from_sequence(sequence: str | np.ndarray, *, name: str = "query", background: np.ndarray | None = None,
-                          description: str = "") -> Profile:
+                          description: str = "", context: ContextModel | None = None) -> Profile:
     """A profile of one sequence: emissions = ``(1 − a)·onehot + a·g`` (the residue's substitution probabilities
     mixed with the residue itself; X: background), ``a`` = :data:`ADMIX_A`.
 
     Equivalent to :func:`profile_from_alignment` on a one-row alignment (Neff = 1, so α = 0 and τ = a);
-    transitions are the pseudocount priors.
+    transitions are the pseudocount priors. ``context``: context-specific pseudocounts instead of ``g``.
     """
     codes = encode_query(sequence)
     length = codes.size
@@ -142,17 +145,19 @@ def profile_from_sequence(sequence: str | np.ndarray, *, name: str = "query", ba
     column_neff = np.zeros((length + 1, 3), dtype=np.float32)
     column_neff[:, 0] = 1.0
     raw = Profile(name, codes.copy(), counts, transitions, column_neff, 1.0, f, False, description)
-    return add_pseudocounts(raw)
+    return add_pseudocounts(raw, context=context)
 
 
 def add_pseudocounts(profile: Profile, *, beta: float = PSIBLAST_BETA, admix: float = ADMIX_A, gap_b: float = GAP_B,
                      gap_d: float = GAP_D, gap_e: float = GAP_E, gap_f: float = GAP_F, gap_g: float = GAP_G,
-                     gap_h: float = GAP_H, gap_i: float = GAP_I) -> Profile:
+                     gap_h: float = GAP_H, gap_i: float = GAP_I, context: ContextModel | None = None) -> Profile:
     """Emission pseudocounts by the PSI-BLAST α/β rule (scaled by ``admix``) and HH-suite's transition pseudocounts.
 
     Emissions: ``p_i = (1 − τ_i)·f_i + τ_i·g_i`` with ``g_i(x) = Σ_a f_i(a)·g(a, x)`` and
     ``τ_i = admix · β / (α_i + β)``, ``α_i = max(Neff_M[i] − 1, 0)``; ``admix = 1`` is the PSI-BLAST rule
-    ``(α_i·f_i + β·g_i) / (α_i + β)``. Raises ValueError when the profile has pseudocounts already.
+    ``(α_i·f_i + β·g_i) / (α_i + β)``. With a ``context`` model, ``g_i`` is its prediction from the observed
+    columns around ``i`` instead (context-specific pseudocounts, :mod:`workflow_lib.aligner.context`).
+    Raises ValueError when the profile has pseudocounts already.
     """
     if profile.has_pseudocounts:
         raise ValueError(f"profile {profile.name!r} already has pseudocounts")
@@ -162,7 +167,7 @@ def add_pseudocounts(profile: Profile, *, beta: float = PSIBLAST_BETA, admix: fl
         raise ValueError(f"admix must be in (0, 1], got {admix}")
     substitution = substitution_probabilities(profile.background)
     observed = profile.emissions.astype(np.float64)
-    expected = observed @ substitution
+    expected = context.predict(observed) if context is not None else observed @ substitution
     alpha = np.maximum(profile.column_neff[1:, 0].astype(np.float64) - 1.0, 0.0)[:, None]
     tau = admix * beta / (alpha + beta)
     emissions = (1.0 - tau) * observed + tau * expected
@@ -329,7 +334,7 @@ def transition_counts(matches: np.ndarray, insertions: np.ndarray, weights: np.n
 
 def profile_from_alignment(alignment, *, name: str | None = None, identity: float = CLUSTER_IDENTITY,
                            pseudocounts: bool = True, beta: float = PSIBLAST_BETA, admix: float = ADMIX_A,
-                           background: np.ndarray | None = None) -> Profile:
+                           background: np.ndarray | None = None, context: ContextModel | None = None) -> Profile:
     """A profile of an MSA (:class:`workflow_lib.seqio.msa.Alignment`; row 0 is the query).
 
     Emissions: q_obs from cluster weights (:func:`cluster_sequences`, :func:`observed_frequencies`), then the
@@ -360,4 +365,4 @@ def profile_from_alignment(alignment, *, name: str | None = None, identity: floa
                   description=alignment.descriptions[0] if alignment.descriptions else "",
                   ss_pred=alignment.annotation("ss_pred") if hasattr(alignment, "annotation") else None,
                   ss_conf=alignment.annotation("ss_conf") if hasattr(alignment, "annotation") else None)
-    return add_pseudocounts(raw, beta=beta, admix=admix) if pseudocounts else raw
+    return add_pseudocounts(raw, beta=beta, admix=admix, context=context) if pseudocounts else raw

@@ -27,8 +27,8 @@ from workflow_lib.errors import InputError
 from workflow_lib.search.allocator import keep_freed_memory
 from workflow_lib.search.engine import (HIT_COLUMNS, SENSITIVE_PREFILTER, DatabaseTotals, SearchQuery, SearchSettings,
                                         make_query, prefilter_settings, rank_hits, search_shard)
-from workflow_lib.search.iterative import (MsaSettings, build_msas, msa_statistics, msa_step, output_alignment,
-                                          profile_for)
+from workflow_lib.search.iterative import (PSEUDOCOUNTS, MsaSettings, build_msas, msa_statistics, msa_step,
+                                          output_alignment, profile_for)
 from workflow_lib.search.kmer_index import DEFAULT_SHAPE
 from workflow_lib.search.prefilter import SPACED_EXTRA_BITS, default_kmer_threshold
 from workflow_lib.search.query_store import read_search_queries, write_search_queries
@@ -74,6 +74,13 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
                             f"{defaults.gapless_offset}, the seed's; --sensitive: {sensitive['gapless_offset']})")
     group.add_argument("--max-sequences", type=int, default=msa.max_sequences,
                        help="cap on MSA sequences after filtering (default %(default)s)")
+    group.add_argument("--pseudocounts", choices=PSEUDOCOUNTS, default=msa.pseudocounts,
+                       help="emission pseudocounts of the searched profiles: the Gonnet substitution matrix, or "
+                            "context-specific ones predicted from the 13 columns around each column (more remote "
+                            "homologs; E-values of unrelated hits up to ~3x optimistic, see benchmarks/RESULTS.md) "
+                            "(default %(default)s)")
+    group.add_argument("--context-model", default=None,
+                       help="with --pseudocounts context: the model's .npz (default: the shipped one)")
 
 
 def _settings(args: argparse.Namespace) -> tuple[SearchSettings, MsaSettings]:
@@ -93,7 +100,11 @@ def _settings(args: argparse.Namespace) -> tuple[SearchSettings, MsaSettings]:
         raise InputError(f"--{str(error).replace('_', '-')}") from None
     msa = MsaSettings(iterations=args.iterations, inclusion_evalue=args.inclusion_evalue,
                       max_identity=args.max_identity, min_coverage=args.min_coverage,
-                      profile_min_coverage=args.profile_min_coverage, max_sequences=args.max_sequences)
+                      profile_min_coverage=args.profile_min_coverage, max_sequences=args.max_sequences,
+                      pseudocounts=args.pseudocounts, context_model=args.context_model)
+    if args.context_model is not None and args.pseudocounts != "context":
+        raise InputError("--context-model needs --pseudocounts context")
+    msa.context()  # a bad model file fails here, before any search
     return search, msa
 
 
@@ -251,9 +262,10 @@ def _query_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _chunk_queries(args: argparse.Namespace, records: list[Record], totals: DatabaseTotals,
-                   search_settings: SearchSettings) -> list[SearchQuery]:
+                   search_settings: SearchSettings, msa_settings: MsaSettings) -> list[SearchQuery]:
     """The chunk's proteins still searched in this iteration, as calibrated query profiles."""
     state = _read_state(args.state, records)
+    context = msa_settings.context()
     queries = []
     for record in records:
         if args.iteration == 1:
@@ -267,14 +279,15 @@ def _chunk_queries(args: argparse.Namespace, records: list[Record], totals: Data
             if row["converged"]:
                 continue
             alignment = read_a3m(row["a3m"])
-        queries.append(make_query(record.id, profile_for(alignment, record.sequence), totals, search_settings))
+        queries.append(make_query(record.id, profile_for(alignment, record.sequence, context), totals,
+                                  search_settings))
     return queries
 
 
 def run_search_profiles(args: argparse.Namespace) -> int:
     records = read_fasta(args.queries)
-    search_settings, _ = _settings(args)
-    queries = _chunk_queries(args, records, DatabaseTotals.from_manifest(args.db), search_settings)
+    search_settings, msa_settings = _settings(args)
+    queries = _chunk_queries(args, records, DatabaseTotals.from_manifest(args.db), search_settings, msa_settings)
     write_search_queries(args.out, queries, records)
     return 0
 
@@ -283,12 +296,12 @@ def run_search_shard(args: argparse.Namespace) -> int:
     keep_freed_memory()
     from workflow_lib.db.build import load_kmer_index, load_shard
     records = read_fasta(args.queries)
-    search_settings, _ = _settings(args)
+    search_settings, msa_settings = _settings(args)
     totals = DatabaseTotals.from_manifest(args.db)
     if args.profiles:
         queries = read_search_queries(args.profiles, records)
     else:
-        queries = _chunk_queries(args, records, totals, search_settings)
+        queries = _chunk_queries(args, records, totals, search_settings, msa_settings)
     shard = load_shard(args.db, args.shard)
     index = load_kmer_index(args.db, args.shard)
     started = time.perf_counter()

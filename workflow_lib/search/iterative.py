@@ -39,8 +39,13 @@ import numpy as np
 import pandas as pd
 
 from workflow_lib.aligner import Profile, profile_from_alignment, profile_from_sequence
+from workflow_lib.aligner.context import ContextModel, load_context_model
 from workflow_lib.seqio.alphabet import GAP_CODE
 from workflow_lib.seqio.msa import Alignment
+
+
+PSEUDOCOUNTS = ("substitution", "context")
+"""Emission pseudocounts a search can use (:attr:`MsaSettings.pseudocounts`)."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,11 @@ class MsaSettings:
     profile_min_coverage: float = 0.0
     stop_rules: tuple[tuple[int, float], ...] = ((2000, 0.75), (5000, 0.50))
     max_sequences: int = 10000
+    pseudocounts: str = "substitution"
+    """Emission pseudocounts of the searched profiles: ``substitution`` (the Gonnet matrix) or ``context``
+    (context-specific, :mod:`workflow_lib.aligner.context`)."""
+    context_model: str | None = None
+    """With ``context``: the model's npz (None: the shipped one)."""
 
     def __post_init__(self) -> None:
         if self.iterations < 1:
@@ -61,6 +71,12 @@ class MsaSettings:
         if not 0.0 <= self.profile_min_coverage <= self.min_coverage:
             raise ValueError(f"profile_min_coverage must be in [0, min_coverage = {self.min_coverage}] (the output "
                              f"MSA is filtered from the search MSA), got {self.profile_min_coverage}")
+        if self.pseudocounts not in PSEUDOCOUNTS:
+            raise ValueError(f"pseudocounts must be one of {', '.join(PSEUDOCOUNTS)}, got {self.pseudocounts!r}")
+
+    def context(self) -> ContextModel | None:
+        """The context model the profiles use (loaded once per path), or None for substitution pseudocounts."""
+        return load_context_model(self.context_model) if self.pseudocounts == "context" else None
 
 
 @dataclass
@@ -205,11 +221,12 @@ def msa_step(name: str, description: str, sequence: str, hits: pd.DataFrame, pre
     return alignment, included, new, bool(reason), reason
 
 
-def profile_for(alignment: Alignment | None, sequence: str) -> Profile:
-    """The profile searched with: the single sequence first, then the MSA's."""
+def profile_for(alignment: Alignment | None, sequence: str, context: ContextModel | None = None) -> Profile:
+    """The profile searched with: the single sequence first, then the MSA's (``context``: context-specific
+    pseudocounts)."""
     if alignment is None or alignment.depth == 1:
-        return profile_from_sequence(sequence)
-    return profile_from_alignment(alignment)
+        return profile_from_sequence(sequence, context=context)
+    return profile_from_alignment(alignment, context=context)
 
 
 def iterate(name: str, description: str, sequence: str, search: Callable[[Profile, int], pd.DataFrame],
@@ -220,9 +237,10 @@ def iterate(name: str, description: str, sequence: str, search: Callable[[Profil
     :data:`workflow_lib.search.engine.HIT_COLUMNS`).
     """
     alignment: Alignment | None = None
+    context = settings.context()
     for iteration in range(1, settings.iterations + 1):
         started = time.perf_counter()
-        profile = profile_for(alignment, sequence)
+        profile = profile_for(alignment, sequence, context)
         hits = search(profile, iteration)
         alignment, included, new, converged, reason = msa_step(name, description, sequence, hits, alignment,
                                                                iteration, settings)
@@ -269,11 +287,12 @@ def build_msas(records, db_dir, search_settings=None, settings: MsaSettings = Ms
     history: dict[int, list[IterationResult]] = {k: [] for k in range(len(records))}
     seconds = {k: 0.0 for k in range(len(records))}
     active = list(range(len(records)))
+    context = settings.context()
     for iteration in range(1, settings.iterations + 1):
         if not active:
             break
         started = time.perf_counter()
-        profiles = {k: profile_for(state[k], records[k].sequence) for k in active}
+        profiles = {k: profile_for(state[k], records[k].sequence, context) for k in active}
         queries = [make_query(records[k].id, profiles[k], totals, search_settings) for k in active]
         hits, query_seconds = search_database(queries, db_dir, search_settings, iteration=iteration, cpus=cpus)
         overhead = (time.perf_counter() - started - sum(query_seconds.values())) / len(active)

@@ -124,6 +124,7 @@ class SearchConfig(StageConfig):
     gapless_offset: float | None = None
     max_sequences: int = 10000
     precomputed_msas: str | None = None
+    pseudocounts: str = "substitution"
 
     def __post_init__(self) -> None:
         if self.iterations < 1:
@@ -135,6 +136,8 @@ class SearchConfig(StageConfig):
         if not 0 <= self.profile_min_coverage <= self.min_coverage:
             raise InputError(f"search.profile_min_coverage must be in [0, search.min_coverage = "
                              f"{self.min_coverage}], got {self.profile_min_coverage}")
+        if self.pseudocounts not in ("substitution", "context"):
+            raise InputError(f"search.pseudocounts must be 'substitution' or 'context', got {self.pseudocounts!r}")
         from workflow_lib.search.prefilter import check_prefilter_values  # numpy only, no search engine
         try:
             check_prefilter_values(kmer_threshold=self.kmer_threshold, gapless_offset=self.gapless_offset,
@@ -149,6 +152,7 @@ class SearchConfig(StageConfig):
                 f"--min-coverage {self.min_coverage} --profile-min-coverage {self.profile_min_coverage} "
                 f"--max-sequences {self.max_sequences}"
                 + (" --sensitive" if self.sensitive else "")
+                + (f" --pseudocounts {self.pseudocounts}" if self.pseudocounts != "substitution" else "")
                 + "".join(f" --{key.replace('_', '-')} {value}" for key, value in (
                     ("kmer_threshold", self.kmer_threshold), ("diagonals_per_target", self.diagonals_per_target),
                     ("gapless_offset", self.gapless_offset)) if value is not None))
