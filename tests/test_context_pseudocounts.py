@@ -106,6 +106,8 @@ def test_fit_recovers_a_context_rule():
     assert report["validation_nats"] < report["validation_gonnet_nats"] - 1.0
     assert abs(context_log_loss(model, TrainingColumns(windows, counts, columns.msa)) - report["train_nats"]) < 0.1
     assert centre_only.half_width == 0
+    with pytest.raises(ValueError, match="windows of 3 columns"):
+        context_log_loss(centre_only, columns)
 
 
 def test_training_columns_keep_only_remote_rows():

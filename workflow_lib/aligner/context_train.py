@@ -107,6 +107,8 @@ def window_distributions(windows: np.ndarray, background: np.ndarray | None = No
 def context_log_loss(model: ContextModel, columns: TrainingColumns, background: np.ndarray | None = None) -> float:
     """Nats per counted residue of ``model``'s predictions for ``columns`` (NumPy; the same predictions as
     :meth:`ContextModel.predict` on each window's query)."""
+    if columns.windows.shape[1] != model.weights.shape[0]:
+        raise ValueError(f"windows of {columns.windows.shape[1]} columns for a model of {model.weights.shape[0]}")
     q = window_distributions(columns.windows, background)
     outside = columns.windows == WINDOW_OUTSIDE
     weights = np.asarray(model.weights, np.float64)
