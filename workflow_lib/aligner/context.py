@@ -21,9 +21,10 @@ The shipped weights (:data:`DEFAULT_CONTEXT_MODEL`, 13 columns) were fitted by m
 (:func:`workflow_lib.aligner.context_train.fit_context_model`) to the residues that remote homologs place
 in the columns of real MSAs: trackfold's *E. coli* K-12 proteome MSAs against the Swiss-Prot subsets, rows
 at most 50% identical to the query (``benchmarks/context_model.py`` rebuilds them and writes the provenance next
-to the weights). On held-out MSAs they predict those residues with 2.564 nats per residue, against 2.638 for
-the Gonnet matrix with the 0.9 admixture and 2.593 for a substitution matrix fitted to the same data
-(benchmarks/RESULTS.md, "context-specific pseudocounts").
+to the weights). On held-out MSAs they predict those residues with 2.568 nats per residue, against 2.643 for
+the Gonnet matrix with the 0.9 admixture and 2.597 for a substitution matrix fitted to the same data
+(benchmarks/RESULTS.md, "context-specific pseudocounts"); on HH-suite's example family MSAs they do worse than
+Gonnet (2.609 against 2.579), so the weights reflect the divergence of prokaryotic remote homologs.
 """
 
 from __future__ import annotations
