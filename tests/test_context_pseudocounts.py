@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from workflow_lib.aligner.context import (DEFAULT_CONTEXT_MODEL, N_INPUTS, OUTSIDE, ContextModel, load_context_model,
+from workflow_lib.aligner.context import (DEFAULT_CONTEXT_MODEL, N_INPUTS, ContextModel, load_context_model, log_softmax,
                                           one_hot_columns, save_context_model)
 from workflow_lib.aligner.context_train import (WINDOW_OUTSIDE, column_counts, context_log_loss, fit_context_model,
                                                 gonnet_log_loss, read_alignments, training_columns)
@@ -45,11 +45,8 @@ def test_predict_matches_training_features_and_sums_to_one():
     columns = training_columns([alignment])
     # the training windows of the filled columns give the same probabilities (NumPy loss path vs predict)
     from workflow_lib.aligner.context_train import window_distributions
-    q = window_distributions(columns.windows, F)
-    logits = model.bias + np.einsum("nja,jax->nx", q, model.weights[:, :20]) + np.einsum(
-        "nj,jx->nx", (columns.windows == WINDOW_OUTSIDE).astype(float), model.weights[:, OUTSIDE])
-    p = np.exp(logits - logits.max(axis=1, keepdims=True))
-    p /= p.sum(axis=1, keepdims=True)
+    p = np.exp(log_softmax(model.window_logits(window_distributions(columns.windows, F),
+                                               columns.windows == WINDOW_OUTSIDE)))
     filled = np.flatnonzero(column_counts(alignment, max_identity=0.5, min_residues=30).sum(axis=1) > 0)
     np.testing.assert_allclose(p, predicted[filled], atol=1e-10)
 
@@ -106,7 +103,7 @@ def test_fit_recovers_a_context_rule():
     assert report["validation_nats"] < report["validation_gonnet_nats"] - 1.0
     assert abs(context_log_loss(model, TrainingColumns(windows, counts, columns.msa)) - report["train_nats"]) < 0.1
     assert centre_only.half_width == 0
-    with pytest.raises(ValueError, match="windows of 3 columns"):
+    with pytest.raises(ValueError, match="for a model of 1 columns"):
         context_log_loss(centre_only, columns)
 
 

@@ -64,26 +64,37 @@ class ContextModel:
     def half_width(self) -> int:
         return self.weights.shape[0] // 2
 
+    def window_logits(self, windows: np.ndarray, outside: np.ndarray) -> np.ndarray:
+        """Unnormalised log-probabilities ``[N, 20]`` of ``N`` windows: ``windows`` float ``[N, 2h + 1, 20]``
+        column distributions, ``outside`` bool ``[N, 2h + 1]`` (positions beyond the sequence; their
+        distributions are ignored). Raises ValueError for windows of another width."""
+        windows = np.asarray(windows, dtype=np.float64)
+        width = self.weights.shape[0]
+        if windows.ndim != 3 or windows.shape[1:] != (width, N_AMINO) or np.shape(outside) != windows.shape[:2]:
+            raise ValueError(f"windows of shape {windows.shape} for a model of {width} columns")
+        residues = windows.reshape(len(windows), width * N_AMINO) @ self.weights[:, :N_AMINO].reshape(-1, N_AMINO)
+        return self.bias + residues + np.asarray(outside, dtype=np.float64) @ self.weights[:, OUTSIDE]
+
     def logits(self, observed: np.ndarray) -> np.ndarray:
         """Unnormalised log-probabilities ``[L, 20]`` for the column distributions ``observed`` ``[L, 20]``."""
         q = np.asarray(observed, dtype=np.float64)
-        length = q.shape[0]
-        out = np.tile(np.asarray(self.bias, np.float64), (length, 1))
-        for offset in range(-self.half_width, self.half_width + 1):
-            w = self.weights[offset + self.half_width]
-            lo, hi = max(0, -offset), min(length, length - offset)
-            if hi > lo:
-                out[lo:hi] += q[lo + offset:hi + offset] @ w[:N_AMINO]
-            outside = np.r_[0:min(lo, length), max(hi, 0):length]
-            out[outside] += w[OUTSIDE]
-        return out
+        length, half = q.shape[0], self.half_width
+        padded = np.zeros((length + 2 * half, N_AMINO))
+        padded[half:half + length] = q
+        beyond = np.ones(length + 2 * half, dtype=bool)
+        beyond[half:half + length] = False
+        windows = np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1, axis=0).transpose(0, 2, 1)
+        return self.window_logits(windows, np.lib.stride_tricks.sliding_window_view(beyond, 2 * half + 1))
 
     def predict(self, observed: np.ndarray) -> np.ndarray:
         """Pseudocount distributions ``cs_i`` float64 ``[L, 20]`` (rows sum to 1)."""
-        logits = self.logits(observed)
-        logits -= logits.max(axis=1, keepdims=True)
-        p = np.exp(logits)
-        return p / p.sum(axis=1, keepdims=True)
+        return np.exp(log_softmax(self.logits(observed)))
+
+
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    """Row-wise log-normalisation of ``[N, 20]`` logits."""
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
 
 
 def one_hot_columns(codes: np.ndarray, background: np.ndarray) -> np.ndarray:
@@ -122,5 +133,5 @@ def load_context_model(path: str | Path | None = None) -> ContextModel:
     return _load(str(Path(path) if path is not None else DEFAULT_CONTEXT_MODEL))
 
 
-__all__ = ["ContextModel", "DEFAULT_CONTEXT_MODEL", "N_INPUTS", "OUTSIDE", "load_context_model", "one_hot_columns",
-           "save_context_model"]
+__all__ = ["ContextModel", "DEFAULT_CONTEXT_MODEL", "N_INPUTS", "OUTSIDE", "load_context_model", "log_softmax",
+           "one_hot_columns", "save_context_model"]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from workflow_lib.aligner.context import N_INPUTS, OUTSIDE, ContextModel
+from workflow_lib.aligner.context import N_INPUTS, OUTSIDE, ContextModel, log_softmax
 from workflow_lib.aligner.profile import ADMIX_A, CLUSTER_IDENTITY, cluster_sequences
 from workflow_lib.aligner.substitution import check_background, substitution_probabilities
 from workflow_lib.seqio.alphabet import N_AMINO
@@ -107,15 +107,8 @@ def window_distributions(windows: np.ndarray, background: np.ndarray | None = No
 def context_log_loss(model: ContextModel, columns: TrainingColumns, background: np.ndarray | None = None) -> float:
     """Nats per counted residue of ``model``'s predictions for ``columns`` (NumPy; the same predictions as
     :meth:`ContextModel.predict` on each window's query)."""
-    if columns.windows.shape[1] != model.weights.shape[0]:
-        raise ValueError(f"windows of {columns.windows.shape[1]} columns for a model of {model.weights.shape[0]}")
-    q = window_distributions(columns.windows, background)
-    outside = columns.windows == WINDOW_OUTSIDE
-    weights = np.asarray(model.weights, np.float64)
-    logits = np.asarray(model.bias, np.float64) + np.einsum("nja,jax->nx", q, weights[:, :N_AMINO])
-    logits += np.einsum("nj,jx->nx", outside.astype(np.float64), weights[:, OUTSIDE])
-    logits -= logits.max(axis=1, keepdims=True)
-    log_p = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+    log_p = log_softmax(model.window_logits(window_distributions(columns.windows, background),
+                                            columns.windows == WINDOW_OUTSIDE))
     counts = columns.counts.astype(np.float64)
     return float(-(counts * log_p).sum() / counts.sum())
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from workflow_lib.aligner.context import ContextModel
+from workflow_lib.aligner.context import ContextModel, one_hot_columns
 from workflow_lib.aligner.substitution import check_background, substitution_probabilities
 from workflow_lib.seqio.alphabet import GAP_CODE, N_AMINO, X_CODE, decode, encode
 
@@ -135,11 +135,8 @@ def profile_from_sequence(sequence: str | np.ndarray, *, name: str = "query", ba
     """
     codes = encode_query(sequence)
     length = codes.size
-    counts = np.zeros((length, N_AMINO), dtype=np.float32)
-    known = codes < N_AMINO
-    counts[np.flatnonzero(known), codes[known]] = 1.0
     f = check_background(background).astype(np.float32)
-    counts[~known] = f
+    counts = one_hot_columns(codes, f).astype(np.float32)
     transitions = np.zeros((length + 1, 7), dtype=np.float32)
     transitions[:, [MM, IM, DM]] = 1.0
     column_neff = np.zeros((length + 1, 3), dtype=np.float32)
