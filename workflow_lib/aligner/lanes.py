@@ -18,6 +18,7 @@ come back in input order.
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 from collections.abc import Sequence
@@ -27,7 +28,7 @@ import numpy as np
 from workflow_lib.aligner.profile import Profile
 from workflow_lib.aligner.scores import HHSUITE_SHIFT, Hit, PairScores, SequenceScores, pair_scores, sequence_scores
 from workflow_lib.aligner.torch_kernels import (NUMPY, TORCH_BACKTRACE_BYTES, TORCH_LANE_CELLS, TORCH_MAX_LANES,
-                                                align_lane_batch_torch, resolve_device)
+                                                align_lane_batch_torch, align_mixed_batch_torch, resolve_device)
 from workflow_lib.aligner.viterbi_hmm import align_template_batch
 from workflow_lib.aligner.viterbi_seq import align_lane_batch, padded_length
 
@@ -207,6 +208,76 @@ def _align_torch(scores: SequenceScores, targets: list[np.ndarray], backtrace: b
     hits: list[Hit | None] = [None] * len(targets)
     for bucket in buckets:
         for hit in align_lane_batch_torch(scores, targets, bucket, backtrace=backtrace, device=device):
+            hits[hit.index] = hit
+    return hits  # type: ignore[return-value]
+
+
+QUERY_LENGTH_RATIO = 1.25
+""":func:`pair_buckets` puts pairs whose profiles' lengths lie within this ratio of each other in one group."""
+
+
+def pair_buckets(query_lengths: Sequence[int], target_lengths: Sequence[int], *, backtrace: bool,
+                 lane_cells: int = TORCH_LANE_CELLS, max_lanes: int = TORCH_MAX_LANES,
+                 backtrace_bytes: int = TORCH_BACKTRACE_BYTES,
+                 row_cost_cells: float = TORCH_ROW_COST_CELLS) -> list[list[int]]:
+    """Pair indices in buckets for the mixed-profile kernel: pairs grouped by profile length (each group's
+    lengths within :data:`QUERY_LENGTH_RATIO`, so a bucket's rows, run to its longest profile, are mostly real),
+    then by target length within each group as :func:`length_buckets` cuts them."""
+    query_lengths = np.asarray(query_lengths, dtype=np.int64)
+    target_lengths = np.asarray(target_lengths, dtype=np.int64)
+    if query_lengths.shape != target_lengths.shape or query_lengths.ndim != 1:
+        raise ValueError("query_lengths and target_lengths must be 1-D arrays of the same size")
+    if query_lengths.size and int(query_lengths.min()) < 1:
+        raise ValueError("every profile must have at least one column")
+    groups = np.floor(np.log(np.maximum(query_lengths, 1)) / np.log(QUERY_LENGTH_RATIO)).astype(np.int64)
+    buckets = []
+    for group in np.unique(groups):
+        members = np.flatnonzero(groups == group)
+        for bucket in length_buckets(target_lengths[members].tolist(), int(query_lengths[members].max()),
+                                     backtrace=backtrace, lane_cells=lane_cells, max_lanes=max_lanes,
+                                     backtrace_bytes=backtrace_bytes, row_cost_cells=row_cost_cells):
+            buckets.append(members[bucket].tolist())
+    return buckets
+
+
+def align_pairs(profiles: Sequence[Profile | SequenceScores], pair_profile: Sequence[int],
+                targets: Sequence[np.ndarray], *, backtrace: bool = False, device: str | None = None,
+                lane_cells: int | None = None) -> list[Hit]:
+    """Align pair k = (``targets[k]``, ``profiles[pair_profile[k]]``) for every k; one :class:`Hit` per pair, in
+    input order (``Hit.index`` = k). The same hits as :func:`align_targets` of each profile on its own targets.
+
+    On a torch device (``device`` as in :func:`align_targets`; ``None`` = CUDA when available) the pairs of all
+    profiles share buckets (:func:`pair_buckets`, :func:`~workflow_lib.aligner.torch_kernels.
+    viterbi_mixed_lanes_torch`): a search hands the survivors of all its queries to the GPU in a few calls
+    instead of one call per query. With NumPy each profile's pairs run as one :func:`align_targets` call in
+    this process (mixed buckets did not pay on the CPU: ``benchmarks/RESULTS.md``, session 22)."""
+    scores_list = [p if isinstance(p, SequenceScores) else sequence_scores(p) for p in profiles]
+    checked = _check_targets(targets)
+    pair_profile = np.asarray(pair_profile, dtype=np.int64)
+    if pair_profile.shape != (len(checked),):
+        raise ValueError("pair_profile must give one profile index per target")
+    if pair_profile.size and not 0 <= int(pair_profile.min()) <= int(pair_profile.max()) < len(scores_list):
+        raise ValueError("pair_profile must index profiles")
+    hits: list[Hit | None] = [None] * len(checked)
+    backend = resolve_device(device)
+    if backend == NUMPY:
+        for k in np.unique(pair_profile):
+            members = np.flatnonzero(pair_profile == k)
+            for member, hit in zip(members, align_targets(scores_list[k], [checked[m] for m in members],
+                                                          backtrace=backtrace, cpus=1, device=NUMPY,
+                                                          lane_cells=lane_cells)):
+                hits[int(member)] = dataclasses.replace(hit, index=int(member))
+        return hits  # type: ignore[return-value]
+    gpu = backend.startswith("cuda")
+    buckets = pair_buckets([scores_list[k].length for k in pair_profile], [t.size for t in checked],
+                           backtrace=backtrace,
+                           lane_cells=lane_cells or (TORCH_LANE_CELLS if gpu else LANE_CELLS),
+                           max_lanes=TORCH_MAX_LANES if gpu else MAX_LANES,
+                           backtrace_bytes=TORCH_BACKTRACE_BYTES if gpu else BACKTRACE_BYTES,
+                           row_cost_cells=TORCH_ROW_COST_CELLS if gpu else ROW_COST_CELLS)
+    for bucket in buckets:
+        for hit in align_mixed_batch_torch(scores_list, pair_profile, checked, bucket, backtrace=backtrace,
+                                           device=backend):
             hits[hit.index] = hit
     return hits  # type: ignore[return-value]
 

@@ -67,23 +67,58 @@ def resolve_device(device: str | None) -> str:
 def viterbi_seq_lanes_torch(scores: SequenceScores, residues: np.ndarray, *, backtrace: bool,
                             device: str = "cpu") -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """Torch twin of :func:`workflow_lib.aligner.viterbi_seq.viterbi_seq_lanes` (same inputs and outputs;
-    ``residues`` intp ``[Lt, W]`` padded with ``PAD_CODE``, any ``Lt``)."""
+    ``residues`` intp ``[Lt, W]`` padded with ``PAD_CODE``, any ``Lt``): one profile in every lane."""
+    residues = np.asarray(residues)
+    if residues.ndim != 2:
+        raise ValueError("residues must be a matrix [Lt, W]")
+    return viterbi_mixed_lanes_torch([scores], np.zeros(residues.shape[1], dtype=np.int64), residues,
+                                     backtrace=backtrace, device=device)
+
+
+def viterbi_mixed_lanes_torch(scores_list: list[SequenceScores], lane_profile: np.ndarray, residues: np.ndarray, *,
+                              backtrace: bool, device: str = "cpu"
+                              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """The lane Viterbi with a profile per lane: lane ``w`` aligns ``residues[:, w]`` to
+    ``scores_list[lane_profile[w]]``, so one call serves the pairs of many queries (on a GPU a DP row costs its
+    ~30 launches whatever the lanes hold, so many queries' lanes in one call divide that cost among them).
+
+    The profiles are stacked and padded to the longest, ``Lq``; rows past a lane's own profile are set to
+    ``NEG_INF`` (they can neither start nor end an alignment, and its backtrace never reaches them). Each lane's
+    score, best cell and backtrace bytes are those of its profile alone. Returns ``best`` int64 ``[W]``,
+    ``best_i``/``best_l`` ``[W]`` and the backtrace bytes ``uint8 [Lq, Lt, W]`` (or None).
+    """
     import torch
 
     from workflow_lib.aligner.viterbi_seq import INT32_MAX_TARGET
 
     residues = np.asarray(residues)
-    if residues.ndim != 2:
-        raise ValueError("residues must be a matrix [Lt, W]")
+    lane_profile = np.asarray(lane_profile, dtype=np.int64)
+    if residues.ndim != 2 or lane_profile.shape != (residues.shape[1],):
+        raise ValueError("residues must be a matrix [Lt, W] and lane_profile a vector [W]")
+    if not scores_list or lane_profile.size and not 0 <= int(lane_profile.min()) <= int(lane_profile.max()) < len(
+            scores_list):
+        raise ValueError("lane_profile must index scores_list")
     n_target, width = residues.shape
+    n_profiles = len(scores_list)
+    lengths = np.array([s.length for s in scores_list], dtype=np.int64)
+    n_query = int(lengths.max())
+    n_codes = scores_list[0].emission.shape[1]
+    emission_np = np.zeros((n_query, n_profiles * n_codes), dtype=np.int64)      # [Lq, P · codes]
+    transitions_np = np.zeros((n_query + 1, 7, n_profiles), dtype=np.int64)     # [Lq + 1, 7, P]
+    for k, s in enumerate(scores_list):
+        emission_np[:s.length, k * n_codes:(k + 1) * n_codes] = s.emission
+        transitions_np[:s.length + 1, :, k] = s.transitions
     dtype = torch.int32 if n_target <= INT32_MAX_TARGET else torch.int64
     dev = torch.device(device)
-    emission = torch.as_tensor(scores.emission, device=dev).to(dtype)
-    tr = torch.as_tensor(scores.transitions, device=dev).to(dtype)
-    res = torch.as_tensor(residues.astype(np.int64), device=dev)
-    n_query = emission.shape[0]
+    emission = torch.as_tensor(emission_np, device=dev).to(dtype)
+    tr = torch.as_tensor(transitions_np, device=dev).to(dtype)
+    lanes = torch.as_tensor(lane_profile, device=dev)
+    code_index = torch.as_tensor(residues.astype(np.int64), device=dev) + lanes * n_codes   # [Lt, W]
+    lane_length = torch.as_tensor(lengths[lane_profile], device=dev)
+    shortest = int(lengths[lane_profile].min()) if width else n_query
     positions = torch.arange(1, n_target + 1, device=dev, dtype=dtype)[:, None]
     zero = torch.zeros((), dtype=dtype, device=dev)
+    neg = torch.full((), NEG_INF, dtype=dtype, device=dev)
     m_prev = torch.full((n_target + 1, width), NEG_INF, dtype=dtype, device=dev)
     i_prev = m_prev.clone()
     d_prev = m_prev.clone()
@@ -92,8 +127,11 @@ def viterbi_seq_lanes_torch(scores: SequenceScores, residues: np.ndarray, *, bac
     best_l = torch.zeros(width, dtype=torch.int64, device=dev)
     bt = torch.empty((n_query, n_target, width), dtype=torch.uint8, device=dev) if backtrace else None
     boundary = torch.full((1, width), NEG_INF, dtype=dtype, device=dev)
+    # per-lane transitions [7, W] (one gather per row), or [7, 1] broadcast when every lane has one profile
+    row_transitions = ((lambda r: tr[r]) if n_profiles == 1 else (lambda r: tr[r].index_select(1, lanes)))
+    tc = row_transitions(0)
     for r in range(n_query):
-        tp, tc = tr[r], tr[r + 1]
+        tp, tc = tc, row_transitions(r + 1)
         # M(i, l) = e + max(0, M' + MM, I' + IM, D' + DM) at (i−1, l−1); ties keep the earlier candidate
         from_m = m_prev[:-1] + tp[MM]
         from_i = i_prev[:-1] + tp[IM]
@@ -103,18 +141,24 @@ def viterbi_seq_lanes_torch(scores: SequenceScores, residues: np.ndarray, *, bac
         d_beats = from_d > value
         value = torch.maximum(value, from_d)
         stop = value <= 0
-        m_new = emission[r][res] + torch.maximum(value, zero)
+        m_new = emission[r][code_index] + torch.maximum(value, zero)
         # D(i, l) = max(M(i−1, l) + MD, D(i−1, l) + DD)
         d_fresh = m_prev[1:] + tp[MD]
         d_extend = d_prev[1:] + tp[DD]
         d_self = d_extend > d_fresh
         d_new = torch.maximum(d_fresh, d_extend)
+        if r >= shortest:  # rows past some lanes' profiles: nothing starts, ends or passes there
+            inside = lane_length > r
+            m_new = torch.where(inside, m_new, neg)
+            d_new = torch.where(inside, d_new, neg)
         # I(i, l) = l·II + cummax_k (M(i, k−1) + MI − k·II)
         m_left = torch.cat([boundary, m_new[:-1]])
         shifted = m_left + tc[MI] - positions * tc[II]
         running = torch.cummax(shifted, dim=0).values
         i_self = running > shifted
         i_new = running + positions * tc[II]
+        if r >= shortest:
+            i_new = torch.where(inside, i_new, neg)
         if backtrace:
             pointer = torch.where(d_beats, 3, torch.where(m_beats_i, 2, 1)).to(torch.uint8)
             pointer = torch.where(stop, torch.zeros_like(pointer), pointer)
@@ -147,6 +191,20 @@ def _cpu_threads(device: str):
         yield
     finally:
         torch.set_num_threads(threads)
+
+
+def align_mixed_batch_torch(scores_list: list[SequenceScores], pair_profile: np.ndarray, targets: list[np.ndarray],
+                            indices: list[int], *, backtrace: bool, device: str) -> list[Hit]:
+    """Hits for the pairs ``indices`` (target ``targets[k]`` against ``scores_list[pair_profile[k]]``, one lane
+    each, in that order), computed with :func:`viterbi_mixed_lanes_torch`; ``Hit.index`` is the pair's index."""
+    from workflow_lib.aligner.viterbi_seq import pack_targets
+    residues = pack_targets(targets, indices)
+    with _cpu_threads(device):
+        best, best_i, best_l, bt = viterbi_mixed_lanes_torch(scores_list, np.asarray(pair_profile)[indices], residues,
+                                                             backtrace=backtrace, device=device)
+    if backtrace:
+        return sequence_hits(bt, best, best_i, best_l, indices)
+    return [Hit(index, int(best[lane]) / 1000.0, int(best[lane])) for lane, index in enumerate(indices)]
 
 
 def align_lane_batch_torch(scores: SequenceScores, targets: list[np.ndarray], indices: list[int], *,

@@ -26,7 +26,7 @@ import pandas as pd
 from workflow_lib.errors import InputError
 from workflow_lib.search.allocator import keep_freed_memory
 from workflow_lib.search.engine import (HIT_COLUMNS, SENSITIVE_PREFILTER, DatabaseTotals, SearchQuery, SearchSettings,
-                                        make_query, prefilter_settings, rank_hits, search_shard)
+                                        make_queries, prefilter_settings, rank_hits, search_shard)
 from workflow_lib.search.iterative import (PSEUDOCOUNTS, MsaSettings, build_msas, msa_statistics, msa_step,
                                           output_alignment, profile_for)
 from workflow_lib.search.kmer_index import DEFAULT_SHAPE
@@ -83,6 +83,31 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
                        help="with --pseudocounts context: the model's .npz (default: the shipped one)")
 
 
+def _device_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--device", default="auto",
+                        help="where the Viterbi stages run: auto (CUDA when torch sees a GPU, else NumPy), numpy, or "
+                             "a torch device (cuda, cuda:1, cpu); hits are identical on every backend "
+                             "(default %(default)s)")
+
+
+def _device(args: argparse.Namespace) -> str | None:
+    device = args.device.strip()
+    if device == "auto":
+        return None
+    if device != "numpy":
+        import importlib.util
+        if importlib.util.find_spec("torch") is None:
+            raise InputError(f"--device {device} needs torch, which is not installed")
+        import torch
+        try:
+            torch.device(device)
+        except RuntimeError:
+            raise InputError(f"--device: {device!r} is not a torch device (auto, numpy, cpu, cuda, cuda:N)") from None
+        if device.startswith("cuda") and not torch.cuda.is_available():
+            raise InputError(f"--device {device}: torch sees no CUDA device on this machine")
+    return device
+
+
 def _settings(args: argparse.Namespace) -> tuple[SearchSettings, MsaSettings]:
     if args.iterations < 1:
         raise InputError(f"--iterations must be at least 1, got {args.iterations}")
@@ -116,6 +141,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     search.add_argument("--out", required=True, help="hits table (.parquet)")
     search.add_argument("--m8", help="also write BLAST tabular (outfmt 6) here")
     search.add_argument("--cpus", type=int, default=1, help="processes (0 = all cores)")
+    _device_argument(search)
     _settings_arguments(search)
     search.set_defaults(handler=run_search)
 
@@ -125,6 +151,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     msa.add_argument("--db", required=True, help="database directory (trackfold db build)")
     msa.add_argument("--out-dir", required=True, help="output directory")
     msa.add_argument("--cpus", type=int, default=1, help="processes (0 = all cores)")
+    _device_argument(msa)
     _settings_arguments(msa)
     msa.set_defaults(handler=run_msa)
 
@@ -132,6 +159,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                      help="(workflow) a chunk's calibrated query profiles for one iteration")
     _query_arguments(profiles)
     profiles.add_argument("--out", required=True, help="query profiles (.npz) for search-shard --profiles")
+    _device_argument(profiles)
     _settings_arguments(profiles)
     profiles.set_defaults(handler=run_search_profiles)
 
@@ -142,6 +170,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     shard.add_argument("--out", required=True, help="hits table")
     shard.add_argument("--times", required=True, help="per-query time table")
     shard.add_argument("--cpus", type=int, default=1)
+    _device_argument(shard)
     _settings_arguments(shard)
     shard.set_defaults(handler=run_search_shard)
 
@@ -186,7 +215,7 @@ def run_search(args: argparse.Namespace) -> int:
     keep_freed_memory()
     records = read_fasta(args.queries)
     search_settings, msa_settings = _settings(args)
-    results = build_msas(records, args.db, search_settings, msa_settings, cpus=args.cpus,
+    results = build_msas(records, args.db, search_settings, msa_settings, cpus=args.cpus, device=_device(args),
                          on_iteration=lambda i, n: log.info("iteration %d: %d queries searched", i, n))
     frames = [it.hits for result in results for it in result.iterations if not it.hits.empty]
     hits = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(HIT_COLUMNS))
@@ -206,7 +235,7 @@ def run_msa(args: argparse.Namespace) -> int:
     search_settings, msa_settings = _settings(args)
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    results = build_msas(records, args.db, search_settings, msa_settings, cpus=args.cpus,
+    results = build_msas(records, args.db, search_settings, msa_settings, cpus=args.cpus, device=_device(args),
                          on_iteration=lambda i, n: log.info("iteration %d: %d queries searched", i, n))
     rows = []
     for record, result in zip(records, results):
@@ -266,7 +295,7 @@ def _chunk_queries(args: argparse.Namespace, records: list[Record], totals: Data
     """The chunk's proteins still searched in this iteration, as calibrated query profiles."""
     state = _read_state(args.state, records)
     context = msa_settings.context()
-    queries = []
+    names, profiles = [], []
     for record in records:
         if args.iteration == 1:
             if _precomputed_path(args.precomputed, record) is not None:
@@ -279,9 +308,9 @@ def _chunk_queries(args: argparse.Namespace, records: list[Record], totals: Data
             if row["converged"]:
                 continue
             alignment = read_a3m(row["a3m"])
-        queries.append(make_query(record.id, profile_for(alignment, record.sequence, context), totals,
-                                  search_settings))
-    return queries
+        names.append(record.id)
+        profiles.append(profile_for(alignment, record.sequence, context))
+    return make_queries(names, profiles, totals, search_settings, device=_device(args))
 
 
 def run_search_profiles(args: argparse.Namespace) -> int:
@@ -306,7 +335,7 @@ def run_search_shard(args: argparse.Namespace) -> int:
     index = load_kmer_index(args.db, args.shard)
     started = time.perf_counter()
     results = search_shard(queries, shard, index, totals, search_settings, iteration=args.iteration,
-                           cpus=args.cpus)
+                           cpus=args.cpus, device=_device(args))
     frames = [r.hits for r in results if not r.hits.empty]
     hits = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(HIT_COLUMNS))
     times = pd.DataFrame({"query": [q.name for q in queries], "iteration": args.iteration, "shard": args.shard,

@@ -15,6 +15,14 @@ Seed "Iterative MSA Alignment" (HHblits): for each query profile and each databa
 Every number depends only on the query profile, the target and the database totals, never on which shard a
 target sits in, so the hits of several shards concatenated and ranked (:func:`rank_hits`) equal an unsharded
 search. Queries are spread over processes with ``cpus``; results come back in query order.
+
+``device`` (every search function; ``None`` = CUDA when ``torch.cuda.is_available()``, else NumPy; ``"numpy"``;
+or a torch device string) picks where the Viterbi stages run. With NumPy each worker process runs whole queries
+(prefilter and Viterbi). On a torch device the ``cpus`` processes run the prefilter only, and this process, the
+only one that touches the device, aligns the survivors of all queries of the shard in shared buckets
+(:func:`workflow_lib.aligner.align_pairs`); the calibration of all queries of a batch is batched the same way
+(:func:`make_queries`). The hits are identical on every backend. (A CUDA context cannot cross ``fork``: the
+worker processes never touch the device.)
 """
 
 from __future__ import annotations
@@ -28,8 +36,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from workflow_lib.aligner import Profile, align_targets
+from workflow_lib.aligner import Profile, align_pairs, align_targets
 from workflow_lib.aligner.lanes import resolve_cpus
+from workflow_lib.aligner.torch_kernels import NUMPY, resolve_device
 from workflow_lib.db.build import Shard, load_kmer_index, load_shard, read_manifest
 from workflow_lib.search.bias import composition_bias_bits
 from workflow_lib.search.evalue import (CALIBRATION_SAMPLES, Calibration, fit_mu, gumbel_lambda, length_slope,
@@ -37,8 +46,8 @@ from workflow_lib.search.evalue import (CALIBRATION_SAMPLES, Calibration, fit_mu
 from workflow_lib.search.gapped import GAP_EXTEND_BITS, GAP_OPEN_BITS, GAPPED_MAX_EVALUE, gapped_pass
 from workflow_lib.search.kmer_index import index_is_spaced
 from workflow_lib.search.prefilter import (DIAGONALS_PER_TARGET, GAPLESS_OFFSET_BITS, SENSITIVE_PREFILTER,
-                                           check_prefilter_values, default_kmer_threshold, gapless_prefilter,
-                                           profile_scores_bits)
+                                           GaplessHits, check_prefilter_values, default_kmer_threshold,
+                                           gapless_prefilter, profile_scores_bits)
 from workflow_lib.seqio.alphabet import decode
 
 HIT_COLUMNS = ("query", "target", "evalue", "bitscore", "qstart", "qend", "tstart", "tend", "qlen", "tlen",
@@ -108,19 +117,54 @@ class SearchQuery:
     calibration: Calibration
 
 
-def calibrate(profile: Profile, totals: DatabaseTotals, samples: int = CALIBRATION_SAMPLES) -> Calibration:
-    """Gumbel μ of ``profile`` against random sequences (deterministic; see :mod:`~workflow_lib.search.evalue`)."""
-    targets = random_sequences(profile.background, totals.mean_length, samples,
-                               profile_seed(profile.sequence, profile.emissions))
-    scores = np.array([hit.score for hit in align_targets(profile, targets, cpus=1)], dtype=np.float64)
+def calibration_targets(profile: Profile, totals: DatabaseTotals,
+                        samples: int = CALIBRATION_SAMPLES) -> list[np.ndarray]:
+    """The random sequences ``profile`` is calibrated against (seeded by the profile's contents)."""
+    return random_sequences(profile.background, totals.mean_length, samples,
+                            profile_seed(profile.sequence, profile.emissions))
+
+
+def fit_calibration(profile: Profile, targets: list[np.ndarray], scores: np.ndarray) -> Calibration:
+    """Gumbel μ of ``profile`` from its Viterbi ``scores`` (bits) against its calibration ``targets``."""
     lam = gumbel_lambda(profile.neff, profile.length)
     model = Calibration(0.0, lam, length_slope(profile.neff, profile.length), float(targets[0].size))
-    return dataclasses.replace(model, mu=fit_mu(model.corrected(scores, [t.size for t in targets]), lam))
+    return dataclasses.replace(model, mu=fit_mu(model.corrected(np.asarray(scores, np.float64),
+                                                                [t.size for t in targets]), lam))
+
+
+def calibrate(profile: Profile, totals: DatabaseTotals, samples: int = CALIBRATION_SAMPLES, *,
+              device: str | None = None) -> Calibration:
+    """Gumbel μ of ``profile`` against random sequences (deterministic; see :mod:`~workflow_lib.search.evalue`)."""
+    return calibrate_many([profile], totals, samples, device=device)[0]
+
+
+def calibrate_many(profiles: list[Profile], totals: DatabaseTotals, samples: int = CALIBRATION_SAMPLES, *,
+                   device: str | None = None) -> list[Calibration]:
+    """:func:`calibrate` of every profile; on a torch device all profiles' samples in shared buckets."""
+    target_sets = [calibration_targets(profile, totals, samples) for profile in profiles]
+    if resolve_device(device) == NUMPY:
+        score_sets = [[hit.score for hit in align_targets(profile, targets, cpus=1, device=NUMPY)]
+                      for profile, targets in zip(profiles, target_sets)]
+    else:
+        pair_profile = np.repeat(np.arange(len(profiles)), [len(t) for t in target_sets])
+        flat = align_pairs(profiles, pair_profile, [t for targets in target_sets for t in targets], device=device)
+        bounds = np.cumsum([0] + [len(t) for t in target_sets])
+        score_sets = [[hit.score for hit in flat[bounds[k]:bounds[k + 1]]] for k in range(len(profiles))]
+    return [fit_calibration(profile, targets, np.array(scores, dtype=np.float64))
+            for profile, targets, scores in zip(profiles, target_sets, score_sets)]
 
 
 def make_query(name: str, profile: Profile, totals: DatabaseTotals,
-               settings: SearchSettings = SearchSettings()) -> SearchQuery:
-    return SearchQuery(name, profile, calibrate(profile, totals, settings.calibration_samples))
+               settings: SearchSettings = SearchSettings(), *, device: str | None = None) -> SearchQuery:
+    return SearchQuery(name, profile, calibrate(profile, totals, settings.calibration_samples, device=device))
+
+
+def make_queries(names: list[str], profiles: list[Profile], totals: DatabaseTotals,
+                 settings: SearchSettings = SearchSettings(), *, device: str | None = None) -> list[SearchQuery]:
+    """:func:`make_query` of every (name, profile), calibrated together (:func:`calibrate_many`)."""
+    calibrations = calibrate_many(list(profiles), totals, settings.calibration_samples, device=device)
+    return [SearchQuery(name, profile, calibration)
+            for name, profile, calibration in zip(names, profiles, calibrations)]
 
 
 @dataclass
@@ -134,9 +178,19 @@ class QueryResult:
     seconds: float
 
 
-def search_query_shard(query: SearchQuery, shard: Shard, index: dict[str, np.ndarray], totals: DatabaseTotals,
-                       settings: SearchSettings = SearchSettings(), *, iteration: int = 1) -> QueryResult:
-    """Prefilter → Viterbi → E-values for one query on one shard (see the module docstring)."""
+@dataclass
+class Prefiltered:
+    """One query's prefilter result on one shard: the gapless survivors, which of them passed the gapped
+    stage (indices into ``gapless``), and the seconds it took."""
+
+    gapless: GaplessHits
+    passed: np.ndarray
+    seconds: float
+
+
+def prefilter_query_shard(query: SearchQuery, shard: Shard, index: dict[str, np.ndarray], totals: DatabaseTotals,
+                          settings: SearchSettings = SearchSettings()) -> Prefiltered:
+    """Steps 1–2 of the module docstring: the gapless and the gapped stage."""
     started = time.perf_counter()
     profile = query.profile
     scores = profile_scores_bits(profile.emissions, profile.background)
@@ -148,28 +202,54 @@ def search_query_shard(query: SearchQuery, shard: Shard, index: dict[str, np.nda
     passed, _ = gapped_pass(scores, candidates, gapless.score, totals.sequences,
                             max_evalue=settings.gapped_max_evalue, gap_open=settings.gap_open,
                             gap_extend=settings.gap_extend)
-    lengths = np.array([c.size for c in candidates], dtype=np.int64)
+    return Prefiltered(gapless, np.asarray(passed, dtype=np.int64), time.perf_counter() - started)
+
+
+def survivors(shard: Shard, prefiltered: Prefiltered) -> list[np.ndarray]:
+    """The residue codes of the targets that passed the prefilter, in ``passed`` order."""
+    return [shard.sequence(int(prefiltered.gapless.sequence[k])) for k in prefiltered.passed]
+
+
+def hit_table(query: SearchQuery, shard: Shard, prefiltered: Prefiltered, hits: list, totals: DatabaseTotals,
+              settings: SearchSettings = SearchSettings(), *, iteration: int = 1) -> pd.DataFrame:
+    """Steps 4–5 of the module docstring: the reported hits (``hits``: the Viterbi hits with backtrace of the
+    survivors, in ``passed`` order)."""
+    profile = query.profile
+    targets = survivors(shard, prefiltered)
     rows = []
-    if passed.size:
-        targets = [candidates[k] for k in passed]
-        hits = align_targets(profile, targets, backtrace=True, cpus=1)
+    if targets:
+        lengths = np.array([t.size for t in targets], dtype=np.int64)
         bits = np.array([h.score - composition_bias_bits(profile.emissions, profile.background, target, h.pairs)
                          for h, target in zip(hits, targets)], dtype=np.float64)
-        evalues = query.calibration.evalues(bits, lengths[passed], totals.sequences)
+        evalues = query.calibration.evalues(bits, lengths, totals.sequences)
         query_codes = profile.sequence
-        for k, hit, score, evalue in zip(passed, hits, bits, evalues):
+        for k, hit, target, score, evalue in zip(prefiltered.passed, hits, targets, bits, evalues):
             if evalue > settings.max_evalue or hit.aligned_columns == 0:
                 continue
-            target = candidates[k]
             pairs = hit.pairs
             identity = float(np.mean(query_codes[pairs[:, 0]] == target[pairs[:, 1]]))
-            rows.append((query.name, shard.ids[int(gapless.sequence[k])], float(evalue), float(score),
+            rows.append((query.name, shard.ids[int(prefiltered.gapless.sequence[k])], float(evalue), float(score),
                          hit.query_start + 1, hit.query_end, hit.target_start + 1, hit.target_end,
                          profile.length, int(target.size), identity, hit.aligned_columns, hit.states, iteration,
                          totals.name, decode(target[hit.target_start:hit.target_end])))
-    frame = pd.DataFrame(rows, columns=list(HIT_COLUMNS))
-    return QueryResult(frame, gapless.seeded_targets, int(gapless.sequence.size), int(passed.size),
-                       time.perf_counter() - started)
+    return pd.DataFrame(rows, columns=list(HIT_COLUMNS))
+
+
+def _result(frame: pd.DataFrame, prefiltered: Prefiltered, seconds: float) -> QueryResult:
+    gapless = prefiltered.gapless
+    return QueryResult(frame, gapless.seeded_targets, int(gapless.sequence.size), int(prefiltered.passed.size),
+                       seconds)
+
+
+def search_query_shard(query: SearchQuery, shard: Shard, index: dict[str, np.ndarray], totals: DatabaseTotals,
+                       settings: SearchSettings = SearchSettings(), *, iteration: int = 1,
+                       device: str | None = NUMPY) -> QueryResult:
+    """Prefilter → Viterbi → E-values for one query on one shard (see the module docstring)."""
+    started = time.perf_counter()
+    prefiltered = prefilter_query_shard(query, shard, index, totals, settings)
+    hits = align_targets(query.profile, survivors(shard, prefiltered), backtrace=True, cpus=1, device=device)
+    frame = hit_table(query, shard, prefiltered, hits, totals, settings, iteration=iteration)
+    return _result(frame, prefiltered, time.perf_counter() - started)
 
 
 def rank_hits(frame: pd.DataFrame, query_order: list[str] | None = None) -> pd.DataFrame:
@@ -192,28 +272,57 @@ _WORKER: dict[str, object] = {}
 
 def _query_task(position: int) -> QueryResult:
     return search_query_shard(_WORKER["queries"][position], _WORKER["shard"], _WORKER["index"],  # type: ignore[index]
-                              _WORKER["totals"], _WORKER["settings"], iteration=_WORKER["iteration"])  # type: ignore[arg-type]
+                              _WORKER["totals"], _WORKER["settings"], iteration=_WORKER["iteration"],  # type: ignore[arg-type]
+                              device=NUMPY)
+
+
+def _prefilter_task(position: int) -> Prefiltered:
+    return prefilter_query_shard(_WORKER["queries"][position], _WORKER["shard"], _WORKER["index"],  # type: ignore[index]
+                                 _WORKER["totals"], _WORKER["settings"])  # type: ignore[arg-type]
+
+
+def _map(task, count: int, workers: int) -> list:
+    if workers <= 1:
+        return [task(k) for k in range(count)]
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        return pool.map(task, range(count), chunksize=1)
 
 
 def search_shard(queries: list[SearchQuery], shard: Shard, index: dict[str, np.ndarray], totals: DatabaseTotals,
                  settings: SearchSettings = SearchSettings(), *, iteration: int = 1,
-                 cpus: int | None = 1) -> list[QueryResult]:
-    """All queries against one loaded shard (the shard is read once for the whole batch); query order kept."""
+                 cpus: int | None = 1, device: str | None = None) -> list[QueryResult]:
+    """All queries against one loaded shard (the shard is read once for the whole batch); query order kept.
+
+    NumPy: each process searches whole queries. A torch device: the processes prefilter, then this process
+    aligns every query's survivors together (:func:`workflow_lib.aligner.align_pairs`); a query's seconds are
+    its prefilter time plus its share of the shared Viterbi time (by its survivors' cells)."""
     workers = min(resolve_cpus(cpus), max(len(queries), 1))
+    backend = resolve_device(device)
     _WORKER.update(queries=queries, shard=shard, index=index, totals=totals, settings=settings,
                    iteration=iteration)
     try:
-        if workers <= 1:
-            return [_query_task(k) for k in range(len(queries))]
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            return pool.map(_query_task, range(len(queries)), chunksize=1)
+        if backend == NUMPY:
+            return _map(_query_task, len(queries), workers)
+        prefiltered = _map(_prefilter_task, len(queries), workers)
     finally:
         _WORKER.clear()
+    started = time.perf_counter()
+    target_sets = [survivors(shard, p) for p in prefiltered]
+    pair_profile = np.repeat(np.arange(len(queries)), [len(t) for t in target_sets])
+    flat = align_pairs([q.profile for q in queries], pair_profile, [t for ts in target_sets for t in ts],
+                       backtrace=True, device=backend)
+    bounds = np.cumsum([0] + [len(t) for t in target_sets])
+    frames = [hit_table(query, shard, p, flat[bounds[k]:bounds[k + 1]], totals, settings, iteration=iteration)
+              for k, (query, p) in enumerate(zip(queries, prefiltered))]
+    shared = time.perf_counter() - started
+    cells = np.array([q.profile.length * sum(t.size for t in ts) for q, ts in zip(queries, target_sets)], float)
+    shares = cells / cells.sum() if cells.sum() > 0 else np.full(len(queries), 1.0 / max(len(queries), 1))
+    return [_result(frame, p, p.seconds + shared * share) for frame, p, share in zip(frames, prefiltered, shares)]
 
 
 def search_database(queries: list[SearchQuery], db_dir: str | Path, settings: SearchSettings = SearchSettings(),
-                    *, iteration: int = 1, cpus: int | None = 1,
-                    shards: list[int] | None = None) -> tuple[pd.DataFrame, dict[str, float]]:
+                    *, iteration: int = 1, cpus: int | None = 1, shards: list[int] | None = None,
+                    device: str | None = None) -> tuple[pd.DataFrame, dict[str, float]]:
     """Every shard (or the listed ones) in turn; returns the ranked hits and search seconds per query."""
     manifest = read_manifest(db_dir)
     totals = DatabaseTotals.from_manifest(db_dir)
@@ -222,7 +331,7 @@ def search_database(queries: list[SearchQuery], db_dir: str | Path, settings: Se
         shard = load_shard(db_dir, shard_index)
         index = load_kmer_index(db_dir, shard_index)
         for query, result in zip(queries, search_shard(queries, shard, index, totals, settings,
-                                                       iteration=iteration, cpus=cpus)):
+                                                       iteration=iteration, cpus=cpus, device=device)):
             frames.append(result.hits)
             seconds[query.name] += result.seconds
     frames = [f for f in frames if not f.empty]

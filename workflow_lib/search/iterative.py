@@ -275,12 +275,14 @@ class MsaResult:
 
 
 def build_msas(records, db_dir, search_settings=None, settings: MsaSettings = MsaSettings(), *,
-               cpus: int | None = 1, on_iteration: Callable[[int, int], None] | None = None) -> list[MsaResult]:
+               cpus: int | None = 1, on_iteration: Callable[[int, int], None] | None = None,
+               device: str | None = None) -> list[MsaResult]:
     """Iterative MSAs for many queries, batched: every iteration reads each shard once for all active queries.
 
     ``records``: :class:`workflow_lib.seqio.fasta.Record`; returns one :class:`MsaResult` per record, in order.
+    ``device``: where the Viterbi stages run (:mod:`workflow_lib.search.engine`; None = CUDA when available).
     """
-    from workflow_lib.search.engine import DatabaseTotals, SearchSettings, make_query, search_database
+    from workflow_lib.search.engine import DatabaseTotals, SearchSettings, make_queries, search_database
     search_settings = search_settings or SearchSettings()
     totals = DatabaseTotals.from_manifest(db_dir)
     state: dict[int, Alignment | None] = {k: None for k in range(len(records))}
@@ -293,8 +295,10 @@ def build_msas(records, db_dir, search_settings=None, settings: MsaSettings = Ms
             break
         started = time.perf_counter()
         profiles = {k: profile_for(state[k], records[k].sequence, context) for k in active}
-        queries = [make_query(records[k].id, profiles[k], totals, search_settings) for k in active]
-        hits, query_seconds = search_database(queries, db_dir, search_settings, iteration=iteration, cpus=cpus)
+        queries = make_queries([records[k].id for k in active], [profiles[k] for k in active], totals,
+                               search_settings, device=device)
+        hits, query_seconds = search_database(queries, db_dir, search_settings, iteration=iteration, cpus=cpus,
+                                              device=device)
         overhead = (time.perf_counter() - started - sum(query_seconds.values())) / len(active)
         grouped = dict(tuple(hits.groupby("query", sort=False))) if not hits.empty else {}
         still = []

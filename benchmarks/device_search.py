@@ -1,0 +1,230 @@
+"""The search's Viterbi stages on a GPU against NumPy on the same machine's CPUs, and jackhmmer (pyhmmer) beside
+them: one script for a lent GPU machine (issue 4, "Measure side by side"; seed "SIMD and Vectorized Viterbi
+Algorithm" for the kernels measured, "Iterative MSA Alignment" for the search).
+
+    python benchmarks/device_search.py --shared ../shared/data --out OUT [--queries 250] [--cpus 16]
+
+Steps (each one's numbers are written to ``OUT/device_search.json`` as soon as it ends, so a run cut short
+keeps what it measured):
+
+1. ``kernel``: one Pfam query profile against all 1,867 Pfam sequences, score-only and with backtrace, NumPy
+   in one process against the torch kernel on the device (GCUPS = query columns × target residues / s); then
+   the calibration of ``--queries`` profiles (128 random sequences each): NumPy one profile at a time against
+   :func:`workflow_lib.aligner.align_pairs` with every profile's lanes in shared buckets.
+2. ``search``: the Pfam benchmark's queries (the deterministic subsample of ``benchmarks/search.py``) against
+   all 1,867, 3 iterations, ``--cpus`` processes: ``device=numpy`` and ``device=cuda``; wall and CPU seconds
+   (this process and its workers), whether the hits are identical, ROC AUC and pairs found.
+3. ``jackhmmer``: pyhmmer's jackhmmer (HMMER 3.4, 3 iterations) on the same queries and database with
+   ``--cpus`` threads, when pyhmmer is importable: the CPU-time yardstick measured on the same machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from search_bench import datasets  # noqa: E402
+from workflow_lib.aligner import align_pairs, align_targets, profile_from_sequence  # noqa: E402
+from workflow_lib.db.build import build_database  # noqa: E402
+from workflow_lib.search.engine import DatabaseTotals, calibration_targets  # noqa: E402
+from workflow_lib.search.iterative import MsaSettings, build_msas  # noqa: E402
+from workflow_lib.seqio.alphabet import encode  # noqa: E402
+from workflow_lib.seqio.fasta import Record, safe_name  # noqa: E402
+
+
+def cpu_seconds() -> float:
+    """CPU seconds of this process and of its reaped children (the search's worker processes)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def synchronize(device: str) -> None:
+    if device.startswith("cuda"):
+        import torch
+        torch.cuda.synchronize()
+
+
+def timed(function, device: str, repeats: int = 3) -> tuple[float, object]:
+    """Median wall seconds of ``repeats`` calls after one warm-up call, and the last result."""
+    result = function()
+    synchronize(device)
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        result = function()
+        synchronize(device)
+        times.append(time.perf_counter() - started)
+    return float(np.median(times)), result
+
+
+def machine(device: str) -> dict:
+    info = {"cpu": platform.processor() or "", "cores": len(os.sched_getaffinity(0)),
+            "python": platform.python_version(), "numpy": np.__version__}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                info["cpu"] = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        import torch
+        info["torch"] = torch.__version__
+        if torch.cuda.is_available():
+            info["gpu"] = torch.cuda.get_device_name(0)
+    except ImportError:
+        info["torch"] = None
+    try:
+        info["nvidia_smi"] = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True,
+                                            timeout=20).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return info
+
+
+def kernel_step(dataset: datasets.Dataset, device: str, queries: int) -> dict:
+    database = [encode(seq) for _, seq in dataset.database]
+    lengths = [len(seq) for _, seq in dataset.queries]
+    name, sequence = dataset.queries[int(np.argsort(lengths)[len(lengths) // 2])]
+    profile = profile_from_sequence(sequence)
+    cells = profile.length * sum(t.size for t in database)
+    out = {"query": name, "query_length": profile.length, "targets": len(database), "cells": cells}
+    for backtrace in (False, True):
+        key = "backtrace" if backtrace else "score_only"
+        numpy_s, numpy_hits = timed(lambda: align_targets(profile, database, backtrace=backtrace, device="numpy"),
+                                    "cpu", repeats=1)
+        gpu_s, gpu_hits = timed(lambda: align_targets(profile, database, backtrace=backtrace, device=device),
+                                device)
+        same = [(h.raw_score, h.states) for h in numpy_hits] == [(h.raw_score, h.states) for h in gpu_hits]
+        out[key] = {"numpy_s": numpy_s, "device_s": gpu_s, "numpy_gcups": cells / numpy_s / 1e9,
+                    "device_gcups": cells / gpu_s / 1e9, "identical": same}
+    # calibration of many profiles: one call per profile (NumPy) against shared buckets (device)
+    totals = DatabaseTotals("pfam", len(database), sum(t.size for t in database))
+    profiles = [profile_from_sequence(seq) for _, seq in dataset.queries[:queries]]
+    target_sets = [calibration_targets(p, totals) for p in profiles]
+    pair_profile = np.repeat(np.arange(len(profiles)), [len(t) for t in target_sets])
+    flat = [t for ts in target_sets for t in ts]
+    cal_cells = sum(p.length * sum(t.size for t in ts) for p, ts in zip(profiles, target_sets))
+    sample = min(len(profiles), 40)
+    started = time.perf_counter()
+    numpy_scores = [[h.raw_score for h in align_targets(p, ts, device="numpy")]
+                    for p, ts in zip(profiles[:sample], target_sets[:sample])]
+    numpy_s = (time.perf_counter() - started) * len(profiles) / sample
+    gpu_s, hits = timed(lambda: align_pairs(profiles, pair_profile, flat, device=device), device)
+    bounds = np.cumsum([0] + [len(t) for t in target_sets])
+    same = all([h.raw_score for h in hits[bounds[k]:bounds[k + 1]]] == numpy_scores[k] for k in range(sample))
+    single_s, _ = timed(lambda: [align_targets(p, ts, device=device) for p, ts in zip(profiles[:sample],
+                                                                                      target_sets[:sample])],
+                        device, repeats=1)
+    out["calibration"] = {"profiles": len(profiles), "pairs": len(flat), "cells": cal_cells,
+                          "numpy_s_estimated": numpy_s, "numpy_profiles_timed": sample,
+                          "device_batched_s": gpu_s, "device_one_profile_per_call_s": single_s * len(profiles) / sample,
+                          "identical": same}
+    return out
+
+
+def search_step(dataset: datasets.Dataset, device: str, cpus: int, work: Path, iterations: int) -> dict:
+    db_fasta = work / "pfam.fasta"
+    db_fasta.write_text("".join(f">{name}\n{seq}\n" for name, seq in dataset.database))
+    build_database([db_fasta], work / "db", shards=1)
+    records = [Record(name, "", seq, safe_name(name)) for name, seq in dataset.queries]
+    out = {"queries": len(records), "cpus": cpus, "iterations": iterations}
+    tables = {}
+    import pandas as pd
+    for backend in ("numpy", device):
+        cpu0, wall0 = cpu_seconds(), time.perf_counter()
+        results = build_msas(records, work / "db", settings=MsaSettings(iterations=iterations), cpus=cpus,
+                             device=backend)
+        synchronize(backend)
+        wall, cpu = time.perf_counter() - wall0, cpu_seconds() - cpu0
+        frames = [it.hits for r in results for it in r.iterations if not it.hits.empty]
+        hits = pd.concat(frames, ignore_index=True)
+        tables[backend] = hits
+        metrics = datasets.pfam_metrics(dataset, hits)
+        out[backend] = {"wall_s": wall, "cpu_s": cpu, "cpu_s_per_query": cpu / len(records),
+                        "wall_s_per_query": wall / len(records), "hits": len(hits),
+                        "roc_auc": metrics["roc_auc"], "sens_at_1pct_fpr": metrics["sens_at_1pct_fpr"],
+                        "positives_found": metrics["positives_found"],
+                        "iterations_run": int(sum(len(r.iterations) for r in results))}
+        print(f"search {backend}: {wall:.1f} s wall, {cpu:.1f} CPU s, {len(hits)} hits", flush=True)
+    columns = ["query", "target", "evalue", "bitscore", "qstart", "qend", "tstart", "tend", "alignment",
+               "iteration"]
+    out["identical"] = bool(tables["numpy"][columns].reset_index(drop=True).equals(
+        tables[device][columns].reset_index(drop=True)))
+    return out
+
+
+def jackhmmer_step(dataset: datasets.Dataset, cpus: int, iterations: int) -> dict:
+    import pandas as pd
+    import pyhmmer
+    alphabet = pyhmmer.easel.Alphabet.amino()
+    targets = [pyhmmer.easel.TextSequence(name=n.encode(), sequence=s).digitize(alphabet)
+               for n, s in dataset.database]
+    block = pyhmmer.easel.DigitalSequenceBlock(alphabet, targets)
+    queries = [pyhmmer.easel.TextSequence(name=n.encode(), sequence=s).digitize(alphabet)
+               for n, s in dataset.queries]
+    cpu0, wall0 = cpu_seconds(), time.perf_counter()
+    rows = []
+    # results come in query order (the HMM is named QUERY-iN)
+    for (name, _), result in zip(dataset.queries, pyhmmer.hmmer.jackhmmer(queries, block, max_iterations=iterations,
+                                                                          cpus=cpus)):
+        for hit in result.hits:
+            target = hit.name.decode() if isinstance(hit.name, bytes) else str(hit.name)
+            rows.append((name, target, float(hit.evalue)))
+    wall, cpu = time.perf_counter() - wall0, cpu_seconds() - cpu0
+    hits = pd.DataFrame(rows, columns=["query", "target", "evalue"])
+    metrics = datasets.pfam_metrics(dataset, hits)
+    return {"version": pyhmmer.__version__, "wall_s": wall, "cpu_s": cpu, "cpu_s_per_query": cpu / len(queries),
+            "hits": len(hits), "roc_auc": metrics["roc_auc"], "sens_at_1pct_fpr": metrics["sens_at_1pct_fpr"],
+            "positives_found": metrics["positives_found"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--out", type=Path, required=True, help="device_search.json goes here")
+    parser.add_argument("--work", type=Path, default=None, help="database and scratch files (default OUT/work)")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--queries", type=int, default=250)
+    parser.add_argument("--cpus", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--iterations", type=int, default=3)
+    parser.add_argument("--steps", default="kernel,search,jackhmmer")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    work = args.work or args.out / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    dataset = datasets.load_pfam(args.shared, subsample=args.queries)
+    report = {"machine": machine(args.device), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+    path = args.out / "device_search.json"
+    steps = {"kernel": lambda: kernel_step(dataset, args.device, args.queries),
+             "search": lambda: search_step(dataset, args.device, args.cpus, work, args.iterations),
+             "jackhmmer": lambda: jackhmmer_step(dataset, args.cpus, args.iterations)}
+    for step in args.steps.split(","):
+        started = time.perf_counter()
+        try:
+            report[step] = steps[step]()
+        except Exception as error:  # noqa: BLE001 - one failed step must not lose the others' numbers
+            report[step] = {"error": f"{type(error).__name__}: {error}", "traceback": traceback.format_exc()}
+            print(report[step]["traceback"], file=sys.stderr, flush=True)
+        report[step]["step_s"] = time.perf_counter() - started
+        path.write_text(json.dumps(report, indent=1, default=float))
+        print(f"[{step}] {json.dumps(report[step], default=float)[:1500]}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

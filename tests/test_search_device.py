@@ -1,0 +1,165 @@
+"""The search on a torch device: the mixed-profile kernel (many queries' pairs in one bucket), batched
+calibration, and whole searches whose hits equal the NumPy search's. The torch paths run on CPU tensors here;
+on a machine with CUDA every test also runs on the GPU."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from test_aligner_helpers import ALIGNER_DATA, random_profile  # noqa: E402
+from workflow_lib.aligner import add_pseudocounts, align_pairs, align_targets, profile_from_sequence, read_hhm  # noqa: E402
+from workflow_lib.aligner.lanes import QUERY_LENGTH_RATIO, pair_buckets  # noqa: E402
+from workflow_lib.aligner.reference import viterbi_sequence_reference  # noqa: E402
+from workflow_lib.aligner.scores import sequence_scores  # noqa: E402
+from workflow_lib.aligner.torch_kernels import viterbi_mixed_lanes_torch  # noqa: E402
+from workflow_lib.cli import main  # noqa: E402
+from workflow_lib.db.build import build_database  # noqa: E402
+from workflow_lib.search.engine import DatabaseTotals, calibrate, make_queries  # noqa: E402
+from workflow_lib.search.iterative import MsaSettings, build_msas  # noqa: E402
+from workflow_lib.seqio.alphabet import encode  # noqa: E402
+from workflow_lib.seqio.fasta import read_fasta  # noqa: E402
+
+TORCH_DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+def hit_key(hit):
+    return (hit.index, hit.raw_score, hit.score, hit.query_start, hit.query_end, hit.target_start, hit.target_end,
+            hit.states, hit.pairs.tolist())
+
+
+@pytest.mark.parametrize("device", TORCH_DEVICES)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_mixed_lanes_equal_one_profile_per_call(device, seed):
+    """Profiles of 1–70 columns share buckets; every pair's score, best cell and alignment equal its own
+    profile's NumPy kernel, and the scores the plain-loop reference."""
+    rng = np.random.default_rng(seed)
+    profiles = [random_profile(rng, int(n)) for n in (1, 2, 9, 17, 40, 70)]
+    targets = [rng.integers(0, 21, int(rng.integers(1, 90))).astype(np.uint8) for _ in range(90)]
+    targets += [p.emissions.argmax(axis=1).astype(np.uint8) for p in profiles]   # a strong hit for each
+    pair_profile = np.concatenate([rng.integers(0, len(profiles), 90), np.arange(len(profiles))])
+    for backtrace in (True, False):
+        mixed = align_pairs(profiles, pair_profile, targets, backtrace=backtrace, device=device, lane_cells=1024)
+        assert [h.index for h in mixed] == list(range(len(targets)))
+        for k, profile in enumerate(profiles):
+            members = np.flatnonzero(pair_profile == k)
+            alone = align_targets(profile, [targets[m] for m in members], backtrace=backtrace, device="numpy")
+            assert [hit_key(h)[1:] for h in alone] == [hit_key(mixed[m])[1:] for m in members]
+    scores = [sequence_scores(p) for p in profiles]
+    for k in range(0, len(targets), 7):
+        assert mixed[k].raw_score == viterbi_sequence_reference(scores[pair_profile[k]], targets[k])[0]
+
+
+@pytest.mark.parametrize("device", TORCH_DEVICES)
+def test_mixed_lanes_on_real_profiles(device, example_dir):
+    """A globin HMM and two single-sequence profiles of real proteins, against real proteins, in one bucket."""
+    records = read_fasta(example_dir / "db" / "sprot_firmicutes_slice.fasta.gz")[:8]
+    hmm = add_pseudocounts(read_hhm(ALIGNER_DATA / "hhm" / "globins4.hhm"))
+    sequences = [encode(r.sequence) for r in records] + [hmm.sequence]
+    profiles = [hmm, profile_from_sequence(records[0].sequence[:90]), profile_from_sequence(records[3].sequence)]
+    targets = [s for s in sequences for _ in profiles]
+    pair_profile = np.tile(np.arange(len(profiles)), len(sequences))
+    scores = [sequence_scores(p) for p in profiles]
+    from workflow_lib.aligner.viterbi_seq import pack_targets
+    best, _, _, bt = viterbi_mixed_lanes_torch(scores, pair_profile, pack_targets(targets, list(range(len(targets)))),
+                                               backtrace=True, device=device)
+    assert bt.shape[0] == max(s.length for s in scores)
+    mixed = align_pairs(profiles, pair_profile, targets, backtrace=True, device=device)
+    for k in range(len(profiles)):
+        members = np.flatnonzero(pair_profile == k)
+        alone = align_targets(profiles[k], [targets[m] for m in members], backtrace=True, device="numpy")
+        assert [hit_key(h)[1:] for h in alone] == [hit_key(mixed[m])[1:] for m in members]
+        assert [int(best[m]) for m in members] == [h.raw_score for h in alone]
+    assert mixed[len(sequences) * 3 - 3].score > 100      # the globin HMM on its own consensus
+
+
+def test_mixed_lanes_check_their_inputs():
+    scores = [sequence_scores(random_profile(np.random.default_rng(0), 5))]
+    residues = np.zeros((8, 3), dtype=np.intp)
+    with pytest.raises(ValueError, match="lane_profile"):
+        viterbi_mixed_lanes_torch(scores, np.array([0, 1, 0]), residues, backtrace=False)
+    with pytest.raises(ValueError, match="lane_profile"):
+        viterbi_mixed_lanes_torch(scores, np.array([0, 0]), residues, backtrace=False)
+    with pytest.raises(ValueError, match="pair_profile"):
+        align_pairs([random_profile(np.random.default_rng(0), 5)], [0, 1], [np.zeros(3, np.uint8)] * 2)
+
+
+def test_pair_buckets_cover_every_pair_once_within_the_limits():
+    rng = np.random.default_rng(5)
+    query_lengths = rng.integers(20, 900, 400)
+    target_lengths = rng.integers(10, 1200, 400)
+    buckets = pair_buckets(query_lengths, target_lengths, backtrace=True, lane_cells=20_000, max_lanes=64,
+                           backtrace_bytes=4_000_000, row_cost_cells=2_000)
+    flat = sorted(k for bucket in buckets for k in bucket)
+    assert flat == list(range(400))
+    for bucket in buckets:
+        lengths = query_lengths[bucket]
+        assert lengths.max() < lengths.min() * QUERY_LENGTH_RATIO  # one profile-length group per bucket
+        assert len(bucket) <= 64
+        if len(bucket) > 8:  # MIN_LANES may exceed the budgets for very long targets
+            assert len(bucket) * target_lengths[bucket].max() <= 20_000 + 128 * len(bucket)
+    with pytest.raises(ValueError):
+        pair_buckets([0, 5], [3, 4], backtrace=False)
+
+
+# ----------------------------------------------------------------------------------------- whole searches
+
+@pytest.fixture(scope="module")
+def small_db(tmp_path_factory, example_dir):
+    records = read_fasta(example_dir / "db" / "sprot_firmicutes_slice.fasta.gz")[:250]
+    folder = tmp_path_factory.mktemp("devicedb")
+    (folder / "db.fasta").write_text("".join(f">{r.id}\n{r.sequence}\n" for r in records))
+    build_database([folder / "db.fasta"], folder / "db", shards=2)
+    proteome = read_fasta(example_dir / "proteomes" / "anaerococcus_slice.fasta")
+    return folder / "db", [records[5], records[120], proteome[10], proteome[4]]
+
+
+@pytest.mark.parametrize("device", TORCH_DEVICES)
+def test_batched_calibration_equals_one_by_one(small_db, device):
+    db, records = small_db
+    totals = DatabaseTotals.from_manifest(db)
+    profiles = [profile_from_sequence(r.sequence) for r in records]
+    batched = make_queries([r.id for r in records], profiles, totals, device=device)
+    for query, profile in zip(batched, profiles):
+        assert query.calibration == calibrate(profile, totals, device="numpy")
+
+
+@pytest.mark.parametrize("device", TORCH_DEVICES)
+def test_search_on_a_torch_device_equals_numpy(small_db, device):
+    """Two iterations over two shards: the same hits, E-values, alignments and MSAs, with the prefilter in one
+    process and in two forked ones (which never touch the device)."""
+    db, records = small_db
+    settings = MsaSettings(iterations=2)
+    reference = build_msas(records, db, settings=settings, cpus=1, device="numpy")
+    for cpus in (1, 2):
+        result = build_msas(records, db, settings=settings, cpus=cpus, device=device)
+        for mine, theirs in zip(result, reference):
+            assert len(mine.iterations) == len(theirs.iterations)
+            for a, b in zip(mine.iterations, theirs.iterations):
+                pd.testing.assert_frame_equal(a.hits, b.hits)
+            assert mine.alignment.rows == theirs.alignment.rows
+    assert sum(len(it.hits) for r in reference for it in r.iterations) > 20
+
+
+def test_cli_device_option(small_db, tmp_path, capsys):
+    db, records = small_db
+    fasta = tmp_path / "q.fasta"
+    fasta.write_text("".join(f">{r.id}\n{r.sequence}\n" for r in records[:2]))
+    tables = []
+    for device in ["numpy", "cpu"]:
+        out = tmp_path / f"{device}.parquet"
+        assert main(["search", "--db", str(db), "--out", str(out), "--iterations", "1", "--device", device,
+                     str(fasta)]) == 0
+        tables.append(pd.read_parquet(out))
+    pd.testing.assert_frame_equal(tables[0], tables[1])
+    capsys.readouterr()
+    assert main(["search", "--db", str(db), "--out", str(tmp_path / "x.parquet"), "--device", "gpu0", str(fasta)]) != 0
+    assert "'gpu0' is not a torch device" in capsys.readouterr().err
+    if not torch.cuda.is_available():
+        assert main(["search", "--db", str(db), "--out", str(tmp_path / "x.parquet"), "--device", "cuda",
+                     str(fasta)]) != 0
+        assert "torch sees no CUDA device" in capsys.readouterr().err
+    assert not (tmp_path / "x.parquet").exists()
