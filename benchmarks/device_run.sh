@@ -24,6 +24,6 @@ python3 - "$OUT/device_search.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 print(json.dumps(r.get("machine")))
-for step in ("kernel", "search", "jackhmmer"):
+for step in ("kernel", "search", "jackhmmer", "proteome"):
     print(step, json.dumps({k: v for k, v in r.get(step, {}).items() if k != "traceback"}, default=float)[:2500])
 PY

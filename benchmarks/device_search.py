@@ -16,6 +16,11 @@ keeps what it measured):
    (this process and its workers), whether the hits are identical, ROC AUC and pairs found.
 3. ``jackhmmer``: pyhmmer's jackhmmer (HMMER 3.4, 3 iterations) on the same queries and database with
    ``--cpus`` threads, when pyhmmer is importable: the CPU-time yardstick measured on the same machine.
+4. ``proteome``: the first ``--proteome-queries`` *E. coli* proteins against the Swiss-Prot subsets of the
+   proteome-scale benchmark, NumPy, the device and jackhmmer as in steps 2–3.
+
+Kernels on the device: the torch kernel and the fused Triton kernel (lanes per program 32, 64, 128) in step 1;
+steps 2 and 4 use the default (Triton on CUDA when installed).
 """
 
 from __future__ import annotations
@@ -96,8 +101,33 @@ def machine(device: str) -> dict:
     return info
 
 
-def kernel_step(dataset: datasets.Dataset, device: str, queries: int) -> dict:
-    database = [encode(seq) for _, seq in dataset.database]
+def with_kernel(kernel: str, block: int | None, function):
+    """``function()`` with the device kernel ``kernel`` (and Triton's lanes per program ``block``)."""
+    from workflow_lib.aligner import triton_kernels
+    from workflow_lib.aligner.torch_kernels import KERNEL_VARIABLE
+    saved_env, saved_block = os.environ.get(KERNEL_VARIABLE), triton_kernels.BLOCK_LANES
+    os.environ[KERNEL_VARIABLE] = kernel
+    triton_kernels.BLOCK_LANES = block or saved_block
+    try:
+        return function()
+    finally:
+        triton_kernels.BLOCK_LANES = saved_block
+        if saved_env is None:
+            os.environ.pop(KERNEL_VARIABLE, None)
+        else:
+            os.environ[KERNEL_VARIABLE] = saved_env
+
+
+def device_variants(device: str) -> list[tuple[str, str, int | None]]:
+    """(label, kernel, Triton block) of every device kernel to time."""
+    variants = [("torch", "torch", None)]
+    if device.startswith("cuda") or os.environ.get("TRITON_INTERPRET") == "1":
+        variants += [(f"triton_b{block}", "triton", block) for block in (32, 64, 128)]
+    return variants
+
+
+def kernel_step(dataset: datasets.Dataset, device: str, queries: int, targets: int | None) -> dict:
+    database = [encode(seq) for _, seq in dataset.database][:targets]
     lengths = [len(seq) for _, seq in dataset.queries]
     name, sequence = dataset.queries[int(np.argsort(lengths)[len(lengths) // 2])]
     profile = profile_from_sequence(sequence)
@@ -107,11 +137,15 @@ def kernel_step(dataset: datasets.Dataset, device: str, queries: int) -> dict:
         key = "backtrace" if backtrace else "score_only"
         numpy_s, numpy_hits = timed(lambda: align_targets(profile, database, backtrace=backtrace, device="numpy"),
                                     "cpu", repeats=1)
-        gpu_s, gpu_hits = timed(lambda: align_targets(profile, database, backtrace=backtrace, device=device),
-                                device)
-        same = [(h.raw_score, h.states) for h in numpy_hits] == [(h.raw_score, h.states) for h in gpu_hits]
-        out[key] = {"numpy_s": numpy_s, "device_s": gpu_s, "numpy_gcups": cells / numpy_s / 1e9,
-                    "device_gcups": cells / gpu_s / 1e9, "identical": same}
+        expected = [(h.raw_score, h.states) for h in numpy_hits]
+        out[key] = {"numpy_s": numpy_s, "numpy_gcups": cells / numpy_s / 1e9}
+        for label, kernel, block in device_variants(device):
+            seconds, hits = with_kernel(kernel, block, lambda: timed(
+                lambda: align_pairs([profile], np.zeros(len(database), np.int64), database, backtrace=backtrace,
+                                    device=device), device))
+            out[key][label] = {"s": seconds, "gcups": cells / seconds / 1e9,
+                               "identical": [(h.raw_score, h.states) for h in hits] == expected}
+        print(f"kernel {key}: {json.dumps(out[key], default=float)}", flush=True)
     # calibration of many profiles: one call per profile (NumPy) against shared buckets (device)
     totals = DatabaseTotals("pfam", len(database), sum(t.size for t in database))
     profiles = [profile_from_sequence(seq) for _, seq in dataset.queries[:queries]]
@@ -119,48 +153,46 @@ def kernel_step(dataset: datasets.Dataset, device: str, queries: int) -> dict:
     pair_profile = np.repeat(np.arange(len(profiles)), [len(t) for t in target_sets])
     flat = [t for ts in target_sets for t in ts]
     cal_cells = sum(p.length * sum(t.size for t in ts) for p, ts in zip(profiles, target_sets))
-    sample = min(len(profiles), 40)
+    sample = min(len(profiles), 20)
     started = time.perf_counter()
     numpy_scores = [[h.raw_score for h in align_targets(p, ts, device="numpy")]
                     for p, ts in zip(profiles[:sample], target_sets[:sample])]
     numpy_s = (time.perf_counter() - started) * len(profiles) / sample
-    gpu_s, hits = timed(lambda: align_pairs(profiles, pair_profile, flat, device=device), device)
     bounds = np.cumsum([0] + [len(t) for t in target_sets])
-    same = all([h.raw_score for h in hits[bounds[k]:bounds[k + 1]]] == numpy_scores[k] for k in range(sample))
-    single_s, _ = timed(lambda: [align_targets(p, ts, device=device) for p, ts in zip(profiles[:sample],
-                                                                                      target_sets[:sample])],
-                        device, repeats=1)
-    out["calibration"] = {"profiles": len(profiles), "pairs": len(flat), "cells": cal_cells,
-                          "numpy_s_estimated": numpy_s, "numpy_profiles_timed": sample,
-                          "device_batched_s": gpu_s, "device_one_profile_per_call_s": single_s * len(profiles) / sample,
-                          "identical": same}
+    calibration = {"profiles": len(profiles), "pairs": len(flat), "cells": cal_cells,
+                   "numpy_s_estimated": numpy_s, "numpy_profiles_timed": sample}
+    for label, kernel, block in device_variants(device):
+        seconds, hits = with_kernel(kernel, block, lambda: timed(
+            lambda: align_pairs(profiles, pair_profile, flat, device=device), device, repeats=2))
+        same = all([h.raw_score for h in hits[bounds[k]:bounds[k + 1]]] == numpy_scores[k] for k in range(sample))
+        calibration[label] = {"s": seconds, "gcups": cal_cells / seconds / 1e9, "identical": same}
+    out["calibration"] = calibration
     return out
 
 
-def search_step(dataset: datasets.Dataset, device: str, cpus: int, work: Path, iterations: int) -> dict:
-    db_fasta = work / "pfam.fasta"
-    db_fasta.write_text("".join(f">{name}\n{seq}\n" for name, seq in dataset.database))
-    build_database([db_fasta], work / "db", shards=1)
-    records = [Record(name, "", seq, safe_name(name)) for name, seq in dataset.queries]
+def search_runs(records: list[Record], db: Path, device: str, cpus: int, iterations: int,
+                dataset: datasets.Dataset | None = None) -> dict:
+    """``build_msas`` of ``records`` on ``db`` with NumPy and on ``device``: times, hits, whether identical."""
+    import pandas as pd
     out = {"queries": len(records), "cpus": cpus, "iterations": iterations}
     tables = {}
-    import pandas as pd
-    for backend in ("numpy", device):
+    for backend in ("numpy", device):  # the device with its default kernel (Triton on CUDA when installed)
         cpu0, wall0 = cpu_seconds(), time.perf_counter()
-        results = build_msas(records, work / "db", settings=MsaSettings(iterations=iterations), cpus=cpus,
-                             device=backend)
+        results = build_msas(records, db, settings=MsaSettings(iterations=iterations), cpus=cpus, device=backend)
         synchronize(backend)
         wall, cpu = time.perf_counter() - wall0, cpu_seconds() - cpu0
         frames = [it.hits for r in results for it in r.iterations if not it.hits.empty]
         hits = pd.concat(frames, ignore_index=True)
         tables[backend] = hits
-        metrics = datasets.pfam_metrics(dataset, hits)
         out[backend] = {"wall_s": wall, "cpu_s": cpu, "cpu_s_per_query": cpu / len(records),
                         "wall_s_per_query": wall / len(records), "hits": len(hits),
-                        "roc_auc": metrics["roc_auc"], "sens_at_1pct_fpr": metrics["sens_at_1pct_fpr"],
-                        "positives_found": metrics["positives_found"],
-                        "iterations_run": int(sum(len(r.iterations) for r in results))}
-        print(f"search {backend}: {wall:.1f} s wall, {cpu:.1f} CPU s, {len(hits)} hits", flush=True)
+                        "iterations_run": int(sum(len(r.iterations) for r in results)),
+                        "msa_rows": int(sum(len(r.alignment.rows) for r in results))}
+        if dataset is not None:
+            metrics = datasets.pfam_metrics(dataset, hits)
+            out[backend].update(roc_auc=metrics["roc_auc"], sens_at_1pct_fpr=metrics["sens_at_1pct_fpr"],
+                                positives_found=metrics["positives_found"])
+        print(f"search {db.name} {backend}: {wall:.1f} s wall, {cpu:.1f} CPU s, {len(hits)} hits", flush=True)
     columns = ["query", "target", "evalue", "bitscore", "qstart", "qend", "tstart", "tend", "alignment",
                "iteration"]
     out["identical"] = bool(tables["numpy"][columns].reset_index(drop=True).equals(
@@ -168,7 +200,34 @@ def search_step(dataset: datasets.Dataset, device: str, cpus: int, work: Path, i
     return out
 
 
-def jackhmmer_step(dataset: datasets.Dataset, cpus: int, iterations: int) -> dict:
+def search_step(dataset: datasets.Dataset, device: str, cpus: int, work: Path, iterations: int) -> dict:
+    db_fasta = work / "pfam.fasta"
+    db_fasta.write_text("".join(f">{name}\n{seq}\n" for name, seq in dataset.database))
+    build_database([db_fasta], work / "pfam_db", shards=1)
+    records = [Record(name, "", seq, safe_name(name)) for name, seq in dataset.queries]
+    return search_runs(records, work / "pfam_db", device, cpus, iterations, dataset)
+
+
+PROTEOME_DATABASE = ("genus_Enterococcus", "genus_Staphylococcus", "sprot_Archaea", "sprot_Mitochondria",
+                     "sprot_Viruses")
+"""The Swiss-Prot subsets of the proteome-scale benchmark (``benchmarks/proteome``: all but genus_Escherichia)."""
+
+
+def proteome_step(shared: Path, device: str, cpus: int, work: Path, iterations: int, count: int) -> dict:
+    """The first ``count`` E. coli proteins against the Swiss-Prot subsets; also jackhmmer on the same."""
+    from workflow_lib.seqio.fasta import read_fasta
+    fastas = [shared / "swissprot_subsets_prokka" / f"{name}.fasta.gz" for name in PROTEOME_DATABASE]
+    build_database(fastas, work / "sprot_db", shards=1)
+    records = read_fasta(shared / "proteome_ecoli_k12" / "UP000000625_83333.fasta.gz")[:count]
+    out = search_runs(records, work / "sprot_db", device, cpus, iterations)
+    database = [(r.id, r.sequence) for path in fastas for r in read_fasta(path)]
+    out["database_sequences"] = len(database)
+    proteome = datasets.Dataset("ecoli", [(r.id, r.sequence) for r in records], database)
+    out["jackhmmer"] = jackhmmer_step(proteome, cpus, iterations, metrics=False)
+    return out
+
+
+def jackhmmer_step(dataset: datasets.Dataset, cpus: int, iterations: int, metrics: bool = True) -> dict:
     import pandas as pd
     import pyhmmer
     alphabet = pyhmmer.easel.Alphabet.amino()
@@ -187,10 +246,13 @@ def jackhmmer_step(dataset: datasets.Dataset, cpus: int, iterations: int) -> dic
             rows.append((name, target, float(hit.evalue)))
     wall, cpu = time.perf_counter() - wall0, cpu_seconds() - cpu0
     hits = pd.DataFrame(rows, columns=["query", "target", "evalue"])
-    metrics = datasets.pfam_metrics(dataset, hits)
-    return {"version": pyhmmer.__version__, "wall_s": wall, "cpu_s": cpu, "cpu_s_per_query": cpu / len(queries),
-            "hits": len(hits), "roc_auc": metrics["roc_auc"], "sens_at_1pct_fpr": metrics["sens_at_1pct_fpr"],
-            "positives_found": metrics["positives_found"]}
+    out = {"version": pyhmmer.__version__, "wall_s": wall, "cpu_s": cpu, "cpu_s_per_query": cpu / len(queries),
+           "hits": len(hits)}
+    if metrics:
+        scored = datasets.pfam_metrics(dataset, hits)
+        out.update(roc_auc=scored["roc_auc"], sens_at_1pct_fpr=scored["sens_at_1pct_fpr"],
+                   positives_found=scored["positives_found"])
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -202,7 +264,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=250)
     parser.add_argument("--cpus", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--iterations", type=int, default=3)
-    parser.add_argument("--steps", default="kernel,search,jackhmmer")
+    parser.add_argument("--steps", default="kernel,search,jackhmmer,proteome")
+    parser.add_argument("--proteome-queries", type=int, default=200)
+    parser.add_argument("--kernel-targets", type=int, default=None,
+                        help="kernel step: the first N database sequences only (a quick check)")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     work = args.work or args.out / "work"
@@ -210,9 +275,11 @@ def main(argv: list[str] | None = None) -> int:
     dataset = datasets.load_pfam(args.shared, subsample=args.queries)
     report = {"machine": machine(args.device), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
     path = args.out / "device_search.json"
-    steps = {"kernel": lambda: kernel_step(dataset, args.device, args.queries),
+    steps = {"kernel": lambda: kernel_step(dataset, args.device, args.queries, args.kernel_targets),
              "search": lambda: search_step(dataset, args.device, args.cpus, work, args.iterations),
-             "jackhmmer": lambda: jackhmmer_step(dataset, args.cpus, args.iterations)}
+             "jackhmmer": lambda: jackhmmer_step(dataset, args.cpus, args.iterations),
+             "proteome": lambda: proteome_step(args.shared, args.device, args.cpus, work, args.iterations,
+                                               args.proteome_queries)}
     for step in args.steps.split(","):
         started = time.perf_counter()
         try:

@@ -21,6 +21,7 @@ rule search_profiles:
         state=state_option,
         precomputed=precomputed_option,
         settings=SEARCH_SETTINGS.cli_options(),
+        device=SEARCH_SETTINGS.device_option(),
     wildcard_constraints:
         chunk=r"\d{4}",
         iteration=r"\d+",
@@ -36,7 +37,7 @@ rule search_profiles:
         "../envs/core.yaml"
     shell:
         "{params.trackfold} search-profiles {input.fasta} --db {params.db} --iteration {wildcards.iteration} "
-        "{params.state} {params.precomputed} {params.settings} --out {output.profiles} > {log} 2>&1"
+        "{params.state} {params.precomputed} {params.settings} {params.device} --out {output.profiles} > {log} 2>&1"
 
 
 rule search_shard:
@@ -51,6 +52,7 @@ rule search_shard:
         trackfold=TRACKFOLD,
         db=lambda wildcards, input: str(Path(input.manifest).parent),
         settings=SEARCH_SETTINGS.cli_options(),
+        device=SEARCH_SETTINGS.device_option(),
     wildcard_constraints:
         chunk=r"\d{4}",
         shard=r"\d{3}",
@@ -67,7 +69,7 @@ rule search_shard:
         "../envs/core.yaml"
     shell:
         "{params.trackfold} search-shard {input.fasta} --db {params.db} --shard {wildcards.shard} "
-        "--iteration {wildcards.iteration} --profiles {input.profiles} {params.settings} "
+        "--iteration {wildcards.iteration} --profiles {input.profiles} {params.settings} {params.device} "
         "--cpus {threads} --out {output.hits} --times {output.times} > {log} 2>&1"
 
 

@@ -1,8 +1,11 @@
-"""The search on a torch device: the mixed-profile kernel (many queries' pairs in one bucket), batched
-calibration, and whole searches whose hits equal the NumPy search's. The torch paths run on CPU tensors here;
-on a machine with CUDA every test also runs on the GPU."""
+"""The search on a torch device: the mixed-profile kernels (many queries' pairs in one bucket; torch operations
+and the fused Triton kernel), batched calibration, and whole searches whose hits equal the NumPy search's. The
+torch paths run on CPU tensors and the Triton kernel in Triton's CPU interpreter here; on a machine with CUDA
+every test also runs on the GPU."""
 
 from __future__ import annotations
+
+import importlib.util
 
 import numpy as np
 import pandas as pd
@@ -15,9 +18,12 @@ from workflow_lib.aligner import add_pseudocounts, align_pairs, align_targets, p
 from workflow_lib.aligner.lanes import QUERY_LENGTH_RATIO, pair_buckets  # noqa: E402
 from workflow_lib.aligner.reference import viterbi_sequence_reference  # noqa: E402
 from workflow_lib.aligner.scores import sequence_scores  # noqa: E402
-from workflow_lib.aligner.torch_kernels import viterbi_mixed_lanes_torch  # noqa: E402
+from workflow_lib.aligner import torch_kernels, triton_kernels  # noqa: E402
+from workflow_lib.aligner.torch_kernels import KERNEL_VARIABLE, kernel_choice, viterbi_mixed_lanes_torch  # noqa: E402
+from workflow_lib.aligner.viterbi_seq import pack_targets  # noqa: E402
 from workflow_lib.cli import main  # noqa: E402
 from workflow_lib.db.build import build_database  # noqa: E402
+from workflow_lib.errors import InputError  # noqa: E402
 from workflow_lib.search.engine import DatabaseTotals, calibrate, make_queries  # noqa: E402
 from workflow_lib.search.iterative import MsaSettings, build_msas  # noqa: E402
 from workflow_lib.seqio.alphabet import encode  # noqa: E402
@@ -33,9 +39,11 @@ def hit_key(hit):
 
 @pytest.mark.parametrize("device", TORCH_DEVICES)
 @pytest.mark.parametrize("seed", [0, 1])
-def test_mixed_lanes_equal_one_profile_per_call(device, seed):
+def test_mixed_lanes_equal_one_profile_per_call(device, seed, monkeypatch):
     """Profiles of 1–70 columns share buckets; every pair's score, best cell and alignment equal its own
-    profile's NumPy kernel, and the scores the plain-loop reference."""
+    profile's NumPy kernel, and the scores the plain-loop reference (the torch kernel; on CUDA the default is
+    the fused one, tested below)."""
+    monkeypatch.setenv(KERNEL_VARIABLE, "torch")
     rng = np.random.default_rng(seed)
     profiles = [random_profile(rng, int(n)) for n in (1, 2, 9, 17, 40, 70)]
     targets = [rng.integers(0, 21, int(rng.integers(1, 90))).astype(np.uint8) for _ in range(90)]
@@ -63,7 +71,6 @@ def test_mixed_lanes_on_real_profiles(device, example_dir):
     targets = [s for s in sequences for _ in profiles]
     pair_profile = np.tile(np.arange(len(profiles)), len(sequences))
     scores = [sequence_scores(p) for p in profiles]
-    from workflow_lib.aligner.viterbi_seq import pack_targets
     best, _, _, bt = viterbi_mixed_lanes_torch(scores, pair_profile, pack_targets(targets, list(range(len(targets)))),
                                                backtrace=True, device=device)
     assert bt.shape[0] == max(s.length for s in scores)
@@ -74,6 +81,87 @@ def test_mixed_lanes_on_real_profiles(device, example_dir):
         assert [hit_key(h)[1:] for h in alone] == [hit_key(mixed[m])[1:] for m in members]
         assert [int(best[m]) for m in members] == [h.raw_score for h in alone]
     assert mixed[len(sequences) * 3 - 3].score > 100      # the globin HMM on its own consensus
+
+
+@pytest.fixture
+def triton_device(monkeypatch):
+    """``cuda`` where there is a GPU, else ``cpu`` with Triton's interpreter (the kernel rebuilt for it)."""
+    if importlib.util.find_spec("triton") is None:
+        pytest.skip("Triton is not installed (pip install 'trackfold[gpu]')")
+    if torch.cuda.is_available():
+        return "cuda"
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setattr(triton_kernels, "_KERNEL", None)
+    return "cpu"
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_triton_kernel_equals_the_torch_kernel(triton_device, monkeypatch, seed):
+    """Scores, best cells and every backtrace byte a path can reach (rows inside each lane's profile, columns
+    inside its target) equal the torch kernel's; the hits equal NumPy's, one profile at a time."""
+    rng = np.random.default_rng(seed)
+    profiles = [random_profile(rng, int(n)) for n in (1, 4, 11, 23)]
+    scores = [sequence_scores(p) for p in profiles]
+    targets = [rng.integers(0, 21, int(rng.integers(1, 40))).astype(np.uint8) for _ in range(36)]
+    targets += [p.emissions.argmax(axis=1).astype(np.uint8) for p in profiles]
+    pair_profile = np.concatenate([rng.integers(0, len(profiles), 36), np.arange(len(profiles))])
+    residues = pack_targets(targets, list(range(len(targets))))
+    for backtrace in (False, True):
+        fused = viterbi_mixed_lanes_torch(scores, pair_profile, residues, backtrace=backtrace, device=triton_device,
+                                          kernel="triton")
+        plain = viterbi_mixed_lanes_torch(scores, pair_profile, residues, backtrace=backtrace, device="cpu",
+                                          kernel="torch")
+        for got, expected in zip(fused[:3], plain[:3]):
+            np.testing.assert_array_equal(got, expected)
+        if backtrace:
+            for lane, target in enumerate(targets):
+                rows = scores[pair_profile[lane]].length
+                np.testing.assert_array_equal(fused[3][:rows, :target.size, lane],
+                                              plain[3][:rows, :target.size, lane])
+    monkeypatch.setenv(KERNEL_VARIABLE, "triton")
+    mixed = align_pairs(profiles, pair_profile, targets, backtrace=True, device=triton_device, lane_cells=512)
+    for k, profile in enumerate(profiles):
+        members = np.flatnonzero(pair_profile == k)
+        alone = align_targets(profile, [targets[m] for m in members], backtrace=True, device="numpy")
+        assert [hit_key(h)[1:] for h in alone] == [hit_key(mixed[m])[1:] for m in members]
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_hits_from_path_states_equal_hits_from_the_byte_matrix(seed):
+    """The device traceback hands back each lane's states only; the cells recovered from the moves give the
+    same hits as walking the byte matrix (NumPy kernel, real backtrace bytes; extra stopped rows are ignored)."""
+    from workflow_lib.aligner import backtrace
+    from workflow_lib.aligner.viterbi_seq import viterbi_seq_lanes
+    rng = np.random.default_rng(seed)
+    profile = random_profile(rng, 35)
+    targets = [rng.integers(0, 21, int(rng.integers(1, 70))).astype(np.uint8) for _ in range(30)]
+    targets.append(profile.emissions.argmax(axis=1).astype(np.uint8))
+    indices = list(range(len(targets)))
+    best, best_i, best_l, bt = viterbi_seq_lanes(sequence_scores(profile), pack_targets(targets, indices),
+                                                 backtrace=True)
+    expected = backtrace.sequence_hits(bt, best, best_i, best_l, indices)
+    _, _, states = backtrace._paths(bt, best_i, best_l, backtrace._seq_step, len(backtrace.SEQ_STATES))
+    codes = np.where(states >= 0, states, triton_kernels.STOPPED).astype(np.uint8)
+    codes = np.concatenate([codes, np.full((4, codes.shape[1]), triton_kernels.STOPPED, np.uint8)])
+    got = backtrace.sequence_hits_from_states(codes, best, best_i, best_l, indices)
+    assert [hit_key(h) for h in got] == [hit_key(h) for h in expected]
+    assert got[-1].states.count("M") >= 30
+
+
+def test_kernel_choice(monkeypatch):
+    monkeypatch.delenv(KERNEL_VARIABLE, raising=False)
+    assert kernel_choice(None, "cpu") == "torch"                 # auto: Triton only on CUDA
+    assert kernel_choice("triton", "cpu") == "triton"
+    monkeypatch.setattr(triton_kernels, "triton_available", lambda: True)
+    assert kernel_choice(None, "cuda:0") == "triton"
+    monkeypatch.setattr(triton_kernels, "triton_available", lambda: False)
+    assert kernel_choice(None, "cuda") == "torch"
+    monkeypatch.setenv(KERNEL_VARIABLE, "torch")
+    assert kernel_choice(None, "cuda") == "torch"
+    monkeypatch.setenv(KERNEL_VARIABLE, "fast")
+    with pytest.raises(ValueError, match=KERNEL_VARIABLE):
+        kernel_choice(None, "cuda")
+    assert torch_kernels.KERNELS == ("auto", "torch", "triton")
 
 
 def test_mixed_lanes_check_their_inputs():
@@ -163,3 +251,12 @@ def test_cli_device_option(small_db, tmp_path, capsys):
                      str(fasta)]) != 0
         assert "torch sees no CUDA device" in capsys.readouterr().err
     assert not (tmp_path / "x.parquet").exists()
+
+
+def test_config_device_key():
+    from workflow_lib.workflow.config import SearchConfig
+    assert SearchConfig().device_option() == "--device numpy"
+    assert SearchConfig(device="cuda:1").device_option() == "--device cuda:1"
+    assert "--device" not in SearchConfig(device="cuda").cli_options()  # msa-merge and msa-final take no device
+    with pytest.raises(InputError, match="search.device"):
+        SearchConfig(device="gpu")

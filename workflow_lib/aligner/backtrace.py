@@ -107,6 +107,26 @@ def sequence_hits(bt: np.ndarray, best: np.ndarray, best_i: np.ndarray, best_l: 
     return _lane_hits(_paths(bt, best_i, best_l, _seq_step, len(SEQ_STATES)), best, indices, SEQ_STATES)
 
 
+def sequence_hits_from_states(states: np.ndarray, best: np.ndarray, best_i: np.ndarray, best_l: np.ndarray,
+                              indices: list[int]) -> list[Hit]:
+    """:func:`sequence_hits` from the path states alone, as a device traceback writes them: ``states`` uint8
+    ``[steps, W]``, lane w's path read backwards from its best cell (0 M, 1 I, 2 D; 255 once it has stopped).
+    The cells are recovered from the moves (M: (−1, −1), I: (0, −1), D: (−1, 0)), so the hits equal
+    :func:`sequence_hits` on the backtrace bytes the states were read from."""
+    codes = np.asarray(states).astype(np.int64)
+    codes[codes == 255] = -1
+    best_i, best_l = np.asarray(best_i, dtype=np.int64), np.asarray(best_l, dtype=np.int64)
+    if codes.shape[0] == 0:
+        empty = np.zeros((0, codes.shape[1]), dtype=np.int64)
+        return _lane_hits([empty, empty, empty], best, indices, SEQ_STATES)
+    di = (codes != 1) & (codes >= 0)
+    dl = (codes != 2) & (codes >= 0)
+    # the cell of step k: the best cell less the moves of steps 0 .. k−1
+    rows = best_i[None, :] - np.cumsum(di, axis=0) + di
+    positions = best_l[None, :] - np.cumsum(dl, axis=0) + dl
+    return _lane_hits([rows, positions, codes], best, indices, SEQ_STATES)
+
+
 def _lane_hits(records: list[np.ndarray], best: np.ndarray, indices: list[int], letters: str) -> list[Hit]:
     """The :class:`Hit` of every lane from the step records of :func:`_paths` (state code 0 = match).
 

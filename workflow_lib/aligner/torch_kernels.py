@@ -26,7 +26,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from workflow_lib.aligner.backtrace import sequence_hits
+from workflow_lib.aligner.backtrace import sequence_hits, sequence_hits_from_states
 from workflow_lib.aligner.profile import DD, DM, II, IM, MD, MI, MM
 from workflow_lib.aligner.scores import NEG_INF, Hit, SequenceScores
 
@@ -75,8 +75,46 @@ def viterbi_seq_lanes_torch(scores: SequenceScores, residues: np.ndarray, *, bac
                                      backtrace=backtrace, device=device)
 
 
+KERNELS = ("auto", "torch", "triton")
+KERNEL_VARIABLE = "TRACKFOLD_VITERBI_KERNEL"
+"""Environment variable choosing the device kernel: ``auto`` (the fused Triton kernel on CUDA when Triton is
+installed, else the torch one), ``torch`` or ``triton``."""
+
+
+def kernel_choice(kernel: str | None, device: str) -> str:
+    """``torch`` or ``triton`` for ``device`` (``kernel`` None: from :data:`KERNEL_VARIABLE`, default auto)."""
+    kernel = kernel or os.environ.get(KERNEL_VARIABLE, "auto")
+    if kernel not in KERNELS:
+        raise ValueError(f"{KERNEL_VARIABLE} must be one of {', '.join(KERNELS)}, got {kernel!r}")
+    if kernel == "auto":
+        from workflow_lib.aligner.triton_kernels import triton_available
+        return "triton" if device.startswith("cuda") and triton_available() else "torch"
+    return kernel
+
+
+def stack_scores(scores_list: list[SequenceScores]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Profiles stacked for the mixed-lane kernels: emissions int64 ``[Lq, P · codes]``, transitions int64
+    ``[Lq + 1, 7, P]`` (zero past each profile's end) and the lengths ``[P]``; ``Lq`` is the longest."""
+    n_profiles = len(scores_list)
+    lengths = np.array([s.length for s in scores_list], dtype=np.int64)
+    n_query = int(lengths.max())
+    n_codes = scores_list[0].emission.shape[1]
+    emission = np.zeros((n_query, n_profiles * n_codes), dtype=np.int64)
+    transitions = np.zeros((n_query + 1, 7, n_profiles), dtype=np.int64)
+    for k, s in enumerate(scores_list):
+        emission[:s.length, k * n_codes:(k + 1) * n_codes] = s.emission
+        transitions[:s.length + 1, :, k] = s.transitions
+    return emission, transitions, lengths
+
+
+def _use_triton(kernel: str | None, device: str, n_target: int) -> bool:
+    """The fused kernel for this call: chosen (:func:`kernel_choice`) and int32 scores (``n_target``)."""
+    from workflow_lib.aligner.viterbi_seq import INT32_MAX_TARGET
+    return kernel_choice(kernel, device) == "triton" and n_target <= INT32_MAX_TARGET
+
+
 def viterbi_mixed_lanes_torch(scores_list: list[SequenceScores], lane_profile: np.ndarray, residues: np.ndarray, *,
-                              backtrace: bool, device: str = "cpu"
+                              backtrace: bool, device: str = "cpu", kernel: str | None = None
                               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """The lane Viterbi with a profile per lane: lane ``w`` aligns ``residues[:, w]`` to
     ``scores_list[lane_profile[w]]``, so one call serves the pairs of many queries (on a GPU a DP row costs its
@@ -86,6 +124,9 @@ def viterbi_mixed_lanes_torch(scores_list: list[SequenceScores], lane_profile: n
     ``NEG_INF`` (they can neither start nor end an alignment, and its backtrace never reaches them). Each lane's
     score, best cell and backtrace bytes are those of its profile alone. Returns ``best`` int64 ``[W]``,
     ``best_i``/``best_l`` ``[W]`` and the backtrace bytes ``uint8 [Lq, Lt, W]`` (or None).
+
+    ``kernel`` (:func:`kernel_choice`): ``triton`` runs the fused kernel of
+    :mod:`workflow_lib.aligner.triton_kernels` (int32 scores only; longer targets take the torch kernel).
     """
     import torch
 
@@ -100,14 +141,12 @@ def viterbi_mixed_lanes_torch(scores_list: list[SequenceScores], lane_profile: n
         raise ValueError("lane_profile must index scores_list")
     n_target, width = residues.shape
     n_profiles = len(scores_list)
-    lengths = np.array([s.length for s in scores_list], dtype=np.int64)
-    n_query = int(lengths.max())
-    n_codes = scores_list[0].emission.shape[1]
-    emission_np = np.zeros((n_query, n_profiles * n_codes), dtype=np.int64)      # [Lq, P · codes]
-    transitions_np = np.zeros((n_query + 1, 7, n_profiles), dtype=np.int64)     # [Lq + 1, 7, P]
-    for k, s in enumerate(scores_list):
-        emission_np[:s.length, k * n_codes:(k + 1) * n_codes] = s.emission
-        transitions_np[:s.length + 1, :, k] = s.transitions
+    emission_np, transitions_np, lengths = stack_scores(scores_list)
+    n_query, n_codes = int(lengths.max()), scores_list[0].emission.shape[1]
+    if _use_triton(kernel, device, n_target):
+        from workflow_lib.aligner.triton_kernels import viterbi_mixed_lanes_triton
+        return viterbi_mixed_lanes_triton(emission_np, transitions_np, lengths, lane_profile, residues,
+                                          backtrace=backtrace, device=device)
     dtype = torch.int32 if n_target <= INT32_MAX_TARGET else torch.int64
     dev = torch.device(device)
     emission = torch.as_tensor(emission_np, device=dev).to(dtype)
@@ -196,12 +235,19 @@ def _cpu_threads(device: str):
 def align_mixed_batch_torch(scores_list: list[SequenceScores], pair_profile: np.ndarray, targets: list[np.ndarray],
                             indices: list[int], *, backtrace: bool, device: str) -> list[Hit]:
     """Hits for the pairs ``indices`` (target ``targets[k]`` against ``scores_list[pair_profile[k]]``, one lane
-    each, in that order), computed with :func:`viterbi_mixed_lanes_torch`; ``Hit.index`` is the pair's index."""
+    each, in that order), computed with :func:`viterbi_mixed_lanes_torch`; ``Hit.index`` is the pair's index.
+    With the Triton kernel the alignments are traced on the device (only the paths are copied back)."""
     from workflow_lib.aligner.viterbi_seq import pack_targets
     residues = pack_targets(targets, indices)
+    lanes = np.asarray(pair_profile)[indices]
     with _cpu_threads(device):
-        best, best_i, best_l, bt = viterbi_mixed_lanes_torch(scores_list, np.asarray(pair_profile)[indices], residues,
-                                                             backtrace=backtrace, device=device)
+        if backtrace and _use_triton(None, device, residues.shape[0]):
+            from workflow_lib.aligner.triton_kernels import viterbi_mixed_lanes_triton
+            best, best_i, best_l, states = viterbi_mixed_lanes_triton(
+                *stack_scores(scores_list), lanes, residues, backtrace=True, device=device, trace=True)
+            return sequence_hits_from_states(states, best, best_i, best_l, indices)
+        best, best_i, best_l, bt = viterbi_mixed_lanes_torch(scores_list, lanes, residues, backtrace=backtrace,
+                                                             device=device)
     if backtrace:
         return sequence_hits(bt, best, best_i, best_l, indices)
     return [Hit(index, int(best[lane]) / 1000.0, int(best[lane])) for lane, index in enumerate(indices)]

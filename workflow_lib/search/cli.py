@@ -84,10 +84,11 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _device_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--device", default="auto",
-                        help="where the Viterbi stages run: auto (CUDA when torch sees a GPU, else NumPy), numpy, or "
-                             "a torch device (cuda, cuda:1, cpu); hits are identical on every backend "
-                             "(default %(default)s)")
+    parser.add_argument("--device", default="numpy",
+                        help="where the Viterbi stages run: numpy, a torch device (cuda, cuda:1, cpu), or auto "
+                             "(CUDA when torch sees a GPU, else NumPy); hits are identical on every backend; on a "
+                             "GPU machine's 16 cores the CUDA path used fewer CPU seconds but more wall time than "
+                             "NumPy (benchmarks/RESULTS.md) (default %(default)s)")
 
 
 def _device(args: argparse.Namespace) -> str | None:

@@ -16,13 +16,16 @@ Every number depends only on the query profile, the target and the database tota
 target sits in, so the hits of several shards concatenated and ranked (:func:`rank_hits`) equal an unsharded
 search. Queries are spread over processes with ``cpus``; results come back in query order.
 
-``device`` (every search function; ``None`` = CUDA when ``torch.cuda.is_available()``, else NumPy; ``"numpy"``;
-or a torch device string) picks where the Viterbi stages run. With NumPy each worker process runs whole queries
-(prefilter and Viterbi). On a torch device the ``cpus`` processes run the prefilter only, and this process, the
-only one that touches the device, aligns the survivors of all queries of the shard in shared buckets
-(:func:`workflow_lib.aligner.align_pairs`); the calibration of all queries of a batch is batched the same way
+``device`` (every search function): where the Viterbi stages run. ``"numpy"`` (the default) or a torch device
+string (``"cuda"``, ``"cpu"``), or ``None`` for CUDA when ``torch.cuda.is_available()``, else NumPy. With NumPy
+each worker process runs whole queries (prefilter and Viterbi). On a torch device the ``cpus`` processes run the
+prefilter only, and this process, the only one that touches the device, aligns the survivors of all queries of
+the shard in shared buckets (:func:`workflow_lib.aligner.align_pairs`; on CUDA the fused Triton kernel with the
+traceback on the device); the calibration of all queries of a batch is batched the same way
 (:func:`make_queries`). The hits are identical on every backend. (A CUDA context cannot cross ``fork``: the
-worker processes never touch the device.)
+worker processes never touch the device.) NumPy is the default because it is the faster one measured on a GPU
+machine's 16 cores (``benchmarks/RESULTS.md``, session 30): the device path used a third fewer CPU seconds
+per query but took longer.
 """
 
 from __future__ import annotations
@@ -133,13 +136,13 @@ def fit_calibration(profile: Profile, targets: list[np.ndarray], scores: np.ndar
 
 
 def calibrate(profile: Profile, totals: DatabaseTotals, samples: int = CALIBRATION_SAMPLES, *,
-              device: str | None = None) -> Calibration:
+              device: str | None = NUMPY) -> Calibration:
     """Gumbel μ of ``profile`` against random sequences (deterministic; see :mod:`~workflow_lib.search.evalue`)."""
     return calibrate_many([profile], totals, samples, device=device)[0]
 
 
 def calibrate_many(profiles: list[Profile], totals: DatabaseTotals, samples: int = CALIBRATION_SAMPLES, *,
-                   device: str | None = None) -> list[Calibration]:
+                   device: str | None = NUMPY) -> list[Calibration]:
     """:func:`calibrate` of every profile; on a torch device all profiles' samples in shared buckets."""
     target_sets = [calibration_targets(profile, totals, samples) for profile in profiles]
     if resolve_device(device) == NUMPY:
@@ -155,12 +158,12 @@ def calibrate_many(profiles: list[Profile], totals: DatabaseTotals, samples: int
 
 
 def make_query(name: str, profile: Profile, totals: DatabaseTotals,
-               settings: SearchSettings = SearchSettings(), *, device: str | None = None) -> SearchQuery:
+               settings: SearchSettings = SearchSettings(), *, device: str | None = NUMPY) -> SearchQuery:
     return SearchQuery(name, profile, calibrate(profile, totals, settings.calibration_samples, device=device))
 
 
 def make_queries(names: list[str], profiles: list[Profile], totals: DatabaseTotals,
-                 settings: SearchSettings = SearchSettings(), *, device: str | None = None) -> list[SearchQuery]:
+                 settings: SearchSettings = SearchSettings(), *, device: str | None = NUMPY) -> list[SearchQuery]:
     """:func:`make_query` of every (name, profile), calibrated together (:func:`calibrate_many`)."""
     calibrations = calibrate_many(list(profiles), totals, settings.calibration_samples, device=device)
     return [SearchQuery(name, profile, calibration)
@@ -290,7 +293,7 @@ def _map(task, count: int, workers: int) -> list:
 
 def search_shard(queries: list[SearchQuery], shard: Shard, index: dict[str, np.ndarray], totals: DatabaseTotals,
                  settings: SearchSettings = SearchSettings(), *, iteration: int = 1,
-                 cpus: int | None = 1, device: str | None = None) -> list[QueryResult]:
+                 cpus: int | None = 1, device: str | None = NUMPY) -> list[QueryResult]:
     """All queries against one loaded shard (the shard is read once for the whole batch); query order kept.
 
     NumPy: each process searches whole queries. A torch device: the processes prefilter, then this process
@@ -322,7 +325,7 @@ def search_shard(queries: list[SearchQuery], shard: Shard, index: dict[str, np.n
 
 def search_database(queries: list[SearchQuery], db_dir: str | Path, settings: SearchSettings = SearchSettings(),
                     *, iteration: int = 1, cpus: int | None = 1, shards: list[int] | None = None,
-                    device: str | None = None) -> tuple[pd.DataFrame, dict[str, float]]:
+                    device: str | None = NUMPY) -> tuple[pd.DataFrame, dict[str, float]]:
     """Every shard (or the listed ones) in turn; returns the ranked hits and search seconds per query."""
     manifest = read_manifest(db_dir)
     totals = DatabaseTotals.from_manifest(db_dir)

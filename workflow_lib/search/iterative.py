@@ -276,11 +276,12 @@ class MsaResult:
 
 def build_msas(records, db_dir, search_settings=None, settings: MsaSettings = MsaSettings(), *,
                cpus: int | None = 1, on_iteration: Callable[[int, int], None] | None = None,
-               device: str | None = None) -> list[MsaResult]:
+               device: str | None = "numpy") -> list[MsaResult]:
     """Iterative MSAs for many queries, batched: every iteration reads each shard once for all active queries.
 
     ``records``: :class:`workflow_lib.seqio.fasta.Record`; returns one :class:`MsaResult` per record, in order.
-    ``device``: where the Viterbi stages run (:mod:`workflow_lib.search.engine`; None = CUDA when available).
+    ``device``: where the Viterbi stages run (:mod:`workflow_lib.search.engine`; default NumPy, None = CUDA
+    when available).
     """
     from workflow_lib.search.engine import DatabaseTotals, SearchSettings, make_queries, search_database
     search_settings = search_settings or SearchSettings()

@@ -9,6 +9,7 @@ keyword arguments and never read YAML.
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
 from collections.abc import Mapping
@@ -125,8 +126,11 @@ class SearchConfig(StageConfig):
     max_sequences: int = 10000
     precomputed_msas: str | None = None
     pseudocounts: str = "substitution"
+    device: str = "numpy"
 
     def __post_init__(self) -> None:
+        if not re.fullmatch(r"numpy|auto|cpu|cuda(:\d+)?", self.device):
+            raise InputError(f"search.device must be numpy, auto, cpu, cuda or cuda:N, got {self.device!r}")
         if self.iterations < 1:
             raise InputError(f"search.iterations must be at least 1, got {self.iterations}")
         if not 0 < self.inclusion_evalue or not 0 < self.max_evalue:
@@ -144,6 +148,10 @@ class SearchConfig(StageConfig):
                                    diagonals_per_target=self.diagonals_per_target)
         except ValueError as error:
             raise InputError(f"search.{error}") from None
+
+    def device_option(self) -> str:
+        """``--device`` of the jobs that run the Viterbi stages (``search-profiles``, ``search-shard``)."""
+        return f"--device {self.device}"
 
     def cli_options(self) -> str:
         """The settings as ``trackfold search-shard`` / ``msa-merge`` options."""
