@@ -24,3 +24,14 @@ def data_dir() -> Path:
 @pytest.fixture(scope="session")
 def example_dir() -> Path:
     return ROOT / "example"
+
+
+def example_database(folder: Path, count: int, shards: int = 2) -> tuple[Path, list]:
+    """The first ``count`` sequences of the bundled example database as a database of ``shards`` shards in
+    ``folder/db``; returns its directory and the records."""
+    from workflow_lib.db.build import build_database
+    from workflow_lib.seqio.fasta import read_fasta
+    records = read_fasta(ROOT / "example" / "db" / "sprot_firmicutes_slice.fasta.gz")[:count]
+    (folder / "in.fasta").write_text("".join(f">{r.id}\n{r.sequence}\n" for r in records))
+    build_database([folder / "in.fasta"], folder / "db", shards=shards)
+    return folder / "db", records

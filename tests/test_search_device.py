@@ -13,6 +13,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from conftest import example_database  # noqa: E402
 from test_aligner_helpers import ALIGNER_DATA, random_profile  # noqa: E402
 from workflow_lib.aligner import add_pseudocounts, align_pairs, align_targets, profile_from_sequence, read_hhm  # noqa: E402
 from workflow_lib.aligner.lanes import QUERY_LENGTH_RATIO, pair_buckets  # noqa: E402
@@ -22,7 +23,6 @@ from workflow_lib.aligner import torch_kernels, triton_kernels  # noqa: E402
 from workflow_lib.aligner.torch_kernels import KERNEL_VARIABLE, kernel_choice, viterbi_mixed_lanes_torch  # noqa: E402
 from workflow_lib.aligner.viterbi_seq import pack_targets  # noqa: E402
 from workflow_lib.cli import main  # noqa: E402
-from workflow_lib.db.build import build_database  # noqa: E402
 from workflow_lib.errors import InputError  # noqa: E402
 from workflow_lib.search.engine import DatabaseTotals, calibrate, make_queries  # noqa: E402
 from workflow_lib.search.iterative import MsaSettings, build_msas  # noqa: E402
@@ -197,12 +197,10 @@ def test_pair_buckets_cover_every_pair_once_within_the_limits():
 
 @pytest.fixture(scope="module")
 def small_db(tmp_path_factory, example_dir):
-    records = read_fasta(example_dir / "db" / "sprot_firmicutes_slice.fasta.gz")[:250]
-    folder = tmp_path_factory.mktemp("devicedb")
-    (folder / "db.fasta").write_text("".join(f">{r.id}\n{r.sequence}\n" for r in records))
-    build_database([folder / "db.fasta"], folder / "db", shards=2)
+    """250 example database sequences in 2 shards; two of them and two example proteome proteins as queries."""
+    db, records = example_database(tmp_path_factory.mktemp("devicedb"), 250)
     proteome = read_fasta(example_dir / "proteomes" / "anaerococcus_slice.fasta")
-    return folder / "db", [records[5], records[120], proteome[10], proteome[4]]
+    return db, [records[5], records[120], proteome[10], proteome[4]]
 
 
 @pytest.mark.parametrize("device", TORCH_DEVICES)

@@ -5,21 +5,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conftest import example_database
 from workflow_lib.aligner import profile_from_sequence
-from workflow_lib.db.build import build_database, load_kmer_index, load_shard
+from workflow_lib.db.build import load_kmer_index, load_shard
 from workflow_lib.search.kmer_index import build_kmer_index
 from workflow_lib.search.prefilter import gapless_prefilter, profile_scores_bits
 from workflow_lib.seqio.fasta import read_fasta
 
 
 @pytest.fixture(scope="module")
-def small_db(tmp_path_factory, example_dir):
+def small_db(tmp_path_factory):
     """The first 150 sequences of the example database as a 2-shard database."""
-    records = read_fasta(example_dir / "db" / "sprot_firmicutes_slice.fasta.gz")[:150]
-    folder = tmp_path_factory.mktemp("db")
-    (folder / "in.fasta").write_text("".join(f">{r.id}\n{r.sequence}\n" for r in records))
-    build_database([folder / "in.fasta"], folder / "db", shards=2)
-    return folder / "db"
+    return example_database(tmp_path_factory.mktemp("db"), 150)[0]
 
 
 @pytest.fixture(scope="module")

@@ -54,6 +54,15 @@ def lane_width(target_length: int, query_length: int, *, backtrace: bool, lane_c
     return max(1, width)
 
 
+def _paired_vectors(first, second, first_name: str, second_name: str,
+                    first_dtype) -> tuple[np.ndarray, np.ndarray]:
+    """``first`` (as ``first_dtype``) and ``second`` (int64) as 1-D arrays of one size, else ``ValueError``."""
+    first, second = np.asarray(first, dtype=first_dtype), np.asarray(second, dtype=np.int64)
+    if first.shape != second.shape or first.ndim != 1:
+        raise ValueError(f"{first_name} and {second_name} must be 1-D arrays of the same size")
+    return first, second
+
+
 def min_cost_buckets(lengths: Sequence[int] | np.ndarray, max_widths: Sequence[int] | np.ndarray,
                      row_cost_cells: float) -> list[list[int]]:
     """Indices grouped into buckets of consecutive lengths (ascending, stable), minimising
@@ -64,10 +73,7 @@ def min_cost_buckets(lengths: Sequence[int] | np.ndarray, max_widths: Sequence[i
     Exact, by dynamic programming over the sorted lengths (the best cut before each position), one NumPy
     call per position over the widths allowed there: ``O(n · max width)`` work in ``O(n)`` calls.
     """
-    lengths = np.asarray(lengths, dtype=np.float64)
-    widths = np.asarray(max_widths, dtype=np.int64)
-    if lengths.shape != widths.shape or lengths.ndim != 1:
-        raise ValueError("lengths and max_widths must be 1-D arrays of the same size")
+    lengths, widths = _paired_vectors(lengths, max_widths, "lengths", "max_widths", np.float64)
     if widths.size and int(widths.min()) < 1:
         raise ValueError("every max width must be at least 1")
     order = np.argsort(lengths, kind="stable")
@@ -223,10 +229,8 @@ def pair_buckets(query_lengths: Sequence[int], target_lengths: Sequence[int], *,
     """Pair indices in buckets for the mixed-profile kernel: pairs grouped by profile length (each group's
     lengths within :data:`QUERY_LENGTH_RATIO`, so a bucket's rows, run to its longest profile, are mostly real),
     then by target length within each group as :func:`length_buckets` cuts them."""
-    query_lengths = np.asarray(query_lengths, dtype=np.int64)
-    target_lengths = np.asarray(target_lengths, dtype=np.int64)
-    if query_lengths.shape != target_lengths.shape or query_lengths.ndim != 1:
-        raise ValueError("query_lengths and target_lengths must be 1-D arrays of the same size")
+    query_lengths, target_lengths = _paired_vectors(query_lengths, target_lengths, "query_lengths",
+                                                    "target_lengths", np.int64)
     if query_lengths.size and int(query_lengths.min()) < 1:
         raise ValueError("every profile must have at least one column")
     groups = np.floor(np.log(np.maximum(query_lengths, 1)) / np.log(QUERY_LENGTH_RATIO)).astype(np.int64)
