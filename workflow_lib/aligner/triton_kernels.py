@@ -68,8 +68,8 @@ def _build_kernel():
         profile = tl.load(lane_profile + lanes, mask=valid, other=0)
         length = tl.load(lane_length + lanes, mask=valid, other=0)
         best = tl.full([BLOCK], -2147483647, tl.int32)
-        best_i = tl.zeros([BLOCK], tl.int32)
-        best_l = tl.zeros([BLOCK], tl.int32)
+        best_i = tl.full([BLOCK], 0, tl.int32)
+        best_l = tl.full([BLOCK], 0, tl.int32)
         neg = tl.full([BLOCK], NEG, tl.int32)
         for i in range(0, n_query):
             inside = valid & (i < length)
@@ -152,7 +152,7 @@ def _build_traceback():
         i = tl.load(best_i_in + lanes, mask=valid, other=0)
         l = tl.load(best_l_in + lanes, mask=valid, other=0)
         active = valid & (i > 0)
-        state = tl.zeros([BLOCK], tl.int32)
+        state = tl.full([BLOCK], 0, tl.int32)
         for step in range(0, n_steps):
             cell = ((tl.maximum(i, 1) - 1) * n_target + tl.maximum(l, 1) - 1).to(tl.int64) * width + lanes
             byte = tl.load(backtrace + cell, mask=active, other=0).to(tl.int32)

@@ -29,6 +29,7 @@ from workflow_lib.search.engine import (HIT_COLUMNS, SENSITIVE_PREFILTER, Databa
                                         make_queries, prefilter_settings, rank_hits, search_shard)
 from workflow_lib.search.iterative import (PSEUDOCOUNTS, MsaSettings, build_msas, msa_statistics, msa_step,
                                           output_alignment, profile_for)
+from workflow_lib.search.evalue import CALIBRATIONS
 from workflow_lib.search.kmer_index import DEFAULT_SHAPE
 from workflow_lib.search.prefilter import SPACED_EXTRA_BITS, default_kmer_threshold
 from workflow_lib.search.query_store import read_search_queries, write_search_queries
@@ -81,6 +82,11 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
                             "(default %(default)s)")
     group.add_argument("--context-model", default=None,
                        help="with --pseudocounts context: the model's .npz (default: the shipped one)")
+    group.add_argument("--calibration", choices=("auto",) + CALIBRATIONS, default="auto",
+                       help="E-value calibration sequences: i.i.d. random, or windows of reversed real proteins "
+                            "(which keep the local structure context-specific pseudocounts reward in every "
+                            "protein); auto: reversed with --pseudocounts context, else random (default "
+                            "%(default)s)")
 
 
 def _device_argument(parser: argparse.ArgumentParser) -> None:
@@ -109,6 +115,13 @@ def _device(args: argparse.Namespace) -> str | None:
     return device
 
 
+def calibration_for(calibration: str, pseudocounts: str) -> str:
+    """The calibration a search uses: ``auto`` is ``reversed`` with context pseudocounts, else ``random``."""
+    if calibration == "auto":
+        return "reversed" if pseudocounts == "context" else "random"
+    return calibration
+
+
 def _settings(args: argparse.Namespace) -> tuple[SearchSettings, MsaSettings]:
     if args.iterations < 1:
         raise InputError(f"--iterations must be at least 1, got {args.iterations}")
@@ -121,7 +134,8 @@ def _settings(args: argparse.Namespace) -> tuple[SearchSettings, MsaSettings]:
         search = prefilter_settings(sensitive=args.sensitive, kmer_threshold=args.kmer_threshold,
                                     diagonals_per_target=args.diagonals_per_target,
                                     gapless_offset=args.gapless_offset,
-                                    max_evalue=max(args.max_evalue, args.inclusion_evalue))
+                                    max_evalue=max(args.max_evalue, args.inclusion_evalue),
+                                    calibration=calibration_for(args.calibration, args.pseudocounts))
     except ValueError as error:
         raise InputError(f"--{str(error).replace('_', '-')}") from None
     msa = MsaSettings(iterations=args.iterations, inclusion_evalue=args.inclusion_evalue,

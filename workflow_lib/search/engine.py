@@ -44,8 +44,8 @@ from workflow_lib.aligner.lanes import resolve_cpus
 from workflow_lib.aligner.torch_kernels import NUMPY, resolve_device
 from workflow_lib.db.build import Shard, load_kmer_index, load_shard, read_manifest
 from workflow_lib.search.bias import composition_bias_bits
-from workflow_lib.search.evalue import (CALIBRATION_SAMPLES, Calibration, fit_mu, gumbel_lambda, length_slope,
-                                        profile_seed, random_sequences)
+from workflow_lib.search.evalue import (CALIBRATION_SAMPLES, CALIBRATIONS, Calibration, decoy_windows, fit_mu,
+                                        gumbel_lambda, length_slope, load_decoy_pool, profile_seed, random_sequences)
 from workflow_lib.search.gapped import GAP_EXTEND_BITS, GAP_OPEN_BITS, GAPPED_MAX_EVALUE, gapped_pass
 from workflow_lib.search.kmer_index import index_is_spaced
 from workflow_lib.search.prefilter import (DIAGONALS_PER_TARGET, GAPLESS_OFFSET_BITS, SENSITIVE_PREFILTER,
@@ -70,6 +70,13 @@ class SearchSettings:
     gapped_max_evalue: float = GAPPED_MAX_EVALUE
     max_evalue: float = 10.0
     calibration_samples: int = CALIBRATION_SAMPLES
+    calibration: str = "random"
+    """E-value calibration against ``random`` (i.i.d.) or ``reversed`` (reversed real proteins) sequences
+    (:mod:`workflow_lib.search.evalue`)."""
+
+    def __post_init__(self) -> None:
+        if self.calibration not in CALIBRATIONS:
+            raise ValueError(f"calibration must be one of {', '.join(CALIBRATIONS)}, got {self.calibration!r}")
 
     def seed_threshold(self, k: int, spaced: bool = False) -> float:
         """The seed threshold (bits) on an index of weight ``k`` (``spaced``: its shape has gaps): the one
@@ -120,11 +127,14 @@ class SearchQuery:
     calibration: Calibration
 
 
-def calibration_targets(profile: Profile, totals: DatabaseTotals,
-                        samples: int = CALIBRATION_SAMPLES) -> list[np.ndarray]:
-    """The random sequences ``profile`` is calibrated against (seeded by the profile's contents)."""
-    return random_sequences(profile.background, totals.mean_length, samples,
-                            profile_seed(profile.sequence, profile.emissions))
+def calibration_targets(profile: Profile, totals: DatabaseTotals, samples: int = CALIBRATION_SAMPLES,
+                        calibration: str = "random") -> list[np.ndarray]:
+    """The sequences ``profile`` is calibrated against (seeded by the profile's contents): i.i.d. from its
+    background, or (``reversed``) windows of the shipped reversed proteins."""
+    seed = profile_seed(profile.sequence, profile.emissions)
+    if calibration == "reversed":
+        return decoy_windows(load_decoy_pool(), totals.mean_length, samples, seed)
+    return random_sequences(profile.background, totals.mean_length, samples, seed)
 
 
 def fit_calibration(profile: Profile, targets: list[np.ndarray], scores: np.ndarray) -> Calibration:
@@ -136,15 +146,15 @@ def fit_calibration(profile: Profile, targets: list[np.ndarray], scores: np.ndar
 
 
 def calibrate(profile: Profile, totals: DatabaseTotals, samples: int = CALIBRATION_SAMPLES, *,
-              device: str | None = NUMPY) -> Calibration:
+              device: str | None = NUMPY, calibration: str = "random") -> Calibration:
     """Gumbel μ of ``profile`` against random sequences (deterministic; see :mod:`~workflow_lib.search.evalue`)."""
-    return calibrate_many([profile], totals, samples, device=device)[0]
+    return calibrate_many([profile], totals, samples, device=device, calibration=calibration)[0]
 
 
 def calibrate_many(profiles: list[Profile], totals: DatabaseTotals, samples: int = CALIBRATION_SAMPLES, *,
-                   device: str | None = NUMPY) -> list[Calibration]:
+                   device: str | None = NUMPY, calibration: str = "random") -> list[Calibration]:
     """:func:`calibrate` of every profile; on a torch device all profiles' samples in shared buckets."""
-    target_sets = [calibration_targets(profile, totals, samples) for profile in profiles]
+    target_sets = [calibration_targets(profile, totals, samples, calibration) for profile in profiles]
     if resolve_device(device) == NUMPY:
         score_sets = [[hit.score for hit in align_targets(profile, targets, cpus=1, device=NUMPY)]
                       for profile, targets in zip(profiles, target_sets)]
@@ -159,13 +169,15 @@ def calibrate_many(profiles: list[Profile], totals: DatabaseTotals, samples: int
 
 def make_query(name: str, profile: Profile, totals: DatabaseTotals,
                settings: SearchSettings = SearchSettings(), *, device: str | None = NUMPY) -> SearchQuery:
-    return SearchQuery(name, profile, calibrate(profile, totals, settings.calibration_samples, device=device))
+    return SearchQuery(name, profile, calibrate(profile, totals, settings.calibration_samples, device=device,
+                                                calibration=settings.calibration))
 
 
 def make_queries(names: list[str], profiles: list[Profile], totals: DatabaseTotals,
                  settings: SearchSettings = SearchSettings(), *, device: str | None = NUMPY) -> list[SearchQuery]:
     """:func:`make_query` of every (name, profile), calibrated together (:func:`calibrate_many`)."""
-    calibrations = calibrate_many(list(profiles), totals, settings.calibration_samples, device=device)
+    calibrations = calibrate_many(list(profiles), totals, settings.calibration_samples, device=device,
+                                  calibration=settings.calibration)
     return [SearchQuery(name, profile, calibration)
             for name, profile, calibration in zip(names, profiles, calibrations)]
 

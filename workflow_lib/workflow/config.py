@@ -126,6 +126,7 @@ class SearchConfig(StageConfig):
     max_sequences: int = 10000
     precomputed_msas: str | None = None
     pseudocounts: str = "substitution"
+    calibration: str = "auto"
     device: str = "numpy"
 
     def __post_init__(self) -> None:
@@ -142,6 +143,8 @@ class SearchConfig(StageConfig):
                              f"{self.min_coverage}], got {self.profile_min_coverage}")
         if self.pseudocounts not in ("substitution", "context"):
             raise InputError(f"search.pseudocounts must be 'substitution' or 'context', got {self.pseudocounts!r}")
+        if self.calibration not in ("auto", "random", "reversed"):
+            raise InputError(f"search.calibration must be auto, random or reversed, got {self.calibration!r}")
         from workflow_lib.search.prefilter import check_prefilter_values  # numpy only, no search engine
         try:
             check_prefilter_values(kmer_threshold=self.kmer_threshold, gapless_offset=self.gapless_offset,
@@ -161,6 +164,7 @@ class SearchConfig(StageConfig):
                 f"--max-sequences {self.max_sequences}"
                 + (" --sensitive" if self.sensitive else "")
                 + (f" --pseudocounts {self.pseudocounts}" if self.pseudocounts != "substitution" else "")
+                + (f" --calibration {self.calibration}" if self.calibration != "auto" else "")
                 + "".join(f" --{key.replace('_', '-')} {value}" for key, value in (
                     ("kmer_threshold", self.kmer_threshold), ("diagonals_per_target", self.diagonals_per_target),
                     ("gapless_offset", self.gapless_offset)) if value is not None))
