@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # One call on a lent GPU machine (the device tool): the CUDA tests, then benchmarks/device_search.py.
+# Session 30 ran it as: PYTEST_TIMEOUT=120 BENCH_TIMEOUT=300 bash benchmarks/device_run.sh --queries 250 --cpus 16
+# (about 5.5 minutes of a 15-minute device budget, machine start included).
 # Expects .devdata/data (a copy of the shared data it reads: pfam_homology_pairs_dctdomain and
 # hmmer_examples/tutorial/globins45.fa) and .whl/ (a pyhmmer wheel for the machine's Python) carried along.
 set -uo pipefail
