@@ -147,7 +147,8 @@ def fit_calibration(profile: Profile, targets: list[np.ndarray], scores: np.ndar
 
 def calibrate(profile: Profile, totals: DatabaseTotals, samples: int = CALIBRATION_SAMPLES, *,
               device: str | None = NUMPY, calibration: str = "random") -> Calibration:
-    """Gumbel μ of ``profile`` against random sequences (deterministic; see :mod:`~workflow_lib.search.evalue`)."""
+    """Gumbel μ of ``profile`` against its calibration sequences (:func:`calibration_targets`: i.i.d. ``random``
+    or ``reversed`` proteins; deterministic; see :mod:`~workflow_lib.search.evalue`)."""
     return calibrate_many([profile], totals, samples, device=device, calibration=calibration)[0]
 
 
