@@ -164,6 +164,20 @@ def test_kernel_choice(monkeypatch):
     assert torch_kernels.KERNELS == ("auto", "torch", "triton")
 
 
+def test_mixed_lanes_run_to_the_longest_profile_they_use():
+    """A bucket of short profiles' lanes does not loop over the rows of a long profile it does not use."""
+    rng = np.random.default_rng(8)
+    scores = [sequence_scores(random_profile(rng, n)) for n in (70, 6, 9)]
+    targets = [rng.integers(0, 20, 12).astype(np.uint8) for _ in range(4)]
+    residues = pack_targets(targets, list(range(4)))
+    best, _, _, bt = viterbi_mixed_lanes_torch(scores, np.array([1, 2, 2, 1]), residues, backtrace=True,
+                                               kernel="torch")
+    assert bt.shape[0] == 9
+    alone = [viterbi_mixed_lanes_torch([scores[k]], np.zeros(1, np.int64), residues[:, [w]], backtrace=False,
+                                       kernel="torch")[0][0] for w, k in enumerate((1, 2, 2, 1))]
+    assert best.tolist() == alone
+
+
 def test_mixed_lanes_check_their_inputs():
     scores = [sequence_scores(random_profile(np.random.default_rng(0), 5))]
     residues = np.zeros((8, 3), dtype=np.intp)

@@ -120,7 +120,7 @@ def viterbi_mixed_lanes_torch(scores_list: list[SequenceScores], lane_profile: n
     ``scores_list[lane_profile[w]]``, so one call serves the pairs of many queries (on a GPU a DP row costs its
     ~30 launches whatever the lanes hold, so many queries' lanes in one call divide that cost among them).
 
-    The profiles are stacked and padded to the longest, ``Lq``; rows past a lane's own profile are set to
+    The profiles the lanes use are stacked and padded to the longest of them, ``Lq``; rows past a lane's own profile are set to
     ``NEG_INF`` (they can neither start nor end an alignment, and its backtrace never reaches them). Each lane's
     score, best cell and backtrace bytes are those of its profile alone. Returns ``best`` int64 ``[W]``,
     ``best_i``/``best_l`` ``[W]`` and the backtrace bytes ``uint8 [Lq, Lt, W]`` (or None).
@@ -139,6 +139,9 @@ def viterbi_mixed_lanes_torch(scores_list: list[SequenceScores], lane_profile: n
     if not scores_list or lane_profile.size and not 0 <= int(lane_profile.min()) <= int(lane_profile.max()) < len(
             scores_list):
         raise ValueError("lane_profile must index scores_list")
+    # only the profiles these lanes use: the row loop runs to the longest of them, not of the whole list
+    used, lane_profile = np.unique(lane_profile, return_inverse=True)
+    scores_list = [scores_list[k] for k in used]
     n_target, width = residues.shape
     n_profiles = len(scores_list)
     emission_np, transitions_np, lengths = stack_scores(scores_list)
@@ -243,8 +246,10 @@ def align_mixed_batch_torch(scores_list: list[SequenceScores], pair_profile: np.
     with _cpu_threads(device):
         if backtrace and _use_triton(None, device, residues.shape[0]):
             from workflow_lib.aligner.triton_kernels import viterbi_mixed_lanes_triton
+            used, lanes = np.unique(lanes, return_inverse=True)   # as viterbi_mixed_lanes_torch: the bucket's profiles
             best, best_i, best_l, states = viterbi_mixed_lanes_triton(
-                *stack_scores(scores_list), lanes, residues, backtrace=True, device=device, trace=True)
+                *stack_scores([scores_list[k] for k in used]), lanes, residues, backtrace=True, device=device,
+                trace=True)
             return sequence_hits_from_states(states, best, best_i, best_l, indices)
         best, best_i, best_l, bt = viterbi_mixed_lanes_torch(scores_list, lanes, residues, backtrace=backtrace,
                                                              device=device)
