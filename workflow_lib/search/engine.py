@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from workflow_lib.aligner import Profile, align_pairs, align_targets
+from workflow_lib.aligner import Hit, Profile, align_pairs, align_targets
 from workflow_lib.aligner.lanes import resolve_cpus
 from workflow_lib.aligner.torch_kernels import NUMPY, resolve_device
 from workflow_lib.db.build import Shard, load_kmer_index, load_shard, read_manifest
@@ -226,12 +226,12 @@ def survivors(shard: Shard, prefiltered: Prefiltered) -> list[np.ndarray]:
     return [shard.sequence(int(prefiltered.gapless.sequence[k])) for k in prefiltered.passed]
 
 
-def hit_table(query: SearchQuery, shard: Shard, prefiltered: Prefiltered, hits: list, totals: DatabaseTotals,
+def hit_table(query: SearchQuery, shard: Shard, prefiltered: Prefiltered, targets: list[np.ndarray],
+              hits: list[Hit], totals: DatabaseTotals,
               settings: SearchSettings = SearchSettings(), *, iteration: int = 1) -> pd.DataFrame:
-    """Steps 4–5 of the module docstring: the reported hits (``hits``: the Viterbi hits with backtrace of the
-    survivors, in ``passed`` order)."""
+    """Steps 4–5 of the module docstring: the reported hits (``targets``: :func:`survivors`; ``hits``: their
+    Viterbi hits with backtrace, in the same order)."""
     profile = query.profile
-    targets = survivors(shard, prefiltered)
     rows = []
     if targets:
         lengths = np.array([t.size for t in targets], dtype=np.int64)
@@ -263,8 +263,9 @@ def search_query_shard(query: SearchQuery, shard: Shard, index: dict[str, np.nda
     """Prefilter → Viterbi → E-values for one query on one shard (see the module docstring)."""
     started = time.perf_counter()
     prefiltered = prefilter_query_shard(query, shard, index, totals, settings)
-    hits = align_targets(query.profile, survivors(shard, prefiltered), backtrace=True, cpus=1, device=device)
-    frame = hit_table(query, shard, prefiltered, hits, totals, settings, iteration=iteration)
+    targets = survivors(shard, prefiltered)
+    hits = align_targets(query.profile, targets, backtrace=True, cpus=1, device=device)
+    frame = hit_table(query, shard, prefiltered, targets, hits, totals, settings, iteration=iteration)
     return _result(frame, prefiltered, time.perf_counter() - started)
 
 
@@ -328,8 +329,8 @@ def search_shard(queries: list[SearchQuery], shard: Shard, index: dict[str, np.n
     flat = align_pairs([q.profile for q in queries], pair_profile, [t for ts in target_sets for t in ts],
                        backtrace=True, device=backend)
     bounds = np.cumsum([0] + [len(t) for t in target_sets])
-    frames = [hit_table(query, shard, p, flat[bounds[k]:bounds[k + 1]], totals, settings, iteration=iteration)
-              for k, (query, p) in enumerate(zip(queries, prefiltered))]
+    frames = [hit_table(query, shard, p, target_sets[k], flat[bounds[k]:bounds[k + 1]], totals, settings,
+                        iteration=iteration) for k, (query, p) in enumerate(zip(queries, prefiltered))]
     shared = time.perf_counter() - started
     cells = np.array([q.profile.length * sum(t.size for t in ts) for q, ts in zip(queries, target_sets)], float)
     shares = cells / cells.sum() if cells.sum() > 0 else np.full(len(queries), 1.0 / max(len(queries), 1))
