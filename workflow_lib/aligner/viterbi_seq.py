@@ -51,6 +51,11 @@ LANE_MAX_FOLD = 8
 """Positions folded into the lane axis by :func:`lane_max`; packed targets are padded to a multiple of it."""
 
 
+_reduce_max = np.maximum.reduce
+"""The ufunc's reduction, called directly: ``ndarray.max`` goes through two Python-level wrappers (~1 µs a call,
+several calls per DP row)."""
+
+
 def padded_length(n_positions: int) -> int:
     """``n_positions`` rounded up to a multiple of :data:`LANE_MAX_FOLD` (rows of at most 8 stay as they are)."""
     if n_positions <= LANE_MAX_FOLD:
@@ -68,9 +73,9 @@ def lane_max(values: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """
     n, width = values.shape
     if n % LANE_MAX_FOLD or n == LANE_MAX_FOLD or not values.flags.c_contiguous:
-        return values.max(axis=0, out=out)
-    folded = values.reshape(n // LANE_MAX_FOLD, LANE_MAX_FOLD * width).max(axis=0)
-    return folded.reshape(LANE_MAX_FOLD, width).max(axis=0, out=out)
+        return _reduce_max(values, axis=0, out=out)
+    folded = _reduce_max(values.reshape(n // LANE_MAX_FOLD, LANE_MAX_FOLD * width), axis=0)
+    return _reduce_max(folded.reshape(LANE_MAX_FOLD, width), axis=0, out=out)
 
 
 def chain_steps(excess: int, step: int, n_positions: int) -> int:
@@ -128,6 +133,7 @@ def viterbi_seq_lanes(scores: SequenceScores, residues: np.ndarray, *,
     # per-row constants (index r = i − 1); "previous" terms of row 1 are 0 (its predecessors are NEG_INF)
     mm_out = tr[1:, MM]                                   # t_i.MM
     gathered_table = (emission + mm_out[:, None]).astype(dtype)
+    table_rows = list(gathered_table)
     prev_ii = tr[:-1, II]                                 # t_{i−1}.II
     prev_shift = np.concatenate([[0], tr[:n_query - 1, MD] - tr[:n_query - 1, MM]])  # t_{i−2}.MD − t_{i−2}.MM
     k_dm = (prev_shift + tr[:-1, DM]).tolist()            # C(i−1) → D(i−1) + t_{i−1}.DM
@@ -168,6 +174,7 @@ def viterbi_seq_lanes(scores: SequenceScores, residues: np.ndarray, *,
     if backtrace:
         # the five comparison masks of PACK_ROWS rows, packed into backtrace bytes together (fewer calls)
         beats_rows = [np.empty((PACK_ROWS, n_target, width), dtype=bool) for _ in range(5)]
+        beats_slots = [tuple(mask[slot] for mask in beats_rows) for slot in range(PACK_ROWS)]
         byte = np.empty((PACK_ROWS, n_target, width), dtype=np.uint8)
     for r in range(n_query):
         if r % ROW_BLOCK == 0 and not full_ramps:
@@ -191,7 +198,7 @@ def viterbi_seq_lanes(scores: SequenceScores, residues: np.ndarray, *,
             np.add(b_row[pad:-1], ramp_im[ramp_row], out=work)
         if backtrace:
             slot = r % PACK_ROWS
-            m_beats_i, d_beats, stop, from_i, from_d = (mask[slot] for mask in beats_rows)
+            m_beats_i, d_beats, stop, from_i, from_d = beats_slots[slot]
             np.greater(work, a_prev[:-1], out=m_beats_i)
         np.maximum(work, a_prev[:-1], out=work)
         if backtrace:
@@ -199,7 +206,7 @@ def viterbi_seq_lanes(scores: SequenceScores, residues: np.ndarray, *,
         np.maximum(work, a_new, out=work)
         if backtrace:
             np.less_equal(work, 0, out=stop)
-        np.take(gathered_table[r], residues, out=a_new, mode="clip")
+        table_rows[r].take(residues, out=a_new, mode="clip")
         np.add(work, a_new, out=work)
         np.maximum(work, a_new, out=a_new)
         # --- C(i, l) = max(A(i−1, l), C(i−1, l) + k_dd), in place
@@ -211,7 +218,7 @@ def viterbi_seq_lanes(scores: SequenceScores, residues: np.ndarray, *,
         row_best = lane_max(a_new, out=row_max[r])
         # --- B(i, l) = cummax along l of the fresh values (A(i, l−1) + ramp): a doubling scan over the
         # chain lengths that can matter
-        steps = chain_steps(int(row_best.max()) + excess_offset[r], ii_list[r], n_target)
+        steps = chain_steps(int(_reduce_max(row_best)) + excess_offset[r], ii_list[r], n_target)
         fresh = work if backtrace else b_alt[pad + 1:]
         if full_ramps:
             np.multiply(lane_positions, -ii_list[r], out=ramp_buf)
@@ -240,7 +247,7 @@ def viterbi_seq_lanes(scores: SequenceScores, residues: np.ndarray, *,
             if slot == PACK_ROWS - 1 or r == n_query - 1:
                 _pack_seq_byte(bt[r - slot:r + 1], byte[:slot + 1], *(mask[:slot + 1] for mask in beats_rows))
             np.subtract(row_best, mm_list[r], out=shifted_row)
-            lanes = np.flatnonzero(np.greater(shifted_row, running, out=improved))
+            lanes = np.greater(shifted_row, running, out=improved).nonzero()[0]
             if lanes.size:
                 np.maximum(running, shifted_row, out=running)
                 # argmax over the improved lanes only (usually a few): first maximum along l
