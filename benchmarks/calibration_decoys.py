@@ -5,7 +5,7 @@
 
 Source: the Swiss-Prot subsets in ``shared/data/swissprot_subsets_prokka`` (Archaea, Viruses, Staphylococcus;
 no *E. coli*, whose MSAs trained the context model, and none of the Pfam or CATH benchmark files): every
-sequence of at least :data:`~workflow_lib.search.evalue.CALIBRATION_MAX_LENGTH` residues without ambiguous
+sequence of at least :data:`MIN_LENGTH` residues without ambiguous
 residues, taken at even steps through the files until ``count``, each reversed. A reversed protein keeps its
 composition, its low-complexity stretches and the periodicity of its helices and strands, but no homology to
 anything: the local structure that a context-specific profile rewards in every protein, related or not.
@@ -24,12 +24,15 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from workflow_lib.search.evalue import CALIBRATION_MAX_LENGTH, DECOY_POOL_PATH, write_decoy_pool  # noqa: E402
+from workflow_lib.search.evalue import DECOY_POOL_PATH, write_decoy_pool  # noqa: E402
 from workflow_lib.seqio.alphabet import encode  # noqa: E402
 from workflow_lib.seqio.atomic import write_text_atomic  # noqa: E402
 from workflow_lib.seqio.fasta import read_fasta  # noqa: E402
 
 SOURCES = ("sprot_Archaea", "sprot_Viruses", "genus_Staphylococcus")
+MIN_LENGTH = 200
+"""Shortest protein kept (the shipped pool's; windows are at most
+:data:`~workflow_lib.search.evalue.DECOY_WINDOW_LENGTH` long, which the loader checks)."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in SOURCES:
         path = args.shared / "swissprot_subsets_prokka" / f"{name}.fasta.gz"
         for record in read_fasta(path):
-            if len(record.sequence) >= CALIBRATION_MAX_LENGTH and set(record.sequence) <= set("ACDEFGHIKLMNPQRSTVWY"):
+            if len(record.sequence) >= MIN_LENGTH and set(record.sequence) <= set("ACDEFGHIKLMNPQRSTVWY"):
                 eligible.append((name, record.id, record.sequence))
     step = len(eligible) / args.count
     chosen = [eligible[int(k * step)] for k in range(min(args.count, len(eligible)))]
@@ -50,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     provenance = {"sources": [f"shared/data/swissprot_subsets_prokka/{name}.fasta.gz" for name in SOURCES],
                   "eligible": len(eligible), "sequences": len(chosen),
                   "residues": int(sum(len(s) for _, _, s in chosen)),
-                  "min_length": CALIBRATION_MAX_LENGTH, "reversed": True,
+                  "min_length": MIN_LENGTH, "reversed": True,
                   "first_ids": [identifier for _, identifier, _ in chosen[:5]]}
     write_text_atomic(args.out.with_suffix(".json"), json.dumps(provenance, indent=1) + "\n")
     print(f"{len(chosen)} reversed sequences ({provenance['residues']} residues) -> {args.out}")

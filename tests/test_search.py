@@ -15,9 +15,9 @@ from workflow_lib.db.build import build_database
 from workflow_lib.errors import InputError
 from workflow_lib.search.engine import (DatabaseTotals, SearchSettings, calibrate, make_query, rank_hits,
                                         search_database)
-from workflow_lib.search.evalue import (CALIBRATION_MAX_LENGTH, LAMBDA, Calibration, calibration_length, fit_gumbel,
-                                        fit_mu, gumbel_lambda, iid_sequences, length_slope,
-                                        random_sequences)
+from workflow_lib.search.evalue import (CALIBRATION_MAX_LENGTH, DECOY_WINDOW_LENGTH, LAMBDA, Calibration,
+                                        calibration_length, fit_gumbel, fit_mu, gumbel_lambda, iid_sequences,
+                                        length_slope, random_sequences)
 from workflow_lib.db.build import load_kmer_index, load_shard
 from workflow_lib.search.gapped import gapped_evalues, gapped_pass, gapped_scores, smith_waterman_reference
 from workflow_lib.search.iterative import (MsaSettings, filter_alignment, hit_row, iterate, msa_step,
@@ -176,12 +176,12 @@ def test_lambda_and_slope_models_follow_the_measured_trends():
 
 
 def test_evalues_hold_for_targets_far_longer_than_the_calibration():
-    """An MSA profile (Pfam Pkinase seed, 259 columns, Neff 6.8) against random targets of 1,200 residues (6×
+    """An MSA profile (Pfam Pkinase seed, 259 columns, Neff 6.8) against random targets of 1,200 residues (12×
     the calibration length): the fraction with P <= 0.05 stays near 0.05. The old model (λ = ln 2, ``log2(Lt)``
     only, fitted at the database mean length) puts 7% there, and 1.6% at P <= 0.01."""
     profile = profile_from_alignment(read_a3m(Path(__file__).parent / "data" / "aligner" / "hhm" / "pkinase.a3m"))
     calibration = calibrate(profile, DatabaseTotals("x", 1000, 1000 * 374), 128)
-    assert calibration.reference_length == 200 and calibration.lam < 0.66 and calibration.slope > 0.1
+    assert calibration.reference_length == CALIBRATION_MAX_LENGTH and calibration.lam < 0.66 and calibration.slope > 0.1
     targets = iid_sequences(profile.background, 1200, 1000, 99)
     scores = np.array([hit.score for hit in align_targets(profile, targets, cpus=1)])
     lengths = np.full(scores.size, 1200)
@@ -198,9 +198,9 @@ def test_calibration_is_deterministic_and_depends_on_database_totals_only(querie
     a = calibrate(profile, DatabaseTotals("x", 1000, 300_000), 64)
     b = calibrate(profile, DatabaseTotals("y", 1000, 300_000), 64)
     assert a == b
-    assert calibrate(profile, DatabaseTotals("x", 1000, 900_000), 64) == a  # both calibrate at 200 residues
-    shorter = calibrate(profile, DatabaseTotals("x", 1000, 120_000), 64)
-    assert shorter.reference_length == 120 and a.reference_length == 200
+    assert calibrate(profile, DatabaseTotals("x", 1000, 900_000), 64) == a  # both calibrate at 100 residues
+    shorter = calibrate(profile, DatabaseTotals("x", 1000, 60_000), 64)
+    assert shorter.reference_length == 60 and a.reference_length == 100
     assert abs(shorter.mu - a.mu) < 0.5  # the length correction keeps mu nearly length-free
 
 
@@ -573,14 +573,15 @@ def test_workflow_jobs_give_the_msas_of_the_msa_command(tmp_path, db_three, quer
     assert dropped > 0          # at -cov 80 some included rows are partial: the output filter did something
 
 
-def test_calibration_sequences_have_the_database_mean_length_up_to_200():
-    """Equal lengths fill the Viterbi lanes without padding; the mean length is clipped to [20, 200]."""
+def test_calibration_sequences_have_the_database_mean_length_up_to_100():
+    """Equal lengths fill the Viterbi lanes without padding; the mean length is clipped to [20, 100]."""
     background = np.full(20, 0.05)
-    sequences = random_sequences(background, 174.4, 128, 11)
-    assert len(sequences) == 128 and {s.size for s in sequences} == {174}
+    sequences = random_sequences(background, 74.4, 128, 11)
+    assert len(sequences) == 128 and {s.size for s in sequences} == {74}
     assert all(s.dtype == np.uint8 and int(s.max()) < 20 for s in sequences)
-    assert all(np.array_equal(a, b) for a, b in zip(sequences, random_sequences(background, 174.4, 128, 11)))
-    assert calibration_length(5.0) == 20 and calibration_length(374.0) == CALIBRATION_MAX_LENGTH == 200
+    assert all(np.array_equal(a, b) for a, b in zip(sequences, random_sequences(background, 74.4, 128, 11)))
+    assert calibration_length(5.0) == 20 and calibration_length(374.0) == CALIBRATION_MAX_LENGTH == 100
+    assert calibration_length(374.0, DECOY_WINDOW_LENGTH) == 200
     skewed = np.zeros(20)
     skewed[[0, 7]] = [0.75, 0.25]  # draws follow the background
     counts = np.bincount(np.concatenate(random_sequences(skewed, 400, 50, 3)), minlength=20)

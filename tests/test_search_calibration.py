@@ -11,7 +11,7 @@ from workflow_lib.aligner.context import load_context_model
 from workflow_lib.errors import InputError
 from workflow_lib.search.cli import calibration_for
 from workflow_lib.search.engine import DatabaseTotals, SearchSettings, calibrate, calibration_targets
-from workflow_lib.search.evalue import (CALIBRATION_MAX_LENGTH, DECOY_POOL_PATH, decoy_windows, load_decoy_pool,
+from workflow_lib.search.evalue import (DECOY_WINDOW_LENGTH, DECOY_POOL_PATH, decoy_windows, load_decoy_pool,
                                         write_decoy_pool)
 from workflow_lib.seqio.fasta import read_fasta
 from workflow_lib.workflow.config import SearchConfig
@@ -22,7 +22,7 @@ TOTALS = DatabaseTotals("db", 10_000, 10_000 * 350)
 def test_shipped_pool_is_reversed_real_proteins():
     pool = load_decoy_pool()
     assert len(pool) == 1000
-    assert min(s.size for s in pool) >= CALIBRATION_MAX_LENGTH
+    assert min(s.size for s in pool) >= DECOY_WINDOW_LENGTH
     assert all(int(s.max()) < 20 for s in pool)
     # the provenance file names the sources; the first decoy is a reversed Swiss-Prot archaeal protein
     assert "sprot_Archaea" in DECOY_POOL_PATH.with_suffix(".json").read_text()
@@ -32,7 +32,7 @@ def test_windows_are_deterministic_substrings_of_the_pool():
     pool = load_decoy_pool()
     windows = decoy_windows(pool, 350.0, 64, seed=11)
     assert all(np.array_equal(a, b) for a, b in zip(windows, decoy_windows(pool, 350.0, 64, seed=11)))
-    assert {w.size for w in windows} == {CALIBRATION_MAX_LENGTH}
+    assert {w.size for w in windows} == {DECOY_WINDOW_LENGTH}
     texts = [s.tobytes() for s in pool]
     assert all(any(w.tobytes() in text for text in texts) for w in windows[:8])
     assert not all(np.array_equal(a, b) for a, b in zip(windows, decoy_windows(pool, 350.0, 64, seed=12)))
@@ -77,7 +77,7 @@ def test_reversed_proteins_raise_mu_for_context_profiles(example_dir):
             assert reversed_.lam == random.lam and reversed_.slope == random.slope
             shifts[name].append(reversed_.mu - random.mu)
         targets = calibration_targets(profile, TOTALS, 8, "reversed")
-        assert [t.size for t in targets] == [CALIBRATION_MAX_LENGTH] * 8
+        assert [t.size for t in targets] == [DECOY_WINDOW_LENGTH] * 8
     assert np.mean(shifts["context"]) > 0.6
     assert abs(np.mean(shifts["gonnet"])) < 0.5
     assert np.mean(shifts["context"]) > np.mean(shifts["gonnet"]) + 0.4
