@@ -13,8 +13,8 @@ from workflow_lib.aligner.profile import profile_from_alignment
 from workflow_lib.cli import main
 from workflow_lib.db.build import build_database
 from workflow_lib.errors import InputError
-from workflow_lib.search.engine import (DatabaseTotals, SearchSettings, calibrate, make_query, rank_hits,
-                                        search_database)
+from workflow_lib.search.engine import (DatabaseTotals, SearchSettings, calibrate, calibrate_many, make_query,
+                                        rank_hits, search_database)
 from workflow_lib.search.evalue import (CALIBRATION_MAX_LENGTH, DECOY_WINDOW_LENGTH, LAMBDA, Calibration,
                                         calibration_length, fit_gumbel, fit_mu, gumbel_lambda, iid_sequences,
                                         length_slope, random_sequences)
@@ -202,6 +202,15 @@ def test_calibration_is_deterministic_and_depends_on_database_totals_only(querie
     shorter = calibrate(profile, DatabaseTotals("x", 1000, 60_000), 64)
     assert shorter.reference_length == 60 and a.reference_length == 100
     assert abs(shorter.mu - a.mu) < 0.5  # the length correction keeps mu nearly length-free
+
+
+def test_calibrations_are_the_same_in_one_process_and_in_two(queries):
+    """``cpus`` only spreads whole profiles over processes: every μ, λ and slope is the same."""
+    profiles = [profile_from_sequence(record.sequence) for record in queries[:3]]
+    totals = DatabaseTotals("x", 1000, 300_000)
+    one = calibrate_many(profiles, totals, 32, cpus=1)
+    assert calibrate_many(profiles, totals, 32, cpus=2) == one
+    assert one == [calibrate(profile, totals, 32) for profile in profiles]
 
 
 def test_false_hits_per_query_stay_near_the_evalue(tmp_path, db_records, queries):

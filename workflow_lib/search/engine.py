@@ -153,12 +153,17 @@ def calibrate(profile: Profile, totals: DatabaseTotals, samples: int = CALIBRATI
 
 
 def calibrate_many(profiles: list[Profile], totals: DatabaseTotals, samples: int = CALIBRATION_SAMPLES, *,
-                   device: str | None = NUMPY, calibration: str = "random") -> list[Calibration]:
-    """:func:`calibrate` of every profile; on a torch device all profiles' samples in shared buckets."""
+                   device: str | None = NUMPY, calibration: str = "random", cpus: int | None = 1) -> list[Calibration]:
+    """:func:`calibrate` of every profile; on a torch device all profiles' samples in shared buckets. With NumPy,
+    ``cpus`` processes (``0``/``None`` = all cores) calibrate whole profiles; the results do not depend on it."""
     target_sets = [calibration_targets(profile, totals, samples, calibration) for profile in profiles]
     if resolve_device(device) == NUMPY:
-        score_sets = [[hit.score for hit in align_targets(profile, targets, cpus=1, device=NUMPY)]
-                      for profile, targets in zip(profiles, target_sets)]
+        workers = min(resolve_cpus(cpus), max(len(profiles), 1))
+        _WORKER["calibration"] = list(zip(profiles, target_sets))
+        try:
+            score_sets = _map(_calibration_task, len(profiles), workers)
+        finally:
+            _WORKER.pop("calibration", None)
     else:
         pair_profile = np.repeat(np.arange(len(profiles)), [len(t) for t in target_sets])
         flat = align_pairs(profiles, pair_profile, [t for targets in target_sets for t in targets], device=device)
@@ -175,9 +180,11 @@ def make_query(name: str, profile: Profile, totals: DatabaseTotals,
 
 
 def make_queries(names: list[str], profiles: list[Profile], totals: DatabaseTotals,
-                 settings: SearchSettings = SearchSettings(), *, device: str | None = NUMPY) -> list[SearchQuery]:
-    """:func:`make_query` of every (name, profile), calibrated together (:func:`calibrate_many`)."""
-    calibrations = calibrate_many(list(profiles), totals, settings.calibration_samples, device=device,
+                 settings: SearchSettings = SearchSettings(), *, device: str | None = NUMPY,
+                 cpus: int | None = 1) -> list[SearchQuery]:
+    """:func:`make_query` of every (name, profile), calibrated together (:func:`calibrate_many`, ``cpus``
+    processes)."""
+    calibrations = calibrate_many(list(profiles), totals, settings.calibration_samples, device=device, cpus=cpus,
                                   calibration=settings.calibration)
     return [SearchQuery(name, profile, calibration)
             for name, profile, calibration in zip(names, profiles, calibrations)]
@@ -291,6 +298,11 @@ def _query_task(position: int) -> QueryResult:
     return search_query_shard(_WORKER["queries"][position], _WORKER["shard"], _WORKER["index"],  # type: ignore[index]
                               _WORKER["totals"], _WORKER["settings"], iteration=_WORKER["iteration"],  # type: ignore[arg-type]
                               device=NUMPY)
+
+
+def _calibration_task(position: int) -> list[float]:
+    profile, targets = _WORKER["calibration"][position]  # type: ignore[index]
+    return [hit.score for hit in align_targets(profile, targets, cpus=1, device=NUMPY)]
 
 
 def _prefilter_task(position: int) -> Prefiltered:

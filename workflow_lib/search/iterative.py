@@ -297,7 +297,7 @@ def build_msas(records, db_dir, search_settings=None, settings: MsaSettings = Ms
         started = time.perf_counter()
         profiles = {k: profile_for(state[k], records[k].sequence, context) for k in active}
         queries = make_queries([records[k].id for k in active], [profiles[k] for k in active], totals,
-                               search_settings, device=device)
+                               search_settings, device=device, cpus=cpus)
         hits, query_seconds = search_database(queries, db_dir, search_settings, iteration=iteration, cpus=cpus,
                                               device=device)
         overhead = (time.perf_counter() - started - sum(query_seconds.values())) / len(active)
