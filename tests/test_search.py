@@ -193,6 +193,38 @@ def test_evalues_hold_for_targets_far_longer_than_the_calibration():
     assert float(np.mean(old_model.pvalues(scores, lengths) <= 0.05)) >= fraction + 0.01
 
 
+def test_min_bits_is_the_score_where_the_evalue_reaches_the_limit():
+    calibration = Calibration(12.0, 0.68, 0.2, 100.0)
+    lengths = np.array([30, 100, 450, 2000])
+    for limit in (1e-3, 1.0, 10.0):
+        bits = calibration.min_bits(limit, lengths, 5000)
+        assert calibration.evalues(bits, lengths, 5000) == pytest.approx(np.full(4, limit), rel=1e-9)
+        assert np.all(calibration.evalues(bits - 0.01, lengths, 5000) > limit)
+    assert np.all(calibration.min_bits(10.0, lengths, 10) == -np.inf)  # every score is reported
+
+
+def test_search_traces_only_targets_that_can_be_reported(db_records, queries):
+    """``trace_from``: targets below their score come back score-only; the others get the same alignment."""
+    profile = profile_from_sequence(queries[0].sequence)
+    targets = [encode(record.sequence) for record in db_records[:40]]
+    full = align_targets(profile, targets, backtrace=True, cpus=1)
+    scores = np.array([hit.score for hit in full])
+    cut = np.full(len(targets), float(np.median(scores)))
+    traced = align_targets(profile, targets, backtrace=True, cpus=1, trace_from=cut)
+    assert [hit.raw_score for hit in traced] == [hit.raw_score for hit in full]
+    for hit, reference in zip(traced, full):
+        if reference.score >= cut[0]:
+            assert (hit.query_start, hit.query_end, hit.target_start, hit.target_end, hit.states) == \
+                (reference.query_start, reference.query_end, reference.target_start, reference.target_end,
+                 reference.states)
+            assert np.array_equal(hit.pairs, reference.pairs)
+        else:
+            assert hit.aligned_columns == 0 and hit.query_start == -1
+    assert 0 < sum(hit.aligned_columns > 0 for hit in traced) < len(targets)
+    with pytest.raises(ValueError, match="trace_from"):
+        align_targets(profile, targets, backtrace=True, cpus=1, trace_from=cut[:3])
+
+
 def test_calibration_is_deterministic_and_depends_on_database_totals_only(queries):
     profile = profile_from_sequence(queries[2].sequence)
     a = calibrate(profile, DatabaseTotals("x", 1000, 300_000), 64)

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from workflow_lib.aligner.profile import Profile
-from workflow_lib.aligner.scores import HHSUITE_SHIFT, Hit, PairScores, SequenceScores, pair_scores, sequence_scores
+from workflow_lib.aligner.scores import HHSUITE_SHIFT, SCALE, Hit, PairScores, SequenceScores, pair_scores, sequence_scores
 from workflow_lib.aligner.torch_kernels import (NUMPY, TORCH_BACKTRACE_BYTES, TORCH_LANE_CELLS, TORCH_MAX_LANES,
                                                 align_lane_batch_torch, align_mixed_batch_torch, resolve_device)
 from workflow_lib.aligner.viterbi_hmm import align_template_batch
@@ -142,7 +142,9 @@ def _pool(workers: int):
 def _seq_bucket_task(args: tuple[int, list[int], bool]) -> list[Hit]:
     query_index, indices, backtrace = args
     scores = _SHARED["scores"][query_index]
-    return align_lane_batch(scores, _SHARED["targets"], indices, backtrace=backtrace)
+    trace_from = _SHARED.get("trace_from")
+    return align_lane_batch(scores, _SHARED["targets"], indices, backtrace=backtrace,
+                            trace_from=None if trace_from is None else trace_from[indices])
 
 
 def _check_targets(targets: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -160,8 +162,11 @@ def _check_targets(targets: Sequence[np.ndarray]) -> list[np.ndarray]:
 
 
 def _run_seq(scores_list: list[SequenceScores], targets: list[np.ndarray],
-             tasks: list[tuple[int, list[int], bool]], cpus: int) -> list[list[Hit]]:
+             tasks: list[tuple[int, list[int], bool]], cpus: int,
+             trace_from: np.ndarray | None = None) -> list[list[Hit]]:
     _SHARED["scores"], _SHARED["targets"] = scores_list, targets
+    if trace_from is not None:
+        _SHARED["trace_from"] = trace_from
     try:
         if cpus <= 1 or len(tasks) <= 1:
             return [_seq_bucket_task(task) for task in tasks]
@@ -172,9 +177,14 @@ def _run_seq(scores_list: list[SequenceScores], targets: list[np.ndarray],
 
 
 def align_targets(profile: Profile | SequenceScores, targets: Sequence[np.ndarray], *, backtrace: bool = False,
-                  cpus: int | None = 1, lane_cells: int | None = None, device: str | None = None) -> list[Hit]:
+                  cpus: int | None = 1, lane_cells: int | None = None, device: str | None = None,
+                  trace_from: Sequence[float] | np.ndarray | None = None) -> list[Hit]:
     """Align many sequences (uint8 code arrays ``[L_k]``) to one profile; one :class:`Hit` per target, in
     input order. ``backtrace`` adds the alignment; ``cpus`` processes (``0``/``None`` = all cores).
+
+    ``trace_from`` (with ``backtrace``): a score in bits per target; a target scoring below its value comes back
+    with its score only, as without ``backtrace`` (a search traces only the targets that can be reported).
+    The DP is the same; only the decoding of the paths is skipped. ``None``: every path is traced.
 
     ``device``: ``None`` runs the torch kernel on CUDA when ``torch.cuda.is_available()`` and the NumPy
     kernel otherwise; ``"numpy"`` forces NumPy; a torch device string (``"cpu"``, ``"cuda:0"``) runs the torch
@@ -185,6 +195,13 @@ def align_targets(profile: Profile | SequenceScores, targets: Sequence[np.ndarra
     checked = _check_targets(targets)
     if not checked:
         return []
+    thresholds = None
+    if trace_from is not None:
+        thresholds = np.asarray(trace_from, dtype=np.float64)
+        if thresholds.shape != (len(checked),) or np.isnan(thresholds).any():
+            raise ValueError("trace_from must give one score (bits, not NaN) per target")
+        # milli-bits, rounded down: a lane at or above its threshold is traced
+        thresholds = np.floor(np.clip(thresholds, -2.0 ** 40, 2.0 ** 40) * SCALE).astype(np.int64)
     backend = resolve_device(device)
     if backend != NUMPY:
         return _align_torch(scores, checked, backtrace, backend, lane_cells)
@@ -193,7 +210,7 @@ def align_targets(profile: Profile | SequenceScores, targets: Sequence[np.ndarra
     workers = resolve_cpus(cpus)
     if workers > 1 and len(buckets) < 4 * workers:
         buckets = _split_for_workers(buckets, 4 * workers)
-    results = _run_seq([scores], checked, [(0, bucket, backtrace) for bucket in buckets], workers)
+    results = _run_seq([scores], checked, [(0, bucket, backtrace) for bucket in buckets], workers, thresholds)
     hits: list[Hit | None] = [None] * len(checked)
     for bucket_hits in results:
         for hit in bucket_hits:

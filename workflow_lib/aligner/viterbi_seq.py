@@ -278,10 +278,15 @@ def _pack_seq_byte(out: np.ndarray, scratch: np.ndarray, m_beats_i: np.ndarray, 
 
 
 def align_lane_batch(scores: SequenceScores, targets: list[np.ndarray], indices: list[int], *,
-                     backtrace: bool) -> list[Hit]:
-    """Hits for the targets ``indices`` (one lane each), in the order of ``indices``."""
+                     backtrace: bool, trace_from: np.ndarray | None = None) -> list[Hit]:
+    """Hits for the targets ``indices`` (one lane each), in the order of ``indices``.
+
+    ``trace_from`` (with ``backtrace``): int64 milli-bits per lane; a lane whose score is below its value comes
+    back as a score-only hit (its path is not traced)."""
     residues = pack_targets(targets, indices)
     best, best_i, best_l, bt = viterbi_seq_lanes(scores, residues, backtrace=backtrace)
     if backtrace:
+        if trace_from is not None:
+            best_i = np.where(best >= trace_from, best_i, 0)  # a lane with best_i = 0 has no path to follow
         return sequence_hits(bt, best, best_i, best_l, indices)
     return [Hit(index, int(best[lane]) / 1000.0, int(best[lane])) for lane, index in enumerate(indices)]

@@ -233,6 +233,19 @@ def survivors(shard: Shard, prefiltered: Prefiltered) -> list[np.ndarray]:
     return [shard.sequence(int(prefiltered.gapless.sequence[k])) for k in prefiltered.passed]
 
 
+REPORT_MARGIN_BITS = 1e-3
+"""Targets within this many bits below the reporting score are traced too (the hit table decides exactly)."""
+
+
+def reportable_bits(query: SearchQuery, targets: list[np.ndarray], totals: DatabaseTotals,
+                    settings: SearchSettings = SearchSettings()) -> np.ndarray:
+    """Per target, the Viterbi score below which it cannot be reported: its E-value exceeds ``max_evalue``
+    even before the composition-bias correction, which only lowers scores (:mod:`workflow_lib.search.bias`).
+    The search traces alignments only from this score up (step 3 of the module docstring)."""
+    lengths = np.array([t.size for t in targets], dtype=np.float64)
+    return query.calibration.min_bits(settings.max_evalue, lengths, totals.sequences) - REPORT_MARGIN_BITS
+
+
 def hit_table(query: SearchQuery, shard: Shard, prefiltered: Prefiltered, targets: list[np.ndarray],
               hits: list[Hit], totals: DatabaseTotals,
               settings: SearchSettings = SearchSettings(), *, iteration: int = 1) -> pd.DataFrame:
@@ -242,8 +255,9 @@ def hit_table(query: SearchQuery, shard: Shard, prefiltered: Prefiltered, target
     rows = []
     if targets:
         lengths = np.array([t.size for t in targets], dtype=np.int64)
+        # a hit without an alignment (not traced: it cannot be reported, see reportable_bits) keeps its raw score
         bits = np.array([h.score - composition_bias_bits(profile.emissions, profile.background, target, h.pairs)
-                         for h, target in zip(hits, targets)], dtype=np.float64)
+                         if h.aligned_columns else h.score for h, target in zip(hits, targets)], dtype=np.float64)
         evalues = query.calibration.evalues(bits, lengths, totals.sequences)
         query_codes = profile.sequence
         for k, hit, target, score, evalue in zip(prefiltered.passed, hits, targets, bits, evalues):
@@ -271,7 +285,8 @@ def search_query_shard(query: SearchQuery, shard: Shard, index: dict[str, np.nda
     started = time.perf_counter()
     prefiltered = prefilter_query_shard(query, shard, index, totals, settings)
     targets = survivors(shard, prefiltered)
-    hits = align_targets(query.profile, targets, backtrace=True, cpus=1, device=device)
+    hits = align_targets(query.profile, targets, backtrace=True, cpus=1, device=device,
+                         trace_from=reportable_bits(query, targets, totals, settings))
     frame = hit_table(query, shard, prefiltered, targets, hits, totals, settings, iteration=iteration)
     return _result(frame, prefiltered, time.perf_counter() - started)
 

@@ -118,6 +118,19 @@ class Calibration:
     def evalues(self, bits: np.ndarray, target_lengths: np.ndarray, db_sequences: int) -> np.ndarray:
         return float(db_sequences) * self.pvalues(bits, target_lengths)
 
+    def min_bits(self, max_evalue: float, target_lengths: np.ndarray, db_sequences: int) -> np.ndarray:
+        """The score (bits) at which :meth:`evalues` reaches ``max_evalue`` for each target length: lower scores
+        have larger E-values. ``-inf`` where every score does (``max_evalue ≥ db_sequences``)."""
+        lengths = np.asarray(target_lengths, np.float64)
+        pvalue = float(max_evalue) / max(float(db_sequences), 1.0)
+        if pvalue >= 1.0:
+            return np.full(lengths.shape, -np.inf)
+        if pvalue <= 0.0:
+            return np.full(lengths.shape, np.inf)
+        # P = 1 − exp(−exp(−λ(x − μ)))  ⇔  x = μ − ln(−ln(1 − P)) / λ; then undo the length correction
+        corrected = self.mu - np.log(-np.log1p(-pvalue)) / self.lam
+        return corrected - self.corrected(np.zeros_like(lengths), lengths)
+
 
 def profile_seed(sequence: np.ndarray, emissions: np.ndarray) -> int:
     """A seed that depends only on the profile's contents."""
