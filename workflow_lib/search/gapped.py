@@ -87,7 +87,7 @@ def _sw_block(table: np.ndarray, packed: np.ndarray, gap_open: float, gap_extend
     lane_best = np.empty(n_targets, dtype=np.float32)
     for row in table:
         h = h_cur[1:]
-        np.take(row, packed, out=h, mode="clip")                  # substitution scores (codes are in range)
+        np.take(row, packed, out=h, mode="wrap")  # substitution scores (codes in range: wrap = no bounds work)
         np.subtract(f, ext, out=f)
         np.subtract(h_prev[1:], open_, out=tmp)
         np.maximum(f, tmp, out=f)                                 # F = max(H(i−1, j) − open, F(i−1, j) − ext)
