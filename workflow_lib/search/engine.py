@@ -6,7 +6,9 @@ Seed "Iterative MSA Alignment" (HHblits): for each query profile and each databa
    diagonal scores above ``2.5 + log2(Lq · Lt)`` bits;
 2. gapped Smith–Waterman with the query profile (:mod:`workflow_lib.search.gapped`), pass if
    ``N_db · Lq · Lt · 2^-S < 1000`` (targets whose gapless score already clears that pass without the SW run);
-3. Viterbi (sequence–profile, :func:`workflow_lib.aligner.align_targets`) with backtrace on the survivors;
+3. Viterbi (sequence–profile, :func:`workflow_lib.aligner.align_targets`) with backtrace on the survivors; the
+   paths are traced only for targets that can be reported (:func:`reportable_bits`: raw score at least the one
+   where the E-value reaches ``max_evalue``; NumPy backend);
 4. composition-bias correction of the Viterbi score (:mod:`workflow_lib.search.bias`, HMMER's null2): the
    reported ``bitscore`` is the corrected score;
 5. E-value from the query's Gumbel calibration (:mod:`workflow_lib.search.evalue`) and the whole-database
