@@ -85,6 +85,7 @@ def _sw_block(table: np.ndarray, packed: np.ndarray, gap_open: float, gap_extend
     ramp = np.repeat((np.arange(width, dtype=np.float32) * ext)[:, None], n_targets, axis=1)
     best = np.zeros(n_targets, dtype=np.float32)
     lane_best = np.empty(n_targets, dtype=np.float32)
+    zeros = np.zeros((width, n_targets), dtype=np.float32)  # NumPy's float maximum against a scalar is ~4x slower
     for row in table:
         h = h_cur[1:]
         np.take(row, packed, out=h, mode="wrap")  # substitution scores (codes in range: wrap = no bounds work)
@@ -93,7 +94,7 @@ def _sw_block(table: np.ndarray, packed: np.ndarray, gap_open: float, gap_extend
         np.maximum(f, tmp, out=f)                                 # F = max(H(i−1, j) − open, F(i−1, j) − ext)
         np.add(h, h_prev[:-1], out=h)
         np.maximum(h, f, out=h)
-        np.maximum(h, 0.0, out=h)                                 # H' = H without horizontal gaps
+        np.maximum(h, zeros, out=h)                               # H' = H without horizontal gaps
         lane_max(h, out=lane_best)
         np.maximum(best, lane_best, out=best)                     # E(j) < max H', so H' holds the row maxima
         h_prev, h_cur = h_cur, h_prev
