@@ -104,7 +104,7 @@ def viterbi_profile_lanes(query: PairScores, templates: list[PairScores], *,
                  prev["MI"][1:] + (qp[MM] + t_cur[:, :, II]))):
             from_self = extend > fresh
             np.maximum(fresh, extend, out=cur[name][1:])
-            byte |= from_self.view(np.uint8) << bit
+            byte |= from_self.view(np.uint8) * np.uint8(1 << bit)  # uint8 << has no vectorised loop; * has
         # GD, IM: in-row chains along j, prefix max-plus scans
         mm_left = cur["MM"][:-1]
         for name, bit, fresh, cumulative in (
@@ -112,7 +112,7 @@ def viterbi_profile_lanes(query: PairScores, templates: list[PairScores], *,
                 ("IM", HMM_SELF_BITS[2], mm_left + (qc[MI] + t_prev[:, :, MM]), positions * qc[II] + cum_mm)):
             shifted = fresh - cumulative
             running = np.maximum.accumulate(shifted, axis=0)
-            byte |= (running > shifted).view(np.uint8) << bit
+            byte |= (running > shifted).view(np.uint8) * np.uint8(1 << bit)
             np.add(running, cumulative, out=cur[name][1:])
         bt[i - 1] = byte
         row_best = mm_new.max(axis=0)

@@ -292,9 +292,11 @@ def _pack_seq_byte(out: np.ndarray, scratch: np.ndarray, m_beats_i: np.ndarray, 
     np.maximum(out, scratch, out=out)
     np.subtract(stop.view(np.uint8), 1, out=scratch)  # 0 where STOP, 255 elsewhere
     np.bitwise_and(out, scratch, out=out)
-    np.left_shift(from_i.view(np.uint8), 2, out=scratch)
+    # the bits by multiplication: NumPy's uint8 left_shift has no vectorised loop (29 µs against 2 µs for 120k
+    # bytes, session 32)
+    np.multiply(from_i.view(np.uint8), 1 << 2, out=scratch)
     np.bitwise_or(out, scratch, out=out)
-    np.left_shift(from_d.view(np.uint8), 3, out=scratch)
+    np.multiply(from_d.view(np.uint8), 1 << 3, out=scratch)
     np.bitwise_or(out, scratch, out=out)
 
 
