@@ -41,38 +41,51 @@ def _collect(records_i: list[np.ndarray], records_l: list[np.ndarray], records_s
     return steps[::-1]
 
 
+PATH_CHECK_STEPS = 8
+""":func:`_paths` tests whether every lane has stopped once per this many steps (a stopped lane stays put)."""
+
+
 def _paths(bt: np.ndarray, best_i: np.ndarray, best_l: np.ndarray, step_fn,
            n_states: int) -> list[np.ndarray]:
     """Follow pointers from (best_i, best_l) in every lane at once; ``step_fn`` maps arrays (state, byte) to
     (next state, di, dj, stopped). Returns int64 ``[steps, W]`` arrays of i, l and state (−1 once a lane has
     stopped; a lane's path is the prefix before its first −1, from its last cell backwards).
 
-    ``step_fn`` is evaluated once for every (state, byte) pair into lookup tables, and the lanes walk the
-    flattened matrix by table lookups: a step costs a handful of calls over the W lanes."""
-    _, n_target, width = bt.shape
+    ``step_fn`` is evaluated once for every (state, byte) pair into two lookup tables over ``state · 256 + byte``:
+    the next state's key base and the flat move. A stop leads to an extra state that maps to itself without
+    moving, so a step is a gather of the byte, an add, two table gathers and a subtract over the W lanes, with
+    no bookkeeping of which lanes are still walking (half the calls of tracking an ``active`` mask)."""
+    n_query, n_target, width = bt.shape
     flat = bt.reshape(-1)
     state_grid, byte_grid = np.divmod(np.arange(n_states * 256, dtype=np.int64), 256)
     next_table, di, dl, stop_table = (np.asarray(v, dtype=np.int64)
                                       for v in step_fn(state_grid, byte_grid.astype(np.uint8)))
-    move_table = (di * n_target + dl) * width                    # flat step of the state's move
     stop_table = stop_table.astype(bool)
+    stopped = n_states * 256                                     # key base of the extra state
+    next_base = np.concatenate([np.where(stop_table, stopped, next_table * 256), np.full(256, stopped)])
+    move = np.concatenate([np.where(stop_table, 0, (di * n_target + dl) * width), np.zeros(256, np.int64)])
     best_i, best_l = np.asarray(best_i, dtype=np.int64), np.asarray(best_l, dtype=np.int64)
-    active = best_i > 0
     cell = (np.maximum(best_i - 1, 0) * n_target + np.maximum(best_l - 1, 0)) * width + np.arange(width)
-    state = np.zeros(width, dtype=np.int64)
-    cells, states = [], []
-    while active.any():
-        cells.append(cell.copy())
-        states.append(np.where(active, state, -1))
-        key = state * 256 + flat[cell]
-        active &= ~stop_table[key]
-        cell -= move_table[key] * active
-        state = np.where(active, next_table[key], state)
-    if not cells:
+    base = np.where(best_i > 0, 0, stopped)                      # state M, or stopped from the start
+    limit = n_query + n_target + PATH_CHECK_STEPS + 1            # every step moves i or l, the last one stops
+    cells = np.empty((limit, width), dtype=np.int64)
+    bases = np.empty((limit, width), dtype=np.int64)
+    steps = 0
+    while steps % PATH_CHECK_STEPS or (base != stopped).any():
+        cells[steps] = cell
+        bases[steps] = base
+        key = base + flat[cell]
+        cell -= move[key]
+        base = next_base[key]
+        steps += 1
+    walking = (bases[:steps] != stopped).any(axis=1)
+    steps = int(walking.nonzero()[0][-1]) + 1 if walking.any() else 0  # the steps taken while a lane walked
+    if steps == 0:
         empty = np.zeros((0, width), dtype=np.int64)
         return [empty, empty, empty]
-    cells_array = np.stack(cells)
-    return [cells_array // (n_target * width) + 1, (cells_array // width) % n_target + 1, np.stack(states)]
+    cells_array, states = cells[:steps], bases[:steps] // 256
+    states[states == n_states] = -1
+    return [cells_array // (n_target * width) + 1, (cells_array // width) % n_target + 1, states]
 
 
 def _seq_step(state: np.ndarray, byte: np.ndarray):
