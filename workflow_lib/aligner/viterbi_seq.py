@@ -28,8 +28,6 @@ longer than :data:`INT32_MAX_TARGET` use int64 arrays (same code, slower).
 
 from __future__ import annotations
 
-from collections import Counter
-
 import numpy as np
 
 from workflow_lib.aligner.backtrace import sequence_hits
@@ -150,20 +148,19 @@ def viterbi_seq_lanes(scores: SequenceScores, residues: np.ndarray, *,
         ramp_buf = np.empty((n_target, width), dtype)
         im_slope, im_const = prev_ii.tolist(), (tr[:n_query, IM] - prev_ii).tolist()
         mi_const = (tr[1:, MI] - tr[1:, MM]).tolist()  # slope −t_{r+1}.II: −ii_list[r]
-    # rows whose in-row ramps are the most common ones (every inner row of a one-sequence profile: its
-    # transitions are the same in all columns) add a full [Lt, W] ramp built once, a plain array pass instead of
-    # a broadcast column (or of three passes below FULL_RAMP_WIDTH lanes)
-    im_keys = list(zip(prev_ii.tolist(), tr[:n_query, IM].tolist()))
-    mi_keys = list(zip(tr[1:, II].tolist(), tr[1:, MI].tolist(), tr[1:, MM].tolist()))
-    (im_ii, im_im), _ = Counter(im_keys).most_common(1)[0]
-    (mi_ii, mi_mi, mi_mm), _ = Counter(mi_keys).most_common(1)[0]
+    # rows whose in-row ramps equal the middle row's (every inner row of a one-sequence profile: its transitions
+    # are the same in all columns) add a full [Lt, W] ramp built once, a plain array pass instead of a broadcast
+    # column (or of three passes below FULL_RAMP_WIDTH lanes); any choice of the shared row gives the same scores
+    middle = n_query // 2
+    im_ii, im_im = int(prev_ii[middle]), int(tr[middle, IM])
+    mi_ii, mi_mi, mi_mm = (int(v) for v in tr[middle + 1, [II, MI, MM]])
     lane_column = np.arange(1, n_target + 1, dtype=np.int64)[:, None]
     common_im = np.ascontiguousarray(np.broadcast_to(((lane_column - 1) * im_ii + im_im).astype(dtype),
                                                      (n_target, width)))
     common_mi = np.ascontiguousarray(np.broadcast_to((mi_mi - mi_mm - lane_column * mi_ii).astype(dtype),
                                                      (n_target, width)))
-    im_common = [key == (im_ii, im_im) for key in im_keys]
-    mi_common = [key == (mi_ii, mi_mi, mi_mm) for key in mi_keys]
+    im_common = ((prev_ii == im_ii) & (tr[:n_query, IM] == im_im)).tolist()
+    mi_common = ((tr[1:, II] == mi_ii) & (tr[1:, MI] == mi_mi) & (tr[1:, MM] == mi_mm)).tolist()
     shape = (n_target + 1, width)
     # C(i, l) and B(i, l) overwrite C(i−1, l) and B(i−1, l) in place once the row's A has read them; A needs
     # two rows (A(i, l) reads A(i−1, l−1), C(i, l) reads A(i−1, l)). Fewer buffers keep a row in L2 cache.
