@@ -14,12 +14,13 @@ from workflow_lib.cli import main
 from workflow_lib.db.build import build_database
 from workflow_lib.errors import InputError
 from workflow_lib.search.engine import (DatabaseTotals, SearchSettings, calibrate, calibrate_many, make_query,
-                                        rank_hits, search_database)
+                                        prefilter_query_shard, rank_hits, search_database)
 from workflow_lib.search.evalue import (CALIBRATION_MAX_LENGTH, DECOY_WINDOW_LENGTH, LAMBDA, Calibration,
                                         calibration_length, fit_gumbel, fit_mu, gumbel_lambda, iid_sequences,
                                         length_slope, random_sequences)
 from workflow_lib.db.build import load_kmer_index, load_shard
-from workflow_lib.search.gapped import gapped_evalues, gapped_pass, gapped_scores, smith_waterman_reference
+from workflow_lib.search.gapped import (band_pass, banded_reference, banded_scores, banded_scores_many, gapped_evalues,
+                                        gapped_pass, gapped_scores, smith_waterman_reference)
 from workflow_lib.search.iterative import (MsaSettings, filter_alignment, hit_row, iterate, msa_step,
                                            output_alignment, stop_reason)
 from workflow_lib.search.prefilter import gapless_prefilter, profile_scores_bits
@@ -130,6 +131,101 @@ def test_gapped_pass_skips_only_sure_targets_and_keeps_the_same_set(db_one, quer
         _, runs = gapped_pass(scores, targets, gapless.score, 250)
         assert 0 < runs < len(targets)
     assert checked > 100
+
+
+def test_banded_scores_equal_the_banded_loop_reference(db_records):
+    """Real sequences and random cases, bands cut off by either end of the target, several gap costs."""
+    query = db_records[3]
+    profile = profile_from_sequence(query.sequence[:70])
+    scores = profile_scores_bits(profile.emissions, profile.background)
+    targets = [encode(r.sequence[:90]) for r in db_records[10:16]] + [encode(query.sequence[5:80]), encode("W")]
+    centers = np.array([0, 3, -20, 40, -85, 95, -5, 0])
+    for band in (8, 16, 32):
+        got = banded_scores(scores, targets, centers, band=band)
+        expected = [banded_reference(scores, t, int(c), band=band) for t, c in zip(targets, centers)]
+        assert got == pytest.approx(expected, abs=1e-3)
+    assert got[6] > 100  # the query's own residues 6-75, on diagonal -5
+    rng = np.random.default_rng(11)
+    for _ in range(12):
+        scores = rng.normal(-0.3, 2.5, (int(rng.integers(1, 30)), 21)).astype(np.float32)
+        targets = [rng.integers(0, 21, int(rng.integers(1, 40))).astype(np.uint8) for _ in range(6)]
+        centers = rng.integers(-35, 40, 6)
+        for gap_open, gap_extend in ((5.0, 1.0), (2.0, 0.5)):
+            got = banded_scores(scores, targets, centers, band=16, gap_open=gap_open, gap_extend=gap_extend,
+                                lane_cells=16 * 4)  # blocks of 4 lanes: a partial last block
+            expected = [banded_reference(scores, t, int(c), band=16, gap_open=gap_open, gap_extend=gap_extend)
+                        for t, c in zip(targets, centers)]
+            assert got == pytest.approx(expected, abs=1e-3)
+    with pytest.raises(ValueError, match="multiple of"):
+        banded_scores(scores, targets, centers, band=12)
+    with pytest.raises(ValueError, match="one value per target"):
+        banded_scores(scores, targets, centers[:2])
+
+
+def test_banded_scores_of_many_queries_equal_one_query_at_a_time():
+    """Lanes of queries of different lengths share blocks (shorter queries padded): the same scores."""
+    rng = np.random.default_rng(5)
+    tables = [rng.normal(-0.5, 2.5, (n, 21)).astype(np.float32) for n in (1, 7, 33, 50, 12)]
+    targets = [rng.integers(0, 21, int(rng.integers(1, 70))).astype(np.uint8) for _ in range(40)]
+    query_of, centers = rng.integers(0, 5, 40), rng.integers(-50, 50, 40)
+    many = banded_scores_many(tables, query_of, targets, centers, band=16, lane_cells=16 * 7)
+    alone = [banded_scores(tables[q], [t], [c], band=16)[0] for q, t, c in zip(query_of, targets, centers)]
+    assert many == pytest.approx(alone, abs=1e-4)
+    assert many == pytest.approx([banded_reference(tables[q], t, int(c), band=16)
+                                  for q, t, c in zip(query_of, targets, centers)], abs=1e-3)
+
+
+def test_banded_scores_lie_between_the_gapless_and_the_full_score(db_one, queries):
+    """On a real shard: a band around the best gapless diagonal scores at least that diagonal and at most the
+    full Smith-Waterman; a band as wide as both sequences is the full Smith-Waterman."""
+    shard, index = load_shard(db_one, 0), load_kmer_index(db_one, 0)
+    for record in queries:
+        profile = profile_from_sequence(record.sequence)
+        scores = profile_scores_bits(profile.emissions, profile.background)
+        gapless = gapless_prefilter(scores, index, shard.residues, shard.offsets, offset_bits=-3.0)
+        targets = [shard.sequence(int(s)) for s in gapless.sequence]
+        banded = banded_scores(scores, targets, gapless.diagonal)
+        full = gapped_scores(scores, targets)
+        assert np.all(gapless.score <= banded + 1e-3) and np.all(banded <= full + 1e-3)
+        assert np.any(banded > gapless.score + 1.0) and np.any(banded < full - 1.0)
+        wide = 8 * (-(-2 * (profile.length + max(t.size for t in targets)) // 8))
+        assert banded_scores(scores, targets[:20], np.zeros(20, np.int64), band=wide) == \
+            pytest.approx(full[:20], abs=1e-3)
+
+
+def test_band_pass_scores_only_the_gate_window(db_one, queries):
+    """Targets above the direct pass keep their gapless score and pass; the others pass on their banded score."""
+    shard, index = load_shard(db_one, 0), load_kmer_index(db_one, 0)
+    record = queries[2]
+    profile = profile_from_sequence(record.sequence)
+    scores = profile_scores_bits(profile.emissions, profile.background)
+    gapless = gapless_prefilter(scores, index, shard.residues, shard.offsets, offset_bits=-1.0)
+    targets = [shard.sequence(int(s)) for s in gapless.sequence]
+    space = np.log2(profile.length * np.array([t.size for t in targets], dtype=np.float64))
+    kept, bits = band_pass(scores, targets, gapless.diagonal, gapless.score, gapless_offset=4.5, band_offset=6.0)
+    sure = gapless.score > 4.5 + space
+    banded = banded_scores(scores, targets, gapless.diagonal)
+    expected = np.flatnonzero(sure | (banded > 6.0 + space))
+    np.testing.assert_array_equal(kept, expected)
+    np.testing.assert_allclose(bits[sure], gapless.score[sure])
+    np.testing.assert_allclose(bits[~sure], np.maximum(gapless.score, banded)[~sure], atol=1e-4)
+    assert 0 < np.count_nonzero(~sure & (banded > 6.0 + space)) and np.count_nonzero(~sure) > len(kept) - sure.sum()
+
+
+def test_search_with_the_band_stage_off_is_the_single_gapless_pass(db_one, queries):
+    """A band gate at the direct pass turns stage 1b off: the search is the seed's gapless pass at that offset;
+    the default (band on, direct pass at 4.5) keeps every target that direct pass keeps."""
+    totals = DatabaseTotals.from_manifest(db_one)
+    shard, index = load_shard(db_one, 0), load_kmer_index(db_one, 0)
+    for record in queries:
+        query = make_query(record.id, profile_from_sequence(record.sequence), totals)
+        off = prefilter_query_shard(query, shard, index, totals, SearchSettings(gapless_offset=2.5, band_gate=2.5))
+        scores = profile_scores_bits(query.profile.emissions, query.profile.background)
+        seed = gapless_prefilter(scores, index, shard.residues, shard.offsets, offset_bits=2.5)
+        np.testing.assert_array_equal(off.gapless.sequence, seed.sequence)
+        on = prefilter_query_shard(query, shard, index, totals, SearchSettings())
+        direct = gapless_prefilter(scores, index, shard.residues, shard.offsets, offset_bits=4.5)
+        assert set(direct.sequence) <= set(on.gapless.sequence)
 
 
 def test_gapped_evalue_is_the_seed_formula():

@@ -71,8 +71,16 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
                        help=f"gapless prefilter: diagonals scored per target (default "
                             f"{defaults.diagonals_per_target}; --sensitive: {sensitive['diagonals_per_target']})")
     group.add_argument("--gapless-offset", type=float, default=None,
-                       help=f"gapless prefilter: pass above this + log2(Lq*Lt) bits (default "
-                            f"{defaults.gapless_offset}, the seed's; --sensitive: {sensitive['gapless_offset']})")
+                       help=f"gapless prefilter: pass directly above this + log2(Lq*Lt) bits (default "
+                            f"{defaults.gapless_offset}; the seed's single pass is 2.5; --sensitive: "
+                            f"{sensitive['gapless_offset']})")
+    group.add_argument("--band-gate", type=float, default=None,
+                       help=f"banded Smith-Waterman stage: targets whose gapless score is above this + "
+                            f"log2(Lq*Lt) bits but not above the direct pass are scored in a band of "
+                            f"{defaults.band_width} diagonals around their best one (default {defaults.band_gate}; "
+                            f"at or above --gapless-offset the stage is off)")
+    group.add_argument("--band-offset", type=float, default=None,
+                       help=f"banded stage: pass above this + log2(Lq*Lt) bits (default {defaults.band_offset})")
     group.add_argument("--max-sequences", type=int, default=msa.max_sequences,
                        help="cap on MSA sequences after filtering (default %(default)s)")
     group.add_argument("--pseudocounts", choices=PSEUDOCOUNTS, default=msa.pseudocounts,
@@ -133,8 +141,8 @@ def _settings(args: argparse.Namespace) -> tuple[SearchSettings, MsaSettings]:
     try:
         search = prefilter_settings(sensitive=args.sensitive, kmer_threshold=args.kmer_threshold,
                                     diagonals_per_target=args.diagonals_per_target,
-                                    gapless_offset=args.gapless_offset,
-                                    max_evalue=max(args.max_evalue, args.inclusion_evalue),
+                                    gapless_offset=args.gapless_offset, band_gate=args.band_gate,
+                                    band_offset=args.band_offset, max_evalue=max(args.max_evalue, args.inclusion_evalue),
                                     calibration=calibration_for(args.calibration, args.pseudocounts))
     except ValueError as error:
         raise InputError(f"--{str(error).replace('_', '-')}") from None

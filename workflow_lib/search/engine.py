@@ -2,8 +2,15 @@
 
 Seed "Iterative MSA Alignment" (HHblits): for each query profile and each database shard,
 
-1. gapless prefilter on k-mer-seeded diagonals (:mod:`workflow_lib.search.prefilter`), pass if the best
-   diagonal scores above ``2.5 + log2(Lq · Lt)`` bits;
+1. gapless prefilter on k-mer-seeded diagonals (:mod:`workflow_lib.search.prefilter`). The seed passes a target
+   whose best diagonal scores above ``2.5 + log2(Lq · Lt)`` bits. Here a target passes directly above
+   ``gapless_offset`` (4.5) and, between ``band_gate`` (−2) and that, only when
+1b. its banded Smith–Waterman score (a band of ``band_width`` = 16 diagonals around its best gapless diagonal,
+   :func:`workflow_lib.search.gapped.banded_scores_many`) is above ``band_offset + log2(Lq · Lt)`` (6) bits.
+   A remote homolog's alignment is split by indels over nearby diagonals, so its best single diagonal can
+   score low; the band sums the pieces. At the same CPU this finds more homologs than the seed's single
+   pass (benchmarks/RESULTS.md, session 33). ``band_gate >= gapless_offset`` turns 1b off (the seed's stage 1
+   at ``gapless_offset``). The queries of one task share the banded kernel's rows;
 2. gapped Smith–Waterman with the query profile (:mod:`workflow_lib.search.gapped`), pass if
    ``N_db · Lq · Lt · 2^-S < 1000`` (targets whose gapless score already clears that pass without the SW run);
 3. Viterbi (sequence–profile, :func:`workflow_lib.aligner.align_targets`) with backtrace on the survivors; the
@@ -48,9 +55,11 @@ from workflow_lib.db.build import Shard, load_kmer_index, load_shard, read_manif
 from workflow_lib.search.bias import composition_bias_bits
 from workflow_lib.search.evalue import (CALIBRATION_SAMPLES, CALIBRATIONS, Calibration, decoy_windows, fit_mu,
                                         gumbel_lambda, length_slope, load_decoy_pool, profile_seed, random_sequences)
-from workflow_lib.search.gapped import GAP_EXTEND_BITS, GAP_OPEN_BITS, GAPPED_MAX_EVALUE, gapped_pass
+from workflow_lib.search.gapped import (BAND_GATE_BITS, BAND_OFFSET_BITS, BAND_SURE_PASS_BITS, BAND_WIDTH,
+                                        GAP_EXTEND_BITS, GAP_OPEN_BITS, GAPPED_MAX_EVALUE, band_decide, band_split,
+                                        banded_scores_many, gapped_pass)
 from workflow_lib.search.kmer_index import index_is_spaced
-from workflow_lib.search.prefilter import (DIAGONALS_PER_TARGET, GAPLESS_OFFSET_BITS, SENSITIVE_PREFILTER,
+from workflow_lib.search.prefilter import (DIAGONALS_PER_TARGET, SENSITIVE_PREFILTER, GaplessHits,
                                            GaplessHits, check_prefilter_values, default_kmer_threshold,
                                            gapless_prefilter, profile_scores_bits)
 from workflow_lib.seqio.alphabet import decode
@@ -66,7 +75,14 @@ class SearchSettings:
     kmer_threshold: float | None = None  # None: default_kmer_threshold(k and shape of the database's index, kmer_slack)
     kmer_slack: float = 0.0
     diagonals_per_target: int = DIAGONALS_PER_TARGET
-    gapless_offset: float = GAPLESS_OFFSET_BITS
+    gapless_offset: float = BAND_SURE_PASS_BITS
+    """Stage 1: a gapless score above ``this + log2(Lq · Lt)`` bits passes directly (the seed's is 2.5)."""
+    band_gate: float = BAND_GATE_BITS
+    """Stage 1b: gapless scores above ``this + log2(Lq · Lt)`` (and not passing directly) get a banded score;
+    at or above ``gapless_offset`` the stage is off."""
+    band_offset: float = BAND_OFFSET_BITS
+    """Stage 1b: pass when the banded score is above ``this + log2(Lq · Lt)`` bits."""
+    band_width: int = BAND_WIDTH
     gap_open: float = GAP_OPEN_BITS
     gap_extend: float = GAP_EXTEND_BITS
     gapped_max_evalue: float = GAPPED_MAX_EVALUE
@@ -90,13 +106,14 @@ class SearchSettings:
 
 def prefilter_settings(*, sensitive: bool = False, kmer_threshold: float | None = None,
                        diagonals_per_target: int | None = None, gapless_offset: float | None = None,
+                       band_gate: float | None = None, band_offset: float | None = None,
                        **other) -> SearchSettings:
     """:class:`SearchSettings` from the default or the sensitive prefilter, with any value given overriding it.
 
     Raises ``ValueError`` for a non-finite threshold or fewer than one diagonal per target."""
     base = SearchSettings(**SENSITIVE_PREFILTER) if sensitive else SearchSettings()
     given = {"kmer_threshold": kmer_threshold, "diagonals_per_target": diagonals_per_target,
-             "gapless_offset": gapless_offset}
+             "gapless_offset": gapless_offset, "band_gate": band_gate, "band_offset": band_offset}
     check_prefilter_values(**given)
     values = {key: value for key, value in given.items() if value is not None}
     return dataclasses.replace(base, **values, **other)
@@ -215,19 +232,61 @@ class Prefiltered:
 
 def prefilter_query_shard(query: SearchQuery, shard: Shard, index: dict[str, np.ndarray], totals: DatabaseTotals,
                           settings: SearchSettings = SearchSettings()) -> Prefiltered:
-    """Steps 1–2 of the module docstring: the gapless and the gapped stage."""
-    started = time.perf_counter()
-    profile = query.profile
-    scores = profile_scores_bits(profile.emissions, profile.background)
-    gapless = gapless_prefilter(scores, index, shard.residues, shard.offsets,
-                                kmer_threshold=settings.seed_threshold(int(index["k"]), index_is_spaced(index)),
-                                diagonals_per_target=settings.diagonals_per_target,
-                                offset_bits=settings.gapless_offset)
-    candidates = [shard.sequence(int(s)) for s in gapless.sequence]
-    passed, _ = gapped_pass(scores, candidates, gapless.score, totals.sequences,
-                            max_evalue=settings.gapped_max_evalue, gap_open=settings.gap_open,
-                            gap_extend=settings.gap_extend)
-    return Prefiltered(gapless, np.asarray(passed, dtype=np.int64), time.perf_counter() - started)
+    """Steps 1–2 of the module docstring for one query (:func:`prefilter_queries_shard`)."""
+    return prefilter_queries_shard([query], shard, index, totals, settings)[0]
+
+
+def prefilter_queries_shard(queries: list[SearchQuery], shard: Shard, index: dict[str, np.ndarray],
+                            totals: DatabaseTotals, settings: SearchSettings = SearchSettings()) -> list[Prefiltered]:
+    """Steps 1–2 of the module docstring for several queries: the gapless stage per query, the banded stage
+    (1b) for all of them in one kernel call (its cost is per DP row, so the lanes of many queries share the
+    rows), then the gapped stage per query. A query's seconds include its share of the banded call (by
+    cells)."""
+    band_on = settings.band_gate < settings.gapless_offset
+    staged = []
+    for query in queries:
+        started = time.perf_counter()
+        profile = query.profile
+        scores = profile_scores_bits(profile.emissions, profile.background)
+        gapless = gapless_prefilter(scores, index, shard.residues, shard.offsets,
+                                    kmer_threshold=settings.seed_threshold(int(index["k"]), index_is_spaced(index)),
+                                    diagonals_per_target=settings.diagonals_per_target,
+                                    offset_bits=min(settings.gapless_offset, settings.band_gate))
+        candidates = [shard.sequence(int(s)) for s in gapless.sequence]
+        split = None
+        if band_on:
+            split = band_split(profile.length, np.array([t.size for t in candidates], dtype=np.int64),
+                               gapless.score, settings.gapless_offset)
+        staged.append([scores, gapless, candidates, split, time.perf_counter() - started])
+    if band_on:
+        started = time.perf_counter()
+        unsure = [np.flatnonzero(~split[1]) for _, _, _, split, _ in staged]
+        query_of = np.repeat(np.arange(len(staged)), [u.size for u in unsure])
+        targets = [entry[2][k] for entry, u in zip(staged, unsure) for k in u]
+        centers = np.concatenate([entry[1].diagonal[u] for entry, u in zip(staged, unsure)]) if staged else []
+        banded = banded_scores_many([entry[0] for entry in staged], query_of, targets, centers,
+                                    band=settings.band_width, gap_open=settings.gap_open,
+                                    gap_extend=settings.gap_extend)
+        cells = np.array([entry[0].shape[0] * u.size for entry, u in zip(staged, unsure)], dtype=np.float64)
+        shares = (time.perf_counter() - started) * cells / max(cells.sum(), 1.0)
+        bounds = np.cumsum([0] + [u.size for u in unsure])
+        for k, entry in enumerate(staged):
+            scores, gapless, candidates, (space, sure), seconds = entry
+            kept, bits = band_decide(gapless.score, space, sure, banded[bounds[k]:bounds[k + 1]],
+                                     settings.band_offset)
+            entry[1] = GaplessHits(gapless.sequence[kept], bits[kept], gapless.diagonal[kept], gapless.seeds[kept],
+                                   gapless.seeded_targets)
+            entry[2] = [candidates[j] for j in kept]
+            entry[4] = seconds + float(shares[k])
+    out = []
+    for scores, gapless, candidates, _, seconds in staged:
+        started = time.perf_counter()
+        passed, _ = gapped_pass(scores, candidates, gapless.score, totals.sequences,
+                                max_evalue=settings.gapped_max_evalue, gap_open=settings.gap_open,
+                                gap_extend=settings.gap_extend)
+        out.append(Prefiltered(gapless, np.asarray(passed, dtype=np.int64),
+                               seconds + time.perf_counter() - started))
+    return out
 
 
 def survivors(shard: Shard, prefiltered: Prefiltered) -> list[np.ndarray]:
@@ -284,13 +343,22 @@ def search_query_shard(query: SearchQuery, shard: Shard, index: dict[str, np.nda
                        settings: SearchSettings = SearchSettings(), *, iteration: int = 1,
                        device: str | None = NUMPY) -> QueryResult:
     """Prefilter → Viterbi → E-values for one query on one shard (see the module docstring)."""
-    started = time.perf_counter()
-    prefiltered = prefilter_query_shard(query, shard, index, totals, settings)
-    targets = survivors(shard, prefiltered)
-    hits = align_targets(query.profile, targets, backtrace=True, cpus=1, device=device,
-                         trace_from=reportable_bits(query, targets, totals, settings))
-    frame = hit_table(query, shard, prefiltered, targets, hits, totals, settings, iteration=iteration)
-    return _result(frame, prefiltered, time.perf_counter() - started)
+    return search_queries_shard([query], shard, index, totals, settings, iteration=iteration, device=device)[0]
+
+
+def search_queries_shard(queries: list[SearchQuery], shard: Shard, index: dict[str, np.ndarray],
+                         totals: DatabaseTotals, settings: SearchSettings = SearchSettings(), *, iteration: int = 1,
+                         device: str | None = NUMPY) -> list[QueryResult]:
+    """:func:`search_query_shard` for several queries, prefiltered together (:func:`prefilter_queries_shard`)."""
+    results = []
+    for query, prefiltered in zip(queries, prefilter_queries_shard(queries, shard, index, totals, settings)):
+        started = time.perf_counter()
+        targets = survivors(shard, prefiltered)
+        hits = align_targets(query.profile, targets, backtrace=True, cpus=1, device=device,
+                             trace_from=reportable_bits(query, targets, totals, settings))
+        frame = hit_table(query, shard, prefiltered, targets, hits, totals, settings, iteration=iteration)
+        results.append(_result(frame, prefiltered, prefiltered.seconds + time.perf_counter() - started))
+    return results
 
 
 def rank_hits(frame: pd.DataFrame, query_order: list[str] | None = None) -> pd.DataFrame:
@@ -311,10 +379,20 @@ def rank_hits(frame: pd.DataFrame, query_order: list[str] | None = None) -> pd.D
 _WORKER: dict[str, object] = {}
 
 
-def _query_task(position: int) -> QueryResult:
-    return search_query_shard(_WORKER["queries"][position], _WORKER["shard"], _WORKER["index"],  # type: ignore[index]
-                              _WORKER["totals"], _WORKER["settings"], iteration=_WORKER["iteration"],  # type: ignore[arg-type]
-                              device=NUMPY)
+QUERY_BATCH = 16
+"""Queries prefiltered together (their banded stage shares one kernel call) per task of :func:`search_shard`."""
+
+
+def _batches(count: int, workers: int) -> list[range]:
+    """Consecutive query ranges of at most :data:`QUERY_BATCH`, at least two per worker when there are enough."""
+    size = max(1, min(QUERY_BATCH, -(-count // max(2 * workers, 1)) if workers > 1 else QUERY_BATCH))
+    return [range(lo, min(lo + size, count)) for lo in range(0, count, size)]
+
+
+def _query_task(batch: range) -> list[QueryResult]:
+    return search_queries_shard([_WORKER["queries"][k] for k in batch], _WORKER["shard"],  # type: ignore[index]
+                                _WORKER["index"], _WORKER["totals"], _WORKER["settings"],  # type: ignore[arg-type]
+                                iteration=_WORKER["iteration"], device=NUMPY)  # type: ignore[arg-type]
 
 
 def _calibration_task(position: int) -> list[float]:
@@ -322,16 +400,22 @@ def _calibration_task(position: int) -> list[float]:
     return [hit.score for hit in align_targets(profile, targets, cpus=1, device=NUMPY)]
 
 
-def _prefilter_task(position: int) -> Prefiltered:
-    return prefilter_query_shard(_WORKER["queries"][position], _WORKER["shard"], _WORKER["index"],  # type: ignore[index]
-                                 _WORKER["totals"], _WORKER["settings"])  # type: ignore[arg-type]
+def _prefilter_task(batch: range) -> list[Prefiltered]:
+    return prefilter_queries_shard([_WORKER["queries"][k] for k in batch], _WORKER["shard"],  # type: ignore[index]
+                                   _WORKER["index"], _WORKER["totals"], _WORKER["settings"])  # type: ignore[arg-type]
 
 
-def _map(task, count: int, workers: int) -> list:
+def _map(task, count: int, workers: int, items: list | None = None) -> list:
+    items = list(range(count)) if items is None else items
     if workers <= 1:
-        return [task(k) for k in range(count)]
+        return [task(item) for item in items]
     with multiprocessing.get_context("fork").Pool(workers) as pool:
-        return pool.map(task, range(count), chunksize=1)
+        return pool.map(task, items, chunksize=1)
+
+
+def _map_batches(task, count: int, workers: int) -> list:
+    """``task`` over :func:`_batches` of ``count`` queries; the results flattened back to one per query."""
+    return [result for batch in _map(task, count, workers, _batches(count, workers)) for result in batch]
 
 
 def search_shard(queries: list[SearchQuery], shard: Shard, index: dict[str, np.ndarray], totals: DatabaseTotals,
@@ -348,8 +432,8 @@ def search_shard(queries: list[SearchQuery], shard: Shard, index: dict[str, np.n
                    iteration=iteration)
     try:
         if backend == NUMPY:
-            return _map(_query_task, len(queries), workers)
-        prefiltered = _map(_prefilter_task, len(queries), workers)
+            return _map_batches(_query_task, len(queries), workers)
+        prefiltered = _map_batches(_prefilter_task, len(queries), workers)
     finally:
         _WORKER.clear()
     started = time.perf_counter()

@@ -17,6 +17,11 @@ it is positive (``H`` is floored at 0), so only gaps shorter than ``(max H' − 
 scan is a few doubling steps (``max(x(j), x(j − s))`` for s = 1, 2, 4, …, one array pass each), as in the Viterbi
 kernel's insert chains (:mod:`workflow_lib.aligner.viterbi_seq`). Score-only, float32, two rows; 2.5–3× faster than
 the first layout (targets as rows, ``np.maximum.accumulate`` along them: a scalar loop).
+
+Stage 1b (not in the seed; :func:`band_split`, :func:`banded_scores_many`, :func:`band_decide`): the same local
+alignment restricted to a band of diagonals around the target's best gapless diagonal, ``Lq · band`` cells
+instead of ``Lq · Lt``. It scores the targets whose gapless score is near the threshold, where a single diagonal
+says little about a remote homolog; the search (:mod:`workflow_lib.search.engine`) passes them on this score.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from workflow_lib.aligner.lanes import ROW_COST_CELLS, min_cost_buckets
-from workflow_lib.aligner.viterbi_seq import LANE_MAX_FOLD, lane_max
+from workflow_lib.aligner.viterbi_seq import LANE_MAX_FOLD, _reduce_max, lane_max
 from workflow_lib.seqio.alphabet import N_AMINO
 
 GAP_OPEN_BITS = 5.0
@@ -117,6 +122,193 @@ def _sw_block(table: np.ndarray, packed: np.ndarray, gap_open: float, gap_extend
         np.subtract(current[pad:pad + width - 1], ramp[1:], out=tmp[1:])
         np.subtract(tmp[1:], open_minus_ext, out=tmp[1:])
         np.maximum(h[1:], tmp[1:], out=h[1:])
+    return best
+
+
+BAND_WIDTH = 16
+"""Diagonals in the band of :func:`banded_scores` (a multiple of :data:`LANE_MAX_FOLD`). 32 found the same
+Pfam pairs at 1.3× the banded stage's CPU (benchmarks/RESULTS.md, session 33)."""
+BAND_GATE_BITS = -2.0
+"""Stage 1b's gate: targets whose best gapless score is above ``gate + log2(Lq · Lt)`` bits (and below the
+direct pass) get the banded Smith–Waterman score (benchmarks/RESULTS.md, session 33)."""
+BAND_OFFSET_BITS = 6.0
+"""Stage 1b's pass: a banded score above ``offset + log2(Lq · Lt)`` bits."""
+BAND_SURE_PASS_BITS = 4.5
+"""With stage 1b on, gapless scores above ``this + log2(Lq · Lt)`` bits pass without it (the search's default
+``gapless_offset``; the seed's single gapless pass is 2.5)."""
+
+
+def band_split(query_length: int, target_lengths: np.ndarray, gapless_bits: np.ndarray,
+               gapless_offset: float) -> tuple[np.ndarray, np.ndarray]:
+    """Stage 1b's first step: per target ``log2(Lq · Lt)`` and whether its gapless score passes directly
+    (above ``gapless_offset`` + that); the others need their banded score."""
+    space = np.log2(float(query_length) * np.maximum(np.asarray(target_lengths, dtype=np.float64), 1.0))
+    return space, np.asarray(gapless_bits, dtype=np.float64) > gapless_offset + space
+
+
+def band_decide(gapless_bits: np.ndarray, space: np.ndarray, sure: np.ndarray, banded: np.ndarray,
+                band_offset: float) -> tuple[np.ndarray, np.ndarray]:
+    """Stage 1b's second step: indices of the targets that pass (``sure`` ones, and the others whose banded
+    score ``banded``, given for the non-sure targets in order, is above ``band_offset + space``), and each
+    target's score, the banded one where it was computed (a lower bound of the stage-2 Smith–Waterman score)."""
+    bits = np.asarray(gapless_bits, dtype=np.float32).copy()
+    unsure = np.flatnonzero(~sure)
+    passed = sure.copy()
+    bits[unsure] = np.maximum(bits[unsure], banded)
+    passed[unsure] = banded > band_offset + space[unsure]
+    return np.flatnonzero(passed), bits
+
+
+def band_pass(scores: np.ndarray, targets: list[np.ndarray], centers: np.ndarray, gapless_bits: np.ndarray, *,
+              gapless_offset: float, band_offset: float = BAND_OFFSET_BITS, band: int = BAND_WIDTH,
+              gap_open: float = GAP_OPEN_BITS, gap_extend: float = GAP_EXTEND_BITS) -> tuple[np.ndarray, np.ndarray]:
+    """Stage 1b for one query (:func:`band_split`, :func:`banded_scores` on the non-sure targets,
+    :func:`band_decide`); the search batches the banded scores of many queries instead."""
+    space, sure = band_split(scores.shape[0], np.array([t.size for t in targets]), gapless_bits, gapless_offset)
+    unsure = np.flatnonzero(~sure)
+    banded = banded_scores(scores, [targets[k] for k in unsure], np.asarray(centers)[unsure], band=band,
+                           gap_open=gap_open, gap_extend=gap_extend)
+    return band_decide(gapless_bits, space, sure, banded, band_offset)
+
+
+def banded_scores(scores: np.ndarray, targets: list[np.ndarray], centers: np.ndarray, *, band: int = BAND_WIDTH,
+                  gap_open: float = GAP_OPEN_BITS, gap_extend: float = GAP_EXTEND_BITS,
+                  lane_cells: int = LANE_CELLS) -> np.ndarray:
+    """Best local (Smith–Waterman) score in bits of each target within a band of ``band`` diagonals.
+
+    ``centers``: per target, the diagonal ``target position − query position`` the band is laid around (the
+    prefilter's best gapless diagonal); the band holds diagonals ``center − band // 2 … center + band // 2 − 1``.
+    The score is that of the best local alignment whose cells all lie in the band: at most the full
+    :func:`gapped_scores`, at least the best gapless segment on any diagonal of the band. One query's
+    ``scores``; :func:`banded_scores_many` takes several queries' targets at once.
+    """
+    return banded_scores_many([scores], np.zeros(len(targets), dtype=np.int64), targets, centers, band=band,
+                              gap_open=gap_open, gap_extend=gap_extend, lane_cells=lane_cells)
+
+
+def banded_scores_many(score_tables: list[np.ndarray], query_of: np.ndarray, targets: list[np.ndarray],
+                       centers: np.ndarray, *, band: int = BAND_WIDTH, gap_open: float = GAP_OPEN_BITS,
+                       gap_extend: float = GAP_EXTEND_BITS, lane_cells: int = LANE_CELLS) -> np.ndarray:
+    """:func:`banded_scores` for targets of several queries: target ``k`` against ``score_tables[query_of[k]]``.
+
+    Kernel: the band in sheared coordinates ``[band, T]`` (band offset × targets, lanes contiguous), one query
+    position per step, as :func:`gapped_scores` but ``Lq · band`` cells per target instead of ``Lq · Lt``. In
+    these coordinates a match keeps the offset, a gap in the target (``E``) moves to the next offset in the
+    same row (the same doubling prefix scan), and a gap in the query (``F``) comes from the previous row's
+    next offset. A lane's residue codes along its band are one column of a ``[R + band, T]`` array, so a row's
+    codes are a contiguous slice. One query has few targets near the gapless threshold (~100–200), and a DP
+    row costs ~20 NumPy calls whatever its width, so the lanes of many queries share each block: targets are
+    ordered by their query's length and cut into blocks of about ``lane_cells`` cells per row; a block stacks
+    its queries' score rows, each padded to the block's ``R`` rows with scores that end every alignment, and
+    a lane's codes carry its query's offset into that stack, so a row's scores are one gather.
+    """
+    if gap_open < gap_extend:
+        raise ValueError(f"gap_open ({gap_open}) must be at least gap_extend ({gap_extend})")
+    if band < LANE_MAX_FOLD or band % LANE_MAX_FOLD:
+        raise ValueError(f"band must be a positive multiple of {LANE_MAX_FOLD}, got {band}")
+    centers = np.asarray(centers, dtype=np.int64)
+    query_of = np.asarray(query_of, dtype=np.int64)
+    if centers.shape != (len(targets),) or query_of.shape != (len(targets),):
+        raise ValueError("centers and query_of must give one value per target")
+    out = np.zeros(len(targets), dtype=np.float32)
+    lengths = np.array([int(t.shape[0]) for t in score_tables], dtype=np.int64)
+    if not targets:
+        return out
+    n_codes = N_AMINO + 2
+    per_block = max(lane_cells // band, 1)
+    order = np.argsort(lengths[query_of], kind="stable")
+    for lo in range(0, order.size, per_block):
+        members = order[lo:lo + per_block]
+        block_queries, lane_query = np.unique(query_of[members], return_inverse=True)
+        rows = int(lengths[block_queries].max())
+        if rows == 0:
+            continue
+        stack = np.full((block_queries.size, rows, n_codes), _PAD, dtype=np.float32)
+        for slot, q in enumerate(block_queries):
+            stack[slot, :lengths[q], :N_AMINO + 1] = score_tables[q][:, :N_AMINO + 1]
+        span = rows + band  # band positions k = query position + band offset
+        codes = np.full((span, members.size), N_AMINO + 1, dtype=np.intp)
+        for lane, k in enumerate(members):
+            target = targets[k]
+            first = int(centers[k]) - band // 2        # target position of band position 0 in query row 0
+            start, stop = max(-first, 0), min(target.size - first, span)
+            if stop > start:
+                codes[start:stop, lane] = np.minimum(target[first + start:first + stop], N_AMINO)
+        codes += (lane_query * rows * n_codes)[None, :]   # each lane reads its own query's rows of the stack
+        out[members] = _banded_block(stack.reshape(-1), n_codes, rows, codes, band, gap_open, gap_extend)
+    return out
+
+
+def _banded_block(flat: np.ndarray, n_codes: int, rows: int, codes: np.ndarray, band: int, gap_open: float,
+                  gap_extend: float) -> np.ndarray:
+    """Banded Smith–Waterman over one block; ``flat`` the stacked score rows (row ``i`` of a lane's query at
+    ``codes + i · n_codes``), ``codes`` ``[rows + band, T]`` (row ``i`` reads ``codes[i:i + band]``); returns
+    ``[T]`` bits. The ``H`` and ``F`` buffers carry one ``-inf`` offset past the band (the shifted ``F`` update
+    needs no edge write), and the best cells are kept as an elementwise maximum, reduced once at the end."""
+    n_targets = codes.shape[1]
+    ext = np.float32(gap_extend)
+    open_minus_ext = np.float32(gap_open - gap_extend)
+    h_prev = np.full((band + 1, n_targets), -np.inf, dtype=np.float32)
+    h_cur = np.full((band + 1, n_targets), -np.inf, dtype=np.float32)
+    h_prev[:band] = 0.0
+    f_prev = np.full((band + 1, n_targets), -np.inf, dtype=np.float32)
+    f_cur = np.full((band + 1, n_targets), -np.inf, dtype=np.float32)
+    tmp = np.empty((band, n_targets), dtype=np.float32)
+    index = np.empty((band, n_targets), dtype=np.intp)
+    pad = 1 << max(band - 1, 0).bit_length()
+    scans = [np.full((pad + band, n_targets), -np.inf, dtype=np.float32) for _ in range(2)]
+    ramp = np.repeat((np.arange(band, dtype=np.float32) * ext)[:, None], n_targets, axis=1)
+    best = np.zeros((band, n_targets), dtype=np.float32)
+    zeros = np.zeros((band, n_targets), dtype=np.float32)
+    for i in range(rows):
+        h, f = h_cur[:band], f_cur[:band]
+        np.add(codes[i:i + band], i * n_codes, out=index)
+        np.take(flat, index, out=h, mode="wrap")                  # substitution scores (indices in range)
+        # F(i, d) = max(H(i−1, d+1) − open, F(i−1, d+1) − ext): the same target position, one row up
+        np.subtract(h_prev[1:], open_minus_ext, out=tmp)
+        np.maximum(f_prev[1:], tmp, out=f)
+        np.subtract(f, ext, out=f)
+        np.add(h, h_prev[:band], out=h)                           # a match keeps the band offset
+        np.maximum(h, f, out=h)
+        np.maximum(h, zeros, out=h)
+        top = float(_reduce_max(h, axis=None))
+        if top > gap_open:                                        # E as in _sw_block, along the band offsets
+            reach = (top - gap_open) / gap_extend + 1.0 if gap_extend > 0 else np.inf
+            steps = int(np.ceil(np.log2(min(reach, band) + 1.0)))
+            current, other = scans
+            np.add(h, ramp, out=current[pad:])
+            for k in range(steps):
+                shift = 1 << k
+                np.maximum(current[pad:], current[pad - shift:pad + band - shift], out=other[pad:])
+                current, other = other, current
+            np.subtract(current[pad:pad + band - 1], ramp[1:], out=tmp[1:])
+            np.subtract(tmp[1:], open_minus_ext, out=tmp[1:])
+            np.maximum(h[1:], tmp[1:], out=h[1:])
+        np.maximum(best, h, out=best)
+        h_prev, h_cur = h_cur, h_prev
+        f_prev, f_cur = f_cur, f_prev
+    return _reduce_max(best, axis=0)
+
+
+def banded_reference(scores: np.ndarray, target: np.ndarray, center: int, *, band: int = BAND_WIDTH,
+                     gap_open: float = GAP_OPEN_BITS, gap_extend: float = GAP_EXTEND_BITS) -> float:
+    """Plain-loop Gotoh local alignment restricted to the band of :func:`banded_scores` (the tests' reference)."""
+    lq, lt = scores.shape[0], int(target.size)
+    low, high = center - band // 2, center + band // 2 - 1
+    h = [[0.0] * (lt + 1) for _ in range(lq + 1)]
+    e = [[-np.inf] * (lt + 1) for _ in range(lq + 1)]
+    f = [[-np.inf] * (lt + 1) for _ in range(lq + 1)]
+    best = 0.0
+    for i in range(1, lq + 1):
+        for j in range(1, lt + 1):
+            if not low <= (j - 1) - (i - 1) <= high:
+                h[i][j], e[i][j], f[i][j] = 0.0, -np.inf, -np.inf
+                continue
+            e[i][j] = max(h[i][j - 1] - gap_open, e[i][j - 1] - gap_extend)
+            f[i][j] = max(h[i - 1][j] - gap_open, f[i - 1][j] - gap_extend)
+            residue = min(int(target[j - 1]), N_AMINO)
+            h[i][j] = max(0.0, h[i - 1][j - 1] + float(scores[i - 1, residue]), e[i][j], f[i][j])
+            best = max(best, h[i][j])
     return best
 
 

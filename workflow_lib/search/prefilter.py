@@ -69,10 +69,12 @@ def _offsets(k: int, shape: np.ndarray | None) -> np.ndarray:
 
 
 def check_prefilter_values(*, kmer_threshold: float | None = None, diagonals_per_target: int | None = None,
-                           gapless_offset: float | None = None) -> None:
+                           gapless_offset: float | None = None, band_gate: float | None = None,
+                           band_offset: float | None = None) -> None:
     """Raise ``ValueError`` naming the setting for a non-finite threshold or fewer than one diagonal per target
     (``None``: not given, nothing to check)."""
-    for key, value in (("kmer_threshold", kmer_threshold), ("gapless_offset", gapless_offset)):
+    for key, value in (("kmer_threshold", kmer_threshold), ("gapless_offset", gapless_offset),
+                       ("band_gate", band_gate), ("band_offset", band_offset)):
         if value is not None and not np.isfinite(value):
             raise ValueError(f"{key} must be a finite number of bits, got {value}")
     if diagonals_per_target is not None and diagonals_per_target < 1:

@@ -123,6 +123,8 @@ class SearchConfig(StageConfig):
     kmer_threshold: float | None = None
     diagonals_per_target: int | None = None
     gapless_offset: float | None = None
+    band_gate: float | None = None
+    band_offset: float | None = None
     max_sequences: int = 10000
     precomputed_msas: str | None = None
     pseudocounts: str = "substitution"
@@ -148,7 +150,8 @@ class SearchConfig(StageConfig):
         from workflow_lib.search.prefilter import check_prefilter_values  # numpy only, no search engine
         try:
             check_prefilter_values(kmer_threshold=self.kmer_threshold, gapless_offset=self.gapless_offset,
-                                   diagonals_per_target=self.diagonals_per_target)
+                                   diagonals_per_target=self.diagonals_per_target, band_gate=self.band_gate,
+                                   band_offset=self.band_offset)
         except ValueError as error:
             raise InputError(f"search.{error}") from None
 
@@ -167,7 +170,8 @@ class SearchConfig(StageConfig):
                 + (f" --calibration {self.calibration}" if self.calibration != "auto" else "")
                 + "".join(f" --{key.replace('_', '-')} {value}" for key, value in (
                     ("kmer_threshold", self.kmer_threshold), ("diagonals_per_target", self.diagonals_per_target),
-                    ("gapless_offset", self.gapless_offset)) if value is not None))
+                    ("gapless_offset", self.gapless_offset), ("band_gate", self.band_gate),
+                    ("band_offset", self.band_offset)) if value is not None))
 
 
 @dataclasses.dataclass(frozen=True)
