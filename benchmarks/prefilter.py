@@ -84,7 +84,7 @@ def run_set(name: str, n_queries: int) -> dict:
     totals = DatabaseTotals.from_manifest(db_dir)
     shard = load_shard(db_dir, 0)
     indices = {shape: load_kmer_index(db_dir, 0) if shape == DEFAULT_SHAPE
-               else build_kmer_index(shard.residues, shard.offsets, shape=shape) for shape in {s for s, _, _ in GRID}}
+               else build_kmer_index(shard.residues, shard.offsets, shape=shape) for shape in {entry[0] for entry in GRID}}
     ids = list(shard.ids)
     position = {target: k for k, target in enumerate(ids)}
     targets = [shard.sequence(k) for k in range(len(shard))]
