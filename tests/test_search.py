@@ -382,6 +382,24 @@ def test_sharded_ranking_equals_unsharded(db_one, db_three, queries):
     pd.testing.assert_frame_equal(merged[columns], three[columns])
 
 
+def test_search_hits_do_not_depend_on_processes_or_query_batches(db_one, queries, monkeypatch):
+    """Queries are prefiltered in batches (their banded stage shares one kernel call) spread over processes:
+    neither the batch size nor the process count changes a hit."""
+    import workflow_lib.search.engine as engine
+
+    totals = DatabaseTotals.from_manifest(db_one)
+    prepared = [make_query(r.id, profile_from_sequence(r.sequence), totals) for r in queries]
+    assert engine._batches(5, 1) == [range(0, 5)]
+    assert engine._batches(40, 2) == [range(0, 10), range(10, 20), range(20, 30), range(30, 40)]
+    one, _ = search_database(prepared, db_one, cpus=1)
+    two, _ = search_database(prepared, db_one, cpus=2)
+    monkeypatch.setattr(engine, "QUERY_BATCH", 1)
+    single, _ = search_database(prepared, db_one, cpus=1)
+    columns = ["query", "target", "evalue", "bitscore", "qstart", "qend", "tstart", "tend", "alignment"]
+    pd.testing.assert_frame_equal(one[columns], two[columns])
+    pd.testing.assert_frame_equal(one[columns], single[columns])
+
+
 def test_prefilter_thresholds_cut_the_candidates(db_one, queries):
     totals = DatabaseTotals.from_manifest(db_one)
     query = make_query(queries[0].id, profile_from_sequence(queries[0].sequence), totals)

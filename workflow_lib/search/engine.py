@@ -60,7 +60,7 @@ from workflow_lib.search.gapped import (BAND_GATE_BITS, BAND_OFFSET_BITS, BAND_S
                                         banded_scores_many, gapped_pass)
 from workflow_lib.search.kmer_index import index_is_spaced
 from workflow_lib.search.prefilter import (DIAGONALS_PER_TARGET, SENSITIVE_PREFILTER, GaplessHits,
-                                           GaplessHits, check_prefilter_values, default_kmer_threshold,
+                                           check_prefilter_values, default_kmer_threshold,
                                            gapless_prefilter, profile_scores_bits)
 from workflow_lib.seqio.alphabet import decode
 
@@ -180,7 +180,7 @@ def calibrate_many(profiles: list[Profile], totals: DatabaseTotals, samples: int
         workers = min(resolve_cpus(cpus), max(len(profiles), 1))
         _WORKER["calibration"] = list(zip(profiles, target_sets))
         try:
-            score_sets = _map(_calibration_task, len(profiles), workers)
+            score_sets = _map(_calibration_task, list(range(len(profiles))), workers)
         finally:
             _WORKER.pop("calibration", None)
     else:
@@ -236,57 +236,69 @@ def prefilter_query_shard(query: SearchQuery, shard: Shard, index: dict[str, np.
     return prefilter_queries_shard([query], shard, index, totals, settings)[0]
 
 
+@dataclass
+class _GaplessStage:
+    """One query's stage-1 result inside :func:`prefilter_queries_shard`."""
+
+    scores: np.ndarray              # [Lq, 21] bits
+    gapless: GaplessHits
+    candidates: list[np.ndarray]    # residue codes of gapless.sequence
+    seconds: float
+
+
 def prefilter_queries_shard(queries: list[SearchQuery], shard: Shard, index: dict[str, np.ndarray],
                             totals: DatabaseTotals, settings: SearchSettings = SearchSettings()) -> list[Prefiltered]:
     """Steps 1–2 of the module docstring for several queries: the gapless stage per query, the banded stage
     (1b) for all of them in one kernel call (its cost is per DP row, so the lanes of many queries share the
     rows), then the gapped stage per query. A query's seconds include its share of the banded call (by
     cells)."""
-    band_on = settings.band_gate < settings.gapless_offset
-    staged = []
-    for query in queries:
-        started = time.perf_counter()
-        profile = query.profile
-        scores = profile_scores_bits(profile.emissions, profile.background)
-        gapless = gapless_prefilter(scores, index, shard.residues, shard.offsets,
-                                    kmer_threshold=settings.seed_threshold(int(index["k"]), index_is_spaced(index)),
-                                    diagonals_per_target=settings.diagonals_per_target,
-                                    offset_bits=min(settings.gapless_offset, settings.band_gate))
-        candidates = [shard.sequence(int(s)) for s in gapless.sequence]
-        split = None
-        if band_on:
-            split = band_split(profile.length, np.array([t.size for t in candidates], dtype=np.int64),
-                               gapless.score, settings.gapless_offset)
-        staged.append([scores, gapless, candidates, split, time.perf_counter() - started])
-    if band_on:
-        started = time.perf_counter()
-        unsure = [np.flatnonzero(~split[1]) for _, _, _, split, _ in staged]
-        query_of = np.repeat(np.arange(len(staged)), [u.size for u in unsure])
-        targets = [entry[2][k] for entry, u in zip(staged, unsure) for k in u]
-        centers = np.concatenate([entry[1].diagonal[u] for entry, u in zip(staged, unsure)]) if staged else []
-        banded = banded_scores_many([entry[0] for entry in staged], query_of, targets, centers,
-                                    band=settings.band_width, gap_open=settings.gap_open,
-                                    gap_extend=settings.gap_extend)
-        cells = np.array([entry[0].shape[0] * u.size for entry, u in zip(staged, unsure)], dtype=np.float64)
-        shares = (time.perf_counter() - started) * cells / max(cells.sum(), 1.0)
-        bounds = np.cumsum([0] + [u.size for u in unsure])
-        for k, entry in enumerate(staged):
-            scores, gapless, candidates, (space, sure), seconds = entry
-            kept, bits = band_decide(gapless.score, space, sure, banded[bounds[k]:bounds[k + 1]],
-                                     settings.band_offset)
-            entry[1] = GaplessHits(gapless.sequence[kept], bits[kept], gapless.diagonal[kept], gapless.seeds[kept],
-                                   gapless.seeded_targets)
-            entry[2] = [candidates[j] for j in kept]
-            entry[4] = seconds + float(shares[k])
+    stages = [_gapless_stage(query, shard, index, settings) for query in queries]
+    if settings.band_gate < settings.gapless_offset and stages:
+        _band_stage(stages, settings)
     out = []
-    for scores, gapless, candidates, _, seconds in staged:
+    for stage in stages:
         started = time.perf_counter()
-        passed, _ = gapped_pass(scores, candidates, gapless.score, totals.sequences,
+        passed, _ = gapped_pass(stage.scores, stage.candidates, stage.gapless.score, totals.sequences,
                                 max_evalue=settings.gapped_max_evalue, gap_open=settings.gap_open,
                                 gap_extend=settings.gap_extend)
-        out.append(Prefiltered(gapless, np.asarray(passed, dtype=np.int64),
-                               seconds + time.perf_counter() - started))
+        out.append(Prefiltered(stage.gapless, np.asarray(passed, dtype=np.int64),
+                               stage.seconds + time.perf_counter() - started))
     return out
+
+
+def _gapless_stage(query: SearchQuery, shard: Shard, index: dict[str, np.ndarray],
+                   settings: SearchSettings) -> _GaplessStage:
+    """Stage 1, down to the band gate when stage 1b is on (else to the direct pass)."""
+    started = time.perf_counter()
+    scores = profile_scores_bits(query.profile.emissions, query.profile.background)
+    gapless = gapless_prefilter(scores, index, shard.residues, shard.offsets,
+                                kmer_threshold=settings.seed_threshold(int(index["k"]), index_is_spaced(index)),
+                                diagonals_per_target=settings.diagonals_per_target,
+                                offset_bits=min(settings.gapless_offset, settings.band_gate))
+    candidates = [shard.sequence(int(s)) for s in gapless.sequence]
+    return _GaplessStage(scores, gapless, candidates, time.perf_counter() - started)
+
+
+def _band_stage(stages: list[_GaplessStage], settings: SearchSettings) -> None:
+    """Stage 1b for every query's gapless survivors at once; keeps the ones that pass, in place."""
+    started = time.perf_counter()
+    splits = [band_split(stage.scores.shape[0], np.array([t.size for t in stage.candidates], dtype=np.int64),
+                         stage.gapless.score, settings.gapless_offset) for stage in stages]
+    unsure = [np.flatnonzero(~sure) for _, sure in splits]
+    banded = banded_scores_many([stage.scores for stage in stages],
+                                np.repeat(np.arange(len(stages)), [u.size for u in unsure]),
+                                [stage.candidates[k] for stage, u in zip(stages, unsure) for k in u],
+                                np.concatenate([stage.gapless.diagonal[u] for stage, u in zip(stages, unsure)]),
+                                band=settings.band_width, gap_open=settings.gap_open, gap_extend=settings.gap_extend)
+    cells = np.array([stage.scores.shape[0] * u.size for stage, u in zip(stages, unsure)], dtype=np.float64)
+    shares = (time.perf_counter() - started) * cells / max(cells.sum(), 1.0)
+    bounds = np.cumsum([0] + [u.size for u in unsure])
+    for k, (stage, (space, sure)) in enumerate(zip(stages, splits)):
+        g = stage.gapless
+        kept, bits = band_decide(g.score, space, sure, banded[bounds[k]:bounds[k + 1]], settings.band_offset)
+        stage.gapless = GaplessHits(g.sequence[kept], bits[kept], g.diagonal[kept], g.seeds[kept], g.seeded_targets)
+        stage.candidates = [stage.candidates[j] for j in kept]
+        stage.seconds += float(shares[k])
 
 
 def survivors(shard: Shard, prefiltered: Prefiltered) -> list[np.ndarray]:
@@ -405,8 +417,7 @@ def _prefilter_task(batch: range) -> list[Prefiltered]:
                                    _WORKER["index"], _WORKER["totals"], _WORKER["settings"])  # type: ignore[arg-type]
 
 
-def _map(task, count: int, workers: int, items: list | None = None) -> list:
-    items = list(range(count)) if items is None else items
+def _map(task, items: list, workers: int) -> list:
     if workers <= 1:
         return [task(item) for item in items]
     with multiprocessing.get_context("fork").Pool(workers) as pool:
@@ -415,7 +426,7 @@ def _map(task, count: int, workers: int, items: list | None = None) -> list:
 
 def _map_batches(task, count: int, workers: int) -> list:
     """``task`` over :func:`_batches` of ``count`` queries; the results flattened back to one per query."""
-    return [result for batch in _map(task, count, workers, _batches(count, workers)) for result in batch]
+    return [result for batch in _map(task, _batches(count, workers), workers) for result in batch]
 
 
 def search_shard(queries: list[SearchQuery], shard: Shard, index: dict[str, np.ndarray], totals: DatabaseTotals,
