@@ -78,7 +78,6 @@ def _sw_block(table: np.ndarray, packed: np.ndarray, gap_open: float, gap_extend
     ``[T]`` bits."""
     width, n_targets = packed.shape
     ext, open_ = np.float32(gap_extend), np.float32(gap_open)
-    open_minus_ext = np.float32(gap_open - gap_extend)
     h_prev = np.zeros((width + 1, n_targets), dtype=np.float32)   # row 0: the left boundary (position 0)
     h_cur = np.zeros((width + 1, n_targets), dtype=np.float32)
     f = np.full((width, n_targets), -np.inf, dtype=np.float32)
@@ -106,23 +105,32 @@ def _sw_block(table: np.ndarray, packed: np.ndarray, gap_open: float, gap_extend
         top = float(lane_best.max())
         if top <= open_ or width < 2:                             # every E(j) ≤ 0: H = H'
             continue
-        # E(j) = max_{k<j} H'(k) − open − (j − k − 1)·ext = scan(j − 1) − ramp(j) − (open − ext), scan the
-        # prefix max of H' + ramp; only k within `reach` of j can give E(j) > 0
-        reach = (top - gap_open) / gap_extend + 1.0 if gap_extend > 0 else np.inf
-        steps = int(np.ceil(np.log2(min(reach, width) + 1.0)))
-        current, other = scans
-        np.add(h, ramp, out=current[pad:])
-        if (1 << steps) > pad:
-            np.maximum.accumulate(current[pad:], axis=0, out=current[pad:])
-        else:
-            for k in range(steps):
-                shift = 1 << k
-                np.maximum(current[pad:], current[pad - shift:pad + width - shift], out=other[pad:])
-                current, other = other, current
-        np.subtract(current[pad:pad + width - 1], ramp[1:], out=tmp[1:])
-        np.subtract(tmp[1:], open_minus_ext, out=tmp[1:])
-        np.maximum(h[1:], tmp[1:], out=h[1:])
+        _horizontal_gaps(h, top, ramp, scans, pad, tmp, gap_open, gap_extend)
     return best
+
+
+def _horizontal_gaps(h: np.ndarray, top: float, ramp: np.ndarray, scans: list[np.ndarray], pad: int,
+                     tmp: np.ndarray, gap_open: float, gap_extend: float) -> None:
+    """Gaps along axis 0 of one DP row ``h`` (``[W, T]``, in place): ``H = max(H', E)`` with
+    ``E(j) = max_{k<j} H'(k) − open − (j − k − 1)·ext = scan(j − 1) − ramp(j) − (open − ext)``, the prefix max
+    of ``H' + ramp``. Only ``k`` within ``reach`` of ``j`` can give ``E(j) > 0`` (``top``: the row's best
+    ``H'``), so the scan is that many doubling steps (``max(x(j), x(j − s))``, s = 1, 2, 4, …), or one
+    ``np.maximum.accumulate`` when they would reach past the ``pad`` rows of ``-inf`` ahead of ``scans``."""
+    width = h.shape[0]
+    reach = (top - gap_open) / gap_extend + 1.0 if gap_extend > 0 else np.inf
+    steps = int(np.ceil(np.log2(min(reach, width) + 1.0)))
+    current, other = scans
+    np.add(h, ramp, out=current[pad:])
+    if (1 << steps) > pad:
+        np.maximum.accumulate(current[pad:], axis=0, out=current[pad:])
+    else:
+        for k in range(steps):
+            shift = 1 << k
+            np.maximum(current[pad:], current[pad - shift:pad + width - shift], out=other[pad:])
+            current, other = other, current
+    np.subtract(current[pad:pad + width - 1], ramp[1:], out=tmp[1:])
+    np.subtract(tmp[1:], np.float32(gap_open - gap_extend), out=tmp[1:])
+    np.maximum(h[1:], tmp[1:], out=h[1:])
 
 
 BAND_WIDTH = 16
@@ -255,7 +263,7 @@ def _banded_block(flat: np.ndarray, n_codes: int, rows: int, codes: np.ndarray, 
     f_cur = np.full((band + 1, n_targets), -np.inf, dtype=np.float32)
     tmp = np.empty((band, n_targets), dtype=np.float32)
     index = np.empty((band, n_targets), dtype=np.intp)
-    pad = 1 << max(band - 1, 0).bit_length()
+    pad = 1 << band.bit_length()                                 # every doubling step stays in the pad
     scans = [np.full((pad + band, n_targets), -np.inf, dtype=np.float32) for _ in range(2)]
     ramp = np.repeat((np.arange(band, dtype=np.float32) * ext)[:, None], n_targets, axis=1)
     best = np.zeros((band, n_targets), dtype=np.float32)
@@ -272,18 +280,8 @@ def _banded_block(flat: np.ndarray, n_codes: int, rows: int, codes: np.ndarray, 
         np.maximum(h, f, out=h)
         np.maximum(h, zeros, out=h)
         top = float(_reduce_max(h, axis=None))
-        if top > gap_open:                                        # E as in _sw_block, along the band offsets
-            reach = (top - gap_open) / gap_extend + 1.0 if gap_extend > 0 else np.inf
-            steps = int(np.ceil(np.log2(min(reach, band) + 1.0)))
-            current, other = scans
-            np.add(h, ramp, out=current[pad:])
-            for k in range(steps):
-                shift = 1 << k
-                np.maximum(current[pad:], current[pad - shift:pad + band - shift], out=other[pad:])
-                current, other = other, current
-            np.subtract(current[pad:pad + band - 1], ramp[1:], out=tmp[1:])
-            np.subtract(tmp[1:], open_minus_ext, out=tmp[1:])
-            np.maximum(h[1:], tmp[1:], out=h[1:])
+        if top > gap_open:                                        # E along the band offsets
+            _horizontal_gaps(h, top, ramp, scans, pad, tmp, gap_open, gap_extend)
         np.maximum(best, h, out=best)
         h_prev, h_cur = h_cur, h_prev
         f_prev, f_cur = f_cur, f_prev
