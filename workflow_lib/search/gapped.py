@@ -291,23 +291,8 @@ def _banded_block(flat: np.ndarray, n_codes: int, rows: int, codes: np.ndarray, 
 def banded_reference(scores: np.ndarray, target: np.ndarray, center: int, *, band: int = BAND_WIDTH,
                      gap_open: float = GAP_OPEN_BITS, gap_extend: float = GAP_EXTEND_BITS) -> float:
     """Plain-loop Gotoh local alignment restricted to the band of :func:`banded_scores` (the tests' reference)."""
-    lq, lt = scores.shape[0], int(target.size)
-    low, high = center - band // 2, center + band // 2 - 1
-    h = [[0.0] * (lt + 1) for _ in range(lq + 1)]
-    e = [[-np.inf] * (lt + 1) for _ in range(lq + 1)]
-    f = [[-np.inf] * (lt + 1) for _ in range(lq + 1)]
-    best = 0.0
-    for i in range(1, lq + 1):
-        for j in range(1, lt + 1):
-            if not low <= (j - 1) - (i - 1) <= high:
-                h[i][j], e[i][j], f[i][j] = 0.0, -np.inf, -np.inf
-                continue
-            e[i][j] = max(h[i][j - 1] - gap_open, e[i][j - 1] - gap_extend)
-            f[i][j] = max(h[i - 1][j] - gap_open, f[i - 1][j] - gap_extend)
-            residue = min(int(target[j - 1]), N_AMINO)
-            h[i][j] = max(0.0, h[i - 1][j - 1] + float(scores[i - 1, residue]), e[i][j], f[i][j])
-            best = max(best, h[i][j])
-    return best
+    return smith_waterman_reference(scores, target, gap_open=gap_open, gap_extend=gap_extend,
+                                    diagonals=(center - band // 2, center + band // 2 - 1))
 
 
 def gapped_evalues(bits: np.ndarray, query_length: int, target_lengths: np.ndarray, db_sequences: int) -> np.ndarray:
@@ -342,15 +327,20 @@ def gapped_pass(scores: np.ndarray, targets: list[np.ndarray], gapless_bits: np.
 
 
 def smith_waterman_reference(scores: np.ndarray, target: np.ndarray, *, gap_open: float = GAP_OPEN_BITS,
-                             gap_extend: float = GAP_EXTEND_BITS) -> float:
-    """Plain-loop Gotoh local alignment, the tests' reference for :func:`gapped_scores`."""
+                             gap_extend: float = GAP_EXTEND_BITS,
+                             diagonals: tuple[int, int] | None = None) -> float:
+    """Plain-loop Gotoh local alignment, the tests' reference for :func:`gapped_scores`; ``diagonals``: only
+    cells with ``low ≤ target position − query position ≤ high`` (:func:`banded_reference`)."""
     lq, lt = scores.shape[0], int(target.size)
+    low, high = diagonals if diagonals is not None else (-lq, lt)
     h = [[0.0] * (lt + 1) for _ in range(lq + 1)]
     e = [[-np.inf] * (lt + 1) for _ in range(lq + 1)]
     f = [[-np.inf] * (lt + 1) for _ in range(lq + 1)]
     best = 0.0
     for i in range(1, lq + 1):
         for j in range(1, lt + 1):
+            if not low <= j - i <= high:
+                continue                                        # outside the band: H 0, E and F -inf
             e[i][j] = max(h[i][j - 1] - gap_open, e[i][j - 1] - gap_extend)
             f[i][j] = max(h[i - 1][j] - gap_open, f[i - 1][j] - gap_extend)
             residue = min(int(target[j - 1]), N_AMINO)
