@@ -156,8 +156,10 @@ def test_banded_scores_equal_the_banded_loop_reference(db_records):
             expected = [banded_reference(scores, t, int(c), band=16, gap_open=gap_open, gap_extend=gap_extend)
                         for t, c in zip(targets, centers)]
             assert got == pytest.approx(expected, abs=1e-3)
-    with pytest.raises(ValueError, match="multiple of"):
-        banded_scores(scores, targets, centers, band=12)
+    assert banded_scores(scores, targets, centers, band=13) == pytest.approx(
+        [banded_reference(scores, t, int(c), band=13) for t, c in zip(targets, centers)], abs=1e-3)
+    with pytest.raises(ValueError, match="at least 1 diagonal"):
+        banded_scores(scores, targets, centers, band=0)
     with pytest.raises(ValueError, match="one value per target"):
         banded_scores(scores, targets, centers[:2])
 
@@ -533,6 +535,15 @@ def test_sensitive_prefilter_settings(tmp_path, capsys):
     assert main(["search", str(fasta), "--db", str(tmp_path), "--out", str(tmp_path / "h.parquet"),
                  "--diagonals-per-target", "0"]) != 0
     assert "--diagonals-per-target must be at least 1, got 0" in capsys.readouterr().err
+    for option in ("--band-gate", "--band-offset"):
+        assert main(["search", str(fasta), "--db", str(tmp_path), "--out", str(tmp_path / "h.parquet"),
+                     option, "nan"]) != 0
+        assert f"{option} must be a finite number of bits" in capsys.readouterr().err
+    band = _settings(parser.parse_args(["--band-gate", "-3", "--band-offset", "7"]))[0]
+    assert (band.band_gate, band.band_offset, band.gapless_offset) == (-3.0, 7.0, SearchSettings().gapless_offset)
+    with pytest.raises(InputError, match="search.band_gate must be a finite"):
+        SearchConfig(band_gate=float("inf"))
+    assert "--band-gate -3.0 --band-offset 7.0" in SearchConfig(band_gate=-3.0, band_offset=7.0).cli_options()
 
     assert "--sensitive" not in SearchConfig().cli_options() and "--kmer-threshold" not in SearchConfig().cli_options()
     options = SearchConfig(sensitive=True, kmer_threshold=3.0).cli_options()

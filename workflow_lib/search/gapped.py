@@ -134,7 +134,7 @@ def _horizontal_gaps(h: np.ndarray, top: float, ramp: np.ndarray, scans: list[np
 
 
 BAND_WIDTH = 16
-"""Diagonals in the band of :func:`banded_scores` (a multiple of :data:`LANE_MAX_FOLD`). 32 found the same
+"""Diagonals in the band of :func:`banded_scores`. 32 found the same
 Pfam pairs at 1.3× the banded stage's CPU (benchmarks/RESULTS.md, session 33)."""
 BAND_GATE_BITS = -2.0
 """Stage 1b's gate: targets whose best gapless score is above ``gate + log2(Lq · Lt)`` bits (and below the
@@ -185,7 +185,7 @@ def banded_scores(scores: np.ndarray, targets: list[np.ndarray], centers: np.nda
     """Best local (Smith–Waterman) score in bits of each target within a band of ``band`` diagonals.
 
     ``centers``: per target, the diagonal ``target position − query position`` the band is laid around (the
-    prefilter's best gapless diagonal); the band holds diagonals ``center − band // 2 … center + band // 2 − 1``.
+    prefilter's best gapless diagonal); the band holds the ``band`` diagonals from ``center − band // 2``.
     The score is that of the best local alignment whose cells all lie in the band: at most the full
     :func:`gapped_scores`, at least the best gapless segment on any diagonal of the band. One query's
     ``scores``; :func:`banded_scores_many` takes several queries' targets at once.
@@ -212,8 +212,8 @@ def banded_scores_many(score_tables: list[np.ndarray], query_of: np.ndarray, tar
     """
     if gap_open < gap_extend:
         raise ValueError(f"gap_open ({gap_open}) must be at least gap_extend ({gap_extend})")
-    if band < LANE_MAX_FOLD or band % LANE_MAX_FOLD:
-        raise ValueError(f"band must be a positive multiple of {LANE_MAX_FOLD}, got {band}")
+    if band < 1:
+        raise ValueError(f"band must be at least 1 diagonal, got {band}")
     centers = np.asarray(centers, dtype=np.int64)
     query_of = np.asarray(query_of, dtype=np.int64)
     if centers.shape != (len(targets),) or query_of.shape != (len(targets),):
@@ -292,7 +292,7 @@ def banded_reference(scores: np.ndarray, target: np.ndarray, center: int, *, ban
                      gap_open: float = GAP_OPEN_BITS, gap_extend: float = GAP_EXTEND_BITS) -> float:
     """Plain-loop Gotoh local alignment restricted to the band of :func:`banded_scores` (the tests' reference)."""
     return smith_waterman_reference(scores, target, gap_open=gap_open, gap_extend=gap_extend,
-                                    diagonals=(center - band // 2, center + band // 2 - 1))
+                                    diagonals=(center - band // 2, center - band // 2 + band - 1))
 
 
 def gapped_evalues(bits: np.ndarray, query_length: int, target_lengths: np.ndarray, db_sequences: int) -> np.ndarray:
