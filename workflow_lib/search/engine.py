@@ -53,8 +53,9 @@ from workflow_lib.aligner.lanes import resolve_cpus
 from workflow_lib.aligner.torch_kernels import NUMPY, resolve_device
 from workflow_lib.db.build import Shard, load_kmer_index, load_shard, read_manifest
 from workflow_lib.search.bias import composition_bias_bits
-from workflow_lib.search.evalue import (CALIBRATION_SAMPLES, CALIBRATIONS, Calibration, decoy_windows, fit_mu,
-                                        gumbel_lambda, length_slope, load_decoy_pool, profile_seed, random_sequences)
+from workflow_lib.search.evalue import (CALIBRATION_SAMPLES, CALIBRATIONS, REVERSED_LAMBDA_SCALE, Calibration,
+                                        decoy_windows, fit_mu, gumbel_lambda, length_slope, load_decoy_pool,
+                                        profile_seed, random_sequences)
 from workflow_lib.search.gapped import (BAND_GATE_BITS, BAND_OFFSET_BITS, BAND_SURE_PASS_BITS, BAND_WIDTH,
                                         GAP_EXTEND_BITS, GAP_OPEN_BITS, GAPPED_MAX_EVALUE, band_decide, band_split,
                                         banded_scores_many, gapped_pass)
@@ -156,9 +157,11 @@ def calibration_targets(profile: Profile, totals: DatabaseTotals, samples: int =
     return random_sequences(profile.background, totals.mean_length, samples, seed)
 
 
-def fit_calibration(profile: Profile, targets: list[np.ndarray], scores: np.ndarray) -> Calibration:
-    """Gumbel μ of ``profile`` from its Viterbi ``scores`` (bits) against its calibration ``targets``."""
-    lam = gumbel_lambda(profile.neff, profile.length)
+def fit_calibration(profile: Profile, targets: list[np.ndarray], scores: np.ndarray,
+                    calibration: str = "random") -> Calibration:
+    """Gumbel μ of ``profile`` from its Viterbi ``scores`` (bits) against its ``calibration`` ``targets``, with
+    λ from :func:`gumbel_lambda` (times :data:`REVERSED_LAMBDA_SCALE` for ``reversed`` decoys)."""
+    lam = gumbel_lambda(profile.neff, profile.length) * (REVERSED_LAMBDA_SCALE if calibration == "reversed" else 1.0)
     model = Calibration(0.0, lam, length_slope(profile.neff, profile.length), float(targets[0].size))
     return dataclasses.replace(model, mu=fit_mu(model.corrected(np.asarray(scores, np.float64),
                                                                 [t.size for t in targets]), lam))
@@ -188,7 +191,7 @@ def calibrate_many(profiles: list[Profile], totals: DatabaseTotals, samples: int
         flat = align_pairs(profiles, pair_profile, [t for targets in target_sets for t in targets], device=device)
         bounds = np.cumsum([0] + [len(t) for t in target_sets])
         score_sets = [[hit.score for hit in flat[bounds[k]:bounds[k + 1]]] for k in range(len(profiles))]
-    return [fit_calibration(profile, targets, np.array(scores, dtype=np.float64))
+    return [fit_calibration(profile, targets, np.array(scores, dtype=np.float64), calibration)
             for profile, targets, scores in zip(profiles, target_sets, score_sets)]
 
 
