@@ -45,7 +45,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from search_bench import datasets  # noqa: E402
 from workflow_lib.aligner import align_pairs, align_targets, profile_from_sequence  # noqa: E402
 from workflow_lib.db.build import build_database  # noqa: E402
-from workflow_lib.search.engine import DatabaseTotals, calibration_targets  # noqa: E402
+from workflow_lib.search.cli import calibration_for  # noqa: E402
+from workflow_lib.search.engine import DatabaseTotals, SearchSettings, calibration_targets  # noqa: E402
 from workflow_lib.search.iterative import MsaSettings, build_msas  # noqa: E402
 from workflow_lib.seqio.alphabet import encode  # noqa: E402
 from workflow_lib.seqio.fasta import Record, safe_name  # noqa: E402
@@ -171,14 +172,15 @@ def kernel_step(dataset: datasets.Dataset, device: str, queries: int, targets: i
 
 
 def search_runs(records: list[Record], db: Path, device: str, cpus: int, iterations: int,
-                dataset: datasets.Dataset | None = None) -> dict:
+                dataset: datasets.Dataset | None = None, pseudocounts: str = "substitution") -> dict:
     """``build_msas`` of ``records`` on ``db`` with NumPy and on ``device``: times, hits, whether identical."""
     import pandas as pd
     out = {"queries": len(records), "cpus": cpus, "iterations": iterations}
     tables = {}
     for backend in ("numpy", device):  # the device with its default kernel (Triton on CUDA when installed)
         cpu0, wall0 = cpu_seconds(), time.perf_counter()
-        results = build_msas(records, db, settings=MsaSettings(iterations=iterations), cpus=cpus, device=backend)
+        results = build_msas(records, db, SearchSettings(calibration=calibration_for("auto", pseudocounts)),
+                             MsaSettings(iterations=iterations, pseudocounts=pseudocounts), cpus=cpus, device=backend)
         synchronize(backend)
         wall, cpu = time.perf_counter() - wall0, cpu_seconds() - cpu0
         frames = [it.hits for r in results for it in r.iterations if not it.hits.empty]
@@ -200,12 +202,13 @@ def search_runs(records: list[Record], db: Path, device: str, cpus: int, iterati
     return out
 
 
-def search_step(dataset: datasets.Dataset, device: str, cpus: int, work: Path, iterations: int) -> dict:
+def search_step(dataset: datasets.Dataset, device: str, cpus: int, work: Path, iterations: int,
+                pseudocounts: str) -> dict:
     db_fasta = work / "pfam.fasta"
     db_fasta.write_text("".join(f">{name}\n{seq}\n" for name, seq in dataset.database))
     build_database([db_fasta], work / "pfam_db", shards=1)
     records = [Record(name, "", seq, safe_name(name)) for name, seq in dataset.queries]
-    return search_runs(records, work / "pfam_db", device, cpus, iterations, dataset)
+    return search_runs(records, work / "pfam_db", device, cpus, iterations, dataset, pseudocounts)
 
 
 PROTEOME_DATABASE = ("genus_Enterococcus", "genus_Staphylococcus", "sprot_Archaea", "sprot_Mitochondria",
@@ -213,13 +216,14 @@ PROTEOME_DATABASE = ("genus_Enterococcus", "genus_Staphylococcus", "sprot_Archae
 """The Swiss-Prot subsets of the proteome-scale benchmark (``benchmarks/proteome``: all but genus_Escherichia)."""
 
 
-def proteome_step(shared: Path, device: str, cpus: int, work: Path, iterations: int, count: int) -> dict:
+def proteome_step(shared: Path, device: str, cpus: int, work: Path, iterations: int, count: int,
+                  pseudocounts: str) -> dict:
     """The first ``count`` E. coli proteins against the Swiss-Prot subsets; also jackhmmer on the same."""
     from workflow_lib.seqio.fasta import read_fasta
     fastas = [shared / "swissprot_subsets_prokka" / f"{name}.fasta.gz" for name in PROTEOME_DATABASE]
     build_database(fastas, work / "sprot_db", shards=1)
     records = read_fasta(shared / "proteome_ecoli_k12" / "UP000000625_83333.fasta.gz")[:count]
-    out = search_runs(records, work / "sprot_db", device, cpus, iterations)
+    out = search_runs(records, work / "sprot_db", device, cpus, iterations, pseudocounts=pseudocounts)
     database = [(r.id, r.sequence) for path in fastas for r in read_fasta(path)]
     out["database_sequences"] = len(database)
     proteome = datasets.Dataset("ecoli", [(r.id, r.sequence) for r in records], database)
@@ -268,6 +272,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated, run in this order (default: the proteome set, still unmeasured "
                              "with the device traceback, before the Pfam search)")
     parser.add_argument("--proteome-queries", type=int, default=200)
+    parser.add_argument("--pseudocounts", choices=("substitution", "context"), default="substitution",
+                        help="the searches' pseudocounts (context: calibrated on reversed proteins, as the CLI's "
+                             "auto does)")
     parser.add_argument("--kernel-targets", type=int, default=None,
                         help="kernel step: the first N database sequences only (a quick check)")
     args = parser.parse_args(argv)
@@ -275,13 +282,15 @@ def main(argv: list[str] | None = None) -> int:
     work = args.work or args.out / "work"
     work.mkdir(parents=True, exist_ok=True)
     dataset = datasets.load_pfam(args.shared, subsample=args.queries)
-    report = {"machine": machine(args.device), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+    report = {"machine": machine(args.device), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+              "pseudocounts": args.pseudocounts}
     path = args.out / "device_search.json"
     steps = {"kernel": lambda: kernel_step(dataset, args.device, args.queries, args.kernel_targets),
-             "search": lambda: search_step(dataset, args.device, args.cpus, work, args.iterations),
+             "search": lambda: search_step(dataset, args.device, args.cpus, work, args.iterations,
+                                           args.pseudocounts),
              "jackhmmer": lambda: jackhmmer_step(dataset, args.cpus, args.iterations),
              "proteome": lambda: proteome_step(args.shared, args.device, args.cpus, work, args.iterations,
-                                               args.proteome_queries)}
+                                               args.proteome_queries, args.pseudocounts)}
     for step in args.steps.split(","):
         started = time.perf_counter()
         try:
