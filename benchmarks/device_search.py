@@ -20,7 +20,9 @@ keeps what it measured):
    proteome-scale benchmark, NumPy, the device and jackhmmer as in steps 2–3.
 
 Kernels on the device: the torch kernel and the fused Triton kernel (lanes per program 32, 64) in step 1;
-steps 2 and 4 use the default (Triton on CUDA when installed).
+steps 2 and 4 use the default (Triton on CUDA when installed). ``--pseudocounts context`` runs steps 2 and 4
+with context-specific profiles; ``--bucket-timing`` records each device bucket of steps 2 and 4 (lanes, the
+longest profile and target, cells, seconds; the 40 slowest in full) under ``device_buckets``.
 """
 
 from __future__ import annotations
@@ -171,16 +173,62 @@ def kernel_step(dataset: datasets.Dataset, device: str, queries: int, targets: i
     return out
 
 
+class BucketTimer:
+    """Records every mixed-profile bucket the device runs (``align_pairs`` → ``align_mixed_batch_torch``, in
+    this process): lanes, the longest profile and target, real and padded cells, and seconds (the call ends
+    with the results on the host)."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict] = []
+
+    def __enter__(self):
+        from workflow_lib.aligner import lanes
+        self.lanes_module, self.original = lanes, lanes.align_mixed_batch_torch
+
+        def timed_bucket(scores_list, pair_profile, targets, indices, *, backtrace, device):
+            query = [scores_list[int(pair_profile[k])].length for k in indices]
+            target = [int(targets[k].size) for k in indices]
+            started = time.perf_counter()
+            hits = self.original(scores_list, pair_profile, targets, indices, backtrace=backtrace, device=device)
+            self.rows.append({"lanes": len(indices), "max_query": max(query), "max_target": max(target),
+                              "cells": int(np.dot(query, target)), "padded_cells": len(indices) * max(query)
+                              * max(target), "backtrace": bool(backtrace), "s": time.perf_counter() - started})
+            return hits
+
+        lanes.align_mixed_batch_torch = timed_bucket
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.lanes_module.align_mixed_batch_torch = self.original
+
+    def summary(self) -> dict:
+        if not self.rows:
+            return {"buckets": 0}
+        rows = sorted(self.rows, key=lambda r: -r["s"])
+        seconds, cells = sum(r["s"] for r in rows), sum(r["cells"] for r in rows)
+        return {"buckets": len(rows), "s": seconds, "cells": cells, "gcups": cells / seconds / 1e9,
+                "padded_fraction": 1 - cells / max(sum(r["padded_cells"] for r in rows), 1),
+                "lanes_median": float(np.median([r["lanes"] for r in rows])),
+                "slowest": rows[:40]}
+
+
 def search_runs(records: list[Record], db: Path, device: str, cpus: int, iterations: int,
-                dataset: datasets.Dataset | None = None, pseudocounts: str = "substitution") -> dict:
-    """``build_msas`` of ``records`` on ``db`` with NumPy and on ``device``: times, hits, whether identical."""
+                dataset: datasets.Dataset | None = None, pseudocounts: str = "substitution",
+                bucket_timing: bool = False) -> dict:
+    """``build_msas`` of ``records`` on ``db`` with NumPy and on ``device``: times, hits, whether identical;
+    with ``bucket_timing`` also the device's buckets (:class:`BucketTimer`, which adds a little host time)."""
+    import contextlib
+
     import pandas as pd
     out = {"queries": len(records), "cpus": cpus, "iterations": iterations}
     tables = {}
     for backend in ("numpy", device):  # the device with its default kernel (Triton on CUDA when installed)
+        timer = BucketTimer() if bucket_timing and backend != "numpy" else None
         cpu0, wall0 = cpu_seconds(), time.perf_counter()
-        results = build_msas(records, db, SearchSettings(calibration=calibration_for("auto", pseudocounts)),
-                             MsaSettings(iterations=iterations, pseudocounts=pseudocounts), cpus=cpus, device=backend)
+        with timer or contextlib.nullcontext():
+            results = build_msas(records, db, SearchSettings(calibration=calibration_for("auto", pseudocounts)),
+                                 MsaSettings(iterations=iterations, pseudocounts=pseudocounts), cpus=cpus,
+                                 device=backend)
         synchronize(backend)
         wall, cpu = time.perf_counter() - wall0, cpu_seconds() - cpu0
         frames = [it.hits for r in results for it in r.iterations if not it.hits.empty]
@@ -190,6 +238,8 @@ def search_runs(records: list[Record], db: Path, device: str, cpus: int, iterati
                         "wall_s_per_query": wall / len(records), "hits": len(hits),
                         "iterations_run": int(sum(len(r.iterations) for r in results)),
                         "msa_rows": int(sum(len(r.alignment.rows) for r in results))}
+        if timer is not None:
+            out[backend]["device_buckets"] = timer.summary()
         if dataset is not None:
             metrics = datasets.pfam_metrics(dataset, hits)
             out[backend].update(roc_auc=metrics["roc_auc"], sens_at_1pct_fpr=metrics["sens_at_1pct_fpr"],
@@ -203,12 +253,12 @@ def search_runs(records: list[Record], db: Path, device: str, cpus: int, iterati
 
 
 def search_step(dataset: datasets.Dataset, device: str, cpus: int, work: Path, iterations: int,
-                pseudocounts: str) -> dict:
+                pseudocounts: str, bucket_timing: bool = False) -> dict:
     db_fasta = work / "pfam.fasta"
     db_fasta.write_text("".join(f">{name}\n{seq}\n" for name, seq in dataset.database))
     build_database([db_fasta], work / "pfam_db", shards=1)
     records = [Record(name, "", seq, safe_name(name)) for name, seq in dataset.queries]
-    return search_runs(records, work / "pfam_db", device, cpus, iterations, dataset, pseudocounts)
+    return search_runs(records, work / "pfam_db", device, cpus, iterations, dataset, pseudocounts, bucket_timing)
 
 
 PROTEOME_DATABASE = ("genus_Enterococcus", "genus_Staphylococcus", "sprot_Archaea", "sprot_Mitochondria",
@@ -217,13 +267,14 @@ PROTEOME_DATABASE = ("genus_Enterococcus", "genus_Staphylococcus", "sprot_Archae
 
 
 def proteome_step(shared: Path, device: str, cpus: int, work: Path, iterations: int, count: int,
-                  pseudocounts: str) -> dict:
+                  pseudocounts: str, bucket_timing: bool = False) -> dict:
     """The first ``count`` E. coli proteins against the Swiss-Prot subsets; also jackhmmer on the same."""
     from workflow_lib.seqio.fasta import read_fasta
     fastas = [shared / "swissprot_subsets_prokka" / f"{name}.fasta.gz" for name in PROTEOME_DATABASE]
     build_database(fastas, work / "sprot_db", shards=1)
     records = read_fasta(shared / "proteome_ecoli_k12" / "UP000000625_83333.fasta.gz")[:count]
-    out = search_runs(records, work / "sprot_db", device, cpus, iterations, pseudocounts=pseudocounts)
+    out = search_runs(records, work / "sprot_db", device, cpus, iterations, pseudocounts=pseudocounts,
+                      bucket_timing=bucket_timing)
     database = [(r.id, r.sequence) for path in fastas for r in read_fasta(path)]
     out["database_sequences"] = len(database)
     proteome = datasets.Dataset("ecoli", [(r.id, r.sequence) for r in records], database)
@@ -275,6 +326,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pseudocounts", choices=("substitution", "context"), default="substitution",
                         help="the searches' pseudocounts (context: calibrated on reversed proteins, as the CLI's "
                              "auto does)")
+    parser.add_argument("--bucket-timing", action="store_true",
+                        help="record every device bucket of the searches (lanes, lengths, cells, seconds)")
     parser.add_argument("--kernel-targets", type=int, default=None,
                         help="kernel step: the first N database sequences only (a quick check)")
     args = parser.parse_args(argv)
@@ -287,10 +340,10 @@ def main(argv: list[str] | None = None) -> int:
     path = args.out / "device_search.json"
     steps = {"kernel": lambda: kernel_step(dataset, args.device, args.queries, args.kernel_targets),
              "search": lambda: search_step(dataset, args.device, args.cpus, work, args.iterations,
-                                           args.pseudocounts),
+                                           args.pseudocounts, args.bucket_timing),
              "jackhmmer": lambda: jackhmmer_step(dataset, args.cpus, args.iterations),
              "proteome": lambda: proteome_step(args.shared, args.device, args.cpus, work, args.iterations,
-                                               args.proteome_queries, args.pseudocounts)}
+                                               args.proteome_queries, args.pseudocounts, args.bucket_timing)}
     for step in args.steps.split(","):
         started = time.perf_counter()
         try:
