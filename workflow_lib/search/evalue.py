@@ -32,6 +32,8 @@ sequences that keep the composition and the local structure (helix and strand pe
 stretches) of real ones. Context-specific pseudocounts reward that local structure in every protein, related or
 not, so against i.i.d. sequences their μ came out 1.24 bits too low on 25 Pfam queries (E-values of unrelated
 hits ~2.4× optimistic); for Gonnet profiles the two differ by 0.17 bits (``benchmarks/RESULTS.md``, session 30).
+Their score tail is also heavier against real proteins, so with reversed decoys step 3 takes λ as
+:func:`gumbel_lambda` × :data:`REVERSED_LAMBDA_SCALE` (session 34).
 """
 
 from __future__ import annotations
