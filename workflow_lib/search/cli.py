@@ -93,8 +93,8 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--calibration", choices=("auto",) + CALIBRATIONS, default="auto",
                        help="E-value calibration sequences: i.i.d. random, or windows of reversed real proteins "
                             "(which keep the local structure context-specific pseudocounts reward in every "
-                            "protein; their heavier tail is fitted with 0.9 times the i.i.d. λ); auto: reversed with --pseudocounts context, else random (default "
-                            "%(default)s)")
+                            "protein; their heavier tail is fitted with 0.9 times the i.i.d. λ); auto: reversed "
+                            "with --pseudocounts context, else random (default %(default)s)")
 
 
 def _device_argument(parser: argparse.ArgumentParser) -> None:

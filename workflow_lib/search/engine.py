@@ -161,7 +161,9 @@ def fit_calibration(profile: Profile, targets: list[np.ndarray], scores: np.ndar
                     calibration: str = "random") -> Calibration:
     """Gumbel μ of ``profile`` from its Viterbi ``scores`` (bits) against its ``calibration`` ``targets``, with
     λ from :func:`gumbel_lambda` (times :data:`REVERSED_LAMBDA_SCALE` for ``reversed`` decoys)."""
-    lam = gumbel_lambda(profile.neff, profile.length) * (REVERSED_LAMBDA_SCALE if calibration == "reversed" else 1.0)
+    lam = gumbel_lambda(profile.neff, profile.length)
+    if calibration == "reversed":
+        lam *= REVERSED_LAMBDA_SCALE
     model = Calibration(0.0, lam, length_slope(profile.neff, profile.length), float(targets[0].size))
     return dataclasses.replace(model, mu=fit_mu(model.corrected(np.asarray(scores, np.float64),
                                                                 [t.size for t in targets]), lam))
