@@ -22,13 +22,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from device_search import PROTEOME_DATABASE  # noqa: E402
 from workflow_lib.db.build import build_database  # noqa: E402
 from workflow_lib.search.iterative import MsaSettings, build_msas  # noqa: E402
 from workflow_lib.seqio.fasta import read_fasta  # noqa: E402
-
-PROTEOME_DATABASE = ("genus_Enterococcus", "genus_Staphylococcus", "sprot_Archaea", "sprot_Mitochondria",
-                     "sprot_Viruses")
 
 
 def main(argv: list[str] | None = None) -> int:
