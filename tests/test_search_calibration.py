@@ -85,3 +85,16 @@ def test_reversed_proteins_raise_the_bar_for_context_profiles(example_dir):
         assert [t.size for t in targets] == [DECOY_WINDOW_LENGTH] * 8
     assert np.mean(shifts["context"]) > 0.6
     assert np.mean(shifts["context"]) > np.mean(shifts["gonnet"]) + 0.4
+
+
+def test_reversed_calibrations_draw_half_as_many_windows_of_twice_the_length(example_dir):
+    """64 reversed windows of 200 residues hold the residues of 128 i.i.d. sequences of 100; a given count wins."""
+    from workflow_lib.search.evalue import CALIBRATION_SAMPLES, DECOY_SAMPLES, calibration_samples
+    assert (calibration_samples("random"), calibration_samples("reversed")) == (CALIBRATION_SAMPLES, DECOY_SAMPLES)
+    assert calibration_samples("reversed", 32) == 32
+    profile = profile_from_sequence(read_fasta(example_dir / "proteomes" / "anaerococcus_slice.fasta")[0].sequence)
+    reversed_ = calibration_targets(profile, TOTALS, calibration="reversed")
+    random = calibration_targets(profile, TOTALS, calibration="random")
+    assert (len(reversed_), len(random)) == (64, 128)
+    assert sum(t.size for t in reversed_) == sum(t.size for t in random) == 12_800
+    assert len(calibration_targets(profile, TOTALS, 32, calibration="reversed")) == 32

@@ -31,7 +31,7 @@ from workflow_lib.search.iterative import (PSEUDOCOUNTS, MsaSettings, build_msas
                                           output_alignment, profile_for)
 from workflow_lib.search.evalue import CALIBRATIONS
 from workflow_lib.search.kmer_index import DEFAULT_SHAPE
-from workflow_lib.search.prefilter import SPACED_EXTRA_BITS, default_kmer_threshold
+from workflow_lib.search.prefilter import CONTEXT_PREFILTER_COMPOSITION, SPACED_EXTRA_BITS, default_kmer_threshold
 from workflow_lib.search.query_store import read_search_queries, write_search_queries
 from workflow_lib.seqio.atomic import atomic_path, write_text_atomic
 from workflow_lib.seqio.fasta import Record, read_fasta
@@ -86,8 +86,7 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--pseudocounts", choices=PSEUDOCOUNTS, default=msa.pseudocounts,
                        help="emission pseudocounts of the searched profiles: the Gonnet substitution matrix, or "
                             "context-specific ones predicted from the 13 columns around each column (more remote "
-                            "homologs; E-values of unrelated hits up to ~3x optimistic, see benchmarks/RESULTS.md) "
-                            "(default %(default)s)")
+                            "homologs for about 1.15x the CPU, see benchmarks/RESULTS.md) (default %(default)s)")
     group.add_argument("--context-model", default=None,
                        help="with --pseudocounts context: the model's .npz (default: the shipped one)")
     group.add_argument("--calibration", choices=("auto",) + CALIBRATIONS, default="auto",
@@ -95,6 +94,14 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
                             "(which keep the local structure context-specific pseudocounts reward in every "
                             "protein; their heavier tail is fitted with 0.9 times the i.i.d. λ); auto: reversed "
                             "with --pseudocounts context, else random (default %(default)s)")
+
+
+    group.add_argument("--prefilter-composition", default="auto",
+                       help="weight w in [0, 1] of the profile's own mean composition in the null model the "
+                            "prefilter scores against (f^(1-w) * c^w): targets that score by composition alone, "
+                            "which the hits' composition-bias correction removes, stop before the Viterbi; auto: "
+                            f"{CONTEXT_PREFILTER_COMPOSITION} with --pseudocounts context, else 0 "
+                            "(default %(default)s)")
 
 
 def _device_argument(parser: argparse.ArgumentParser) -> None:
@@ -130,6 +137,17 @@ def calibration_for(calibration: str, pseudocounts: str) -> str:
     return calibration
 
 
+def prefilter_composition_for(value: str | float, pseudocounts: str) -> float:
+    """The prefilter's composition weight: ``auto`` is
+    :data:`~workflow_lib.search.prefilter.CONTEXT_PREFILTER_COMPOSITION` with context pseudocounts, else 0."""
+    if value == "auto":
+        return CONTEXT_PREFILTER_COMPOSITION if pseudocounts == "context" else 0.0
+    try:
+        return float(value)
+    except ValueError:
+        raise InputError(f"--prefilter-composition must be auto or a weight in [0, 1], got {value!r}") from None
+
+
 def _settings(args: argparse.Namespace) -> tuple[SearchSettings, MsaSettings]:
     if args.iterations < 1:
         raise InputError(f"--iterations must be at least 1, got {args.iterations}")
@@ -143,7 +161,9 @@ def _settings(args: argparse.Namespace) -> tuple[SearchSettings, MsaSettings]:
                                     diagonals_per_target=args.diagonals_per_target,
                                     gapless_offset=args.gapless_offset, band_gate=args.band_gate,
                                     band_offset=args.band_offset, max_evalue=max(args.max_evalue, args.inclusion_evalue),
-                                    calibration=calibration_for(args.calibration, args.pseudocounts))
+                                    calibration=calibration_for(args.calibration, args.pseudocounts),
+                                    prefilter_composition=prefilter_composition_for(args.prefilter_composition,
+                                                                                    args.pseudocounts))
     except ValueError as error:
         raise InputError(f"--{str(error).replace('_', '-')}") from None
     msa = MsaSettings(iterations=args.iterations, inclusion_evalue=args.inclusion_evalue,

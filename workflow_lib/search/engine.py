@@ -11,6 +11,10 @@ Seed "Iterative MSA Alignment" (HHblits): for each query profile and each databa
    score low; the band sums the pieces. At the same CPU this finds more homologs than the seed's single
    pass (benchmarks/RESULTS.md, session 33). ``band_gate >= gapless_offset`` turns 1b off (the seed's stage 1
    at ``gapless_offset``). The queries of one task share the banded kernel's rows;
+   Stages 1 and 2 score the profile against a null model with some of the profile's own mean composition
+   (``prefilter_composition``, :func:`workflow_lib.search.prefilter.prefilter_background`; context-specific
+   profiles only, by default), so that targets whose score comes from composition, which step 4 would take
+   away, do not reach the Viterbi;
 2. gapped Smith–Waterman with the query profile (:mod:`workflow_lib.search.gapped`), pass if
    ``N_db · Lq · Lt · 2^-S < 1000`` (targets whose gapless score already clears that pass without the SW run);
 3. Viterbi (sequence–profile, :func:`workflow_lib.aligner.align_targets`) with backtrace on the survivors; the
@@ -53,7 +57,7 @@ from workflow_lib.aligner.lanes import resolve_cpus
 from workflow_lib.aligner.torch_kernels import NUMPY, resolve_device
 from workflow_lib.db.build import Shard, load_kmer_index, load_shard, read_manifest
 from workflow_lib.search.bias import composition_bias_bits
-from workflow_lib.search.evalue import (CALIBRATION_SAMPLES, CALIBRATIONS, REVERSED_LAMBDA_SCALE, Calibration,
+from workflow_lib.search.evalue import (CALIBRATIONS, REVERSED_LAMBDA_SCALE, Calibration, calibration_samples,
                                         decoy_windows, fit_mu, gumbel_lambda, length_slope, load_decoy_pool,
                                         profile_seed, random_sequences)
 from workflow_lib.search.gapped import (BAND_GATE_BITS, BAND_OFFSET_BITS, BAND_SURE_PASS_BITS, BAND_WIDTH,
@@ -62,7 +66,7 @@ from workflow_lib.search.gapped import (BAND_GATE_BITS, BAND_OFFSET_BITS, BAND_S
 from workflow_lib.search.kmer_index import index_is_spaced
 from workflow_lib.search.prefilter import (DIAGONALS_PER_TARGET, SENSITIVE_PREFILTER, GaplessHits,
                                            check_prefilter_values, default_kmer_threshold,
-                                           gapless_prefilter, profile_scores_bits)
+                                           gapless_prefilter, prefilter_background, profile_scores_bits)
 from workflow_lib.seqio.alphabet import decode
 
 HIT_COLUMNS = ("query", "target", "evalue", "bitscore", "qstart", "qend", "tstart", "tend", "qlen", "tlen",
@@ -84,11 +88,16 @@ class SearchSettings:
     band_offset: float = BAND_OFFSET_BITS
     """Stage 1b: pass when the banded score is above ``this + log2(Lq · Lt)`` bits."""
     band_width: int = BAND_WIDTH
+    prefilter_composition: float = 0.0
+    """Stages 1–2 score the profile against ``f^(1 − w) · c^w``, ``c`` its mean emissions
+    (:func:`~workflow_lib.search.prefilter.prefilter_background`); the CLI's ``auto`` is
+    :data:`~workflow_lib.search.prefilter.CONTEXT_PREFILTER_COMPOSITION` for context-specific profiles, else 0."""
     gap_open: float = GAP_OPEN_BITS
     gap_extend: float = GAP_EXTEND_BITS
     gapped_max_evalue: float = GAPPED_MAX_EVALUE
     max_evalue: float = 10.0
-    calibration_samples: int = CALIBRATION_SAMPLES
+    calibration_samples: int | None = None
+    """Sequences per calibration (None: :func:`~workflow_lib.search.evalue.calibration_samples` of ``calibration``)."""
     calibration: str = "random"
     """E-value calibration against ``random`` (i.i.d.) or ``reversed`` (reversed real proteins) sequences
     (:mod:`workflow_lib.search.evalue`)."""
@@ -96,6 +105,7 @@ class SearchSettings:
     def __post_init__(self) -> None:
         if self.calibration not in CALIBRATIONS:
             raise ValueError(f"calibration must be one of {', '.join(CALIBRATIONS)}, got {self.calibration!r}")
+        check_prefilter_values(prefilter_composition=self.prefilter_composition)
 
     def seed_threshold(self, k: int, spaced: bool = False) -> float:
         """The seed threshold (bits) on an index of weight ``k`` (``spaced``: its shape has gaps): the one
@@ -147,10 +157,12 @@ class SearchQuery:
     calibration: Calibration
 
 
-def calibration_targets(profile: Profile, totals: DatabaseTotals, samples: int = CALIBRATION_SAMPLES,
+def calibration_targets(profile: Profile, totals: DatabaseTotals, samples: int | None = None,
                         calibration: str = "random") -> list[np.ndarray]:
     """The sequences ``profile`` is calibrated against (seeded by the profile's contents): i.i.d. from its
-    background, or (``reversed``) windows of the shipped reversed proteins."""
+    background, or (``reversed``) windows of the shipped reversed proteins; ``samples`` of them (None: the
+    calibration's default, :func:`~workflow_lib.search.evalue.calibration_samples`)."""
+    samples = calibration_samples(calibration, samples)
     seed = profile_seed(profile.sequence, profile.emissions)
     if calibration == "reversed":
         return decoy_windows(load_decoy_pool(), totals.mean_length, samples, seed)
@@ -169,14 +181,14 @@ def fit_calibration(profile: Profile, targets: list[np.ndarray], scores: np.ndar
                                                                 [t.size for t in targets]), lam))
 
 
-def calibrate(profile: Profile, totals: DatabaseTotals, samples: int = CALIBRATION_SAMPLES, *,
+def calibrate(profile: Profile, totals: DatabaseTotals, samples: int | None = None, *,
               device: str | None = NUMPY, calibration: str = "random") -> Calibration:
     """Gumbel μ of ``profile`` against its calibration sequences (:func:`calibration_targets`: i.i.d. ``random``
     or ``reversed`` proteins; deterministic; see :mod:`~workflow_lib.search.evalue`)."""
     return calibrate_many([profile], totals, samples, device=device, calibration=calibration)[0]
 
 
-def calibrate_many(profiles: list[Profile], totals: DatabaseTotals, samples: int = CALIBRATION_SAMPLES, *,
+def calibrate_many(profiles: list[Profile], totals: DatabaseTotals, samples: int | None = None, *,
                    device: str | None = NUMPY, calibration: str = "random", cpus: int | None = 1) -> list[Calibration]:
     """:func:`calibrate` of every profile; on a torch device all profiles' samples in shared buckets. With NumPy,
     ``cpus`` processes (``0``/``None`` = all cores) calibrate whole profiles; the results do not depend on it."""
@@ -275,7 +287,9 @@ def _gapless_stage(query: SearchQuery, shard: Shard, index: dict[str, np.ndarray
                    settings: SearchSettings) -> _GaplessStage:
     """Stage 1, down to the band gate when stage 1b is on (else to the direct pass)."""
     started = time.perf_counter()
-    scores = profile_scores_bits(query.profile.emissions, query.profile.background)
+    profile = query.profile
+    scores = profile_scores_bits(profile.emissions, prefilter_background(profile.emissions, profile.background,
+                                                                         settings.prefilter_composition))
     gapless = gapless_prefilter(scores, index, shard.residues, shard.offsets,
                                 kmer_threshold=settings.seed_threshold(int(index["k"]), index_is_spaced(index)),
                                 diagonals_per_target=settings.diagonals_per_target,

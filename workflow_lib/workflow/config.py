@@ -129,6 +129,7 @@ class SearchConfig(StageConfig):
     precomputed_msas: str | None = None
     pseudocounts: str = "substitution"
     calibration: str = "auto"
+    prefilter_composition: float | None = None
     device: str = "numpy"
 
     def __post_init__(self) -> None:
@@ -151,7 +152,7 @@ class SearchConfig(StageConfig):
         try:
             check_prefilter_values(kmer_threshold=self.kmer_threshold, gapless_offset=self.gapless_offset,
                                    diagonals_per_target=self.diagonals_per_target, band_gate=self.band_gate,
-                                   band_offset=self.band_offset)
+                                   band_offset=self.band_offset, prefilter_composition=self.prefilter_composition)
         except ValueError as error:
             raise InputError(f"search.{error}") from None
 
@@ -171,7 +172,8 @@ class SearchConfig(StageConfig):
                 + "".join(f" --{key.replace('_', '-')} {value}" for key, value in (
                     ("kmer_threshold", self.kmer_threshold), ("diagonals_per_target", self.diagonals_per_target),
                     ("gapless_offset", self.gapless_offset), ("band_gate", self.band_gate),
-                    ("band_offset", self.band_offset)) if value is not None))
+                    ("band_offset", self.band_offset), ("prefilter_composition", self.prefilter_composition))
+                    if value is not None))
 
 
 @dataclasses.dataclass(frozen=True)
