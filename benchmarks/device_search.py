@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from search_bench import datasets  # noqa: E402
 from workflow_lib.aligner import align_pairs, align_targets, profile_from_sequence  # noqa: E402
 from workflow_lib.db.build import build_database  # noqa: E402
-from workflow_lib.search.cli import calibration_for  # noqa: E402
+from workflow_lib.search.cli import calibration_for, prefilter_composition_for  # noqa: E402
 from workflow_lib.search.engine import DatabaseTotals, SearchSettings, calibration_targets  # noqa: E402
 from workflow_lib.search.iterative import MsaSettings, build_msas  # noqa: E402
 from workflow_lib.seqio.alphabet import encode  # noqa: E402
@@ -226,7 +226,9 @@ def search_runs(records: list[Record], db: Path, device: str, cpus: int, iterati
         timer = BucketTimer() if bucket_timing and backend != "numpy" else None
         cpu0, wall0 = cpu_seconds(), time.perf_counter()
         with timer or contextlib.nullcontext():
-            results = build_msas(records, db, SearchSettings(calibration=calibration_for("auto", pseudocounts)),
+            results = build_msas(records, db, SearchSettings(calibration=calibration_for("auto", pseudocounts),
+                                                             prefilter_composition=prefilter_composition_for(
+                                                                 "auto", pseudocounts)),
                                  MsaSettings(iterations=iterations, pseudocounts=pseudocounts), cpus=cpus,
                                  device=backend)
         synchronize(backend)

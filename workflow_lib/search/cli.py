@@ -94,8 +94,6 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
                             "(which keep the local structure context-specific pseudocounts reward in every "
                             "protein; their heavier tail is fitted with 0.9 times the i.i.d. λ); auto: reversed "
                             "with --pseudocounts context, else random (default %(default)s)")
-
-
     group.add_argument("--prefilter-composition", default="auto",
                        help="weight w in [0, 1] of the profile's own mean composition in the null model the "
                             "prefilter scores against (f^(1-w) * c^w): targets that score by composition alone, "
