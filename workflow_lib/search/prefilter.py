@@ -98,7 +98,8 @@ def prefilter_background(emissions: np.ndarray, background: np.ndarray, weight: 
     HMMER's MSV filter is followed by a bias filter for the same reason (Eddy 2011, *PLoS Comput Biol*
     7:e1002195, "bias filter"). Context-specific profiles need it most: their mean emissions stray further from
     ``f`` (Kullback–Leibler divergence 0.07 bits against 0.01 for Gonnet profiles of single sequences), and
-    64% of their prefilter survivors were never reported (survivors 2.7× the default's, 1.1× with w = 0.5). ``weight = 0`` gives ``f`` back."""
+    64% of their prefilter survivors were never reported (survivors 2.7× the default's, 1.1× with w = 0.5).
+    ``weight = 0`` gives ``f`` back."""
     background = np.asarray(background, dtype=np.float64)
     if weight == 0.0:
         return background
