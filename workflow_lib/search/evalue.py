@@ -29,11 +29,11 @@ is deterministic and sharding does not change any number.
 ``calibration = "reversed"`` (:func:`decoy_windows`) replaces the i.i.d. sequences of step 1 with
 (:data:`DECOY_SAMPLES`) windows of reversed real proteins (:data:`DECOY_POOL_PATH`, built by
 ``benchmarks/calibration_decoys.py``): unrelated sequences that keep the composition and the local structure
-(helix and strand periodicity, low-complexity stretches) of real ones. Context-specific pseudocounts reward that local structure in every protein, related or
-not, so against i.i.d. sequences their μ came out 1.24 bits too low on 25 Pfam queries (E-values of unrelated
-hits ~2.4× optimistic); for Gonnet profiles the two differ by 0.17 bits (``benchmarks/RESULTS.md``, session 30).
-Their score tail is also heavier against real proteins, so with reversed decoys step 3 takes λ as
-:func:`gumbel_lambda` × :data:`REVERSED_LAMBDA_SCALE` (session 34).
+(helix and strand periodicity, low-complexity stretches) of real ones. Context-specific pseudocounts reward that
+local structure in every protein, related or not, so against i.i.d. sequences their μ came out 1.24 bits too low
+on 25 Pfam queries (E-values of unrelated hits ~2.4× optimistic); for Gonnet profiles the two differ by 0.17 bits
+(``benchmarks/RESULTS.md``, session 30). Their score tail is also heavier against real proteins, so with reversed
+decoys step 3 takes λ as :func:`gumbel_lambda` × :data:`REVERSED_LAMBDA_SCALE` (session 34).
 """
 
 from __future__ import annotations
