@@ -159,7 +159,8 @@ def _settings(args: argparse.Namespace) -> tuple[SearchSettings, MsaSettings]:
         search = prefilter_settings(sensitive=args.sensitive, kmer_threshold=args.kmer_threshold,
                                     diagonals_per_target=args.diagonals_per_target,
                                     gapless_offset=args.gapless_offset, band_gate=args.band_gate,
-                                    band_offset=args.band_offset, max_evalue=max(args.max_evalue, args.inclusion_evalue),
+                                    band_offset=args.band_offset,
+                                    max_evalue=max(args.max_evalue, args.inclusion_evalue),
                                     calibration=calibration_for(args.calibration, args.pseudocounts),
                                     prefilter_composition=prefilter_composition_for(args.prefilter_composition,
                                                                                     args.pseudocounts))
