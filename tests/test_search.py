@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +28,7 @@ from workflow_lib.search.prefilter import gapless_prefilter, profile_scores_bits
 from workflow_lib.seqio.alphabet import encode
 from workflow_lib.seqio.fasta import read_fasta
 from workflow_lib.seqio.msa import Alignment, read_a3m
-from workflow_lib.seqio.schemas import HITS, MSA_STATS, read_frame
+from workflow_lib.seqio.schemas import HITS, MSA_STATE, MSA_STATS, SEARCH_TIMES, read_frame
 
 N_DB = 250
 
@@ -447,6 +448,10 @@ def test_stop_rules_and_convergence():
     settings = MsaSettings(iterations=3)
     alignment, included, new, converged, reason = msa_step("q", "", "ACDEFGHIKL", empty, None, 1, settings)
     assert (alignment.depth, included, new, converged, reason) == (1, 0, 0, True, "no new sequences")
+    # after a deferred (cheaper) prefilter "no new sequences" does not stop the query; the depth rules still do
+    assert msa_step("q", "", "ACDEFGHIKL", empty, None, 1, settings, deferred=True)[3:] == (False, "")
+    assert msa_step("q", "", "ACDEFGHIKL", empty, None, 1, MsaSettings(stop_rules=((0, 0.5),)),
+                    deferred=True)[3:] == (True, "0 sequences with coverage >= 50%")
 
 
 def _hit(target, evalue, qstart, qend, states, tseq, qlen=10):
@@ -512,7 +517,16 @@ def test_sensitive_prefilter_settings(tmp_path, capsys):
     assert prefilter_settings() == SearchSettings()
     sensitive = prefilter_settings(sensitive=True)
     assert (sensitive.kmer_threshold, sensitive.diagonals_per_target, sensitive.gapless_offset) == (None, 16, 0.0)
-    assert sensitive == SearchSettings(**SENSITIVE_PREFILTER)
+    # the sensitive prefilter from iteration 2 on and in a one-iteration search; iteration 1 of several: the default
+    for iteration, iterations in ((2, 3), (3, 3), (1, 1)):
+        assert sensitive.for_iteration(iteration, iterations) is sensitive
+        assert not sensitive.defers(iteration, iterations)
+    assert sensitive.defers(1, 3) and sensitive.for_iteration(1, 3) == SearchSettings()
+    assert dataclasses.replace(sensitive, first_iteration_prefilter=()) == SearchSettings(**SENSITIVE_PREFILTER)
+    assert not SearchSettings().defers(1, 3) and SearchSettings().for_iteration(1, 3) == SearchSettings()
+    # a value given explicitly holds in every iteration
+    offset = prefilter_settings(sensitive=True, gapless_offset=1.0).for_iteration(1, 3)
+    assert (offset.gapless_offset, offset.diagonals_per_target, offset.seed_threshold(4)) == (1.0, 4, 4.5)
     # the seed threshold follows the index's k: 1.5 (k - 1) bits, 0.5 lower when sensitive, unless one is given
     assert [SearchSettings().seed_threshold(k) for k in (3, 4)] == [3.0, 4.5]
     assert [sensitive.seed_threshold(k) for k in (3, 4)] == [2.5, 4.0]
@@ -571,6 +585,33 @@ def test_iterate_grows_the_msa_and_stops(db_one, queries):
         assert result.alignment.names == output_alignment(result.search_alignment, MsaSettings()).names
     assert results[-1].alignment.query == record.sequence
     assert results[0].profile.neff == pytest.approx(1.0, abs=0.2)
+
+
+def test_sensitive_search_defers_to_iteration_2_and_ends_every_query_on_it(db_one, queries):
+    """``--sensitive`` over 3 iterations: iteration 1 searches with the default prefilter, later ones with the
+    sensitive one; a query that converges in iteration 1 (a reversed protein: no homologs) is searched again with
+    the same profile and the sensitive prefilter, which finds the weak hits the default prefilter drops."""
+    from workflow_lib.search.engine import prefilter_settings
+    from workflow_lib.search.iterative import build_msas
+    from workflow_lib.seqio.fasta import Record
+    orphan = queries[0].sequence[::-1]
+    records = [*queries[:2], Record("reversed", "", orphan, "reversed")]
+    sensitive = prefilter_settings(sensitive=True)
+    deferred = build_msas(records, db_one, sensitive, MsaSettings(iterations=3))
+    default = build_msas(records, db_one, SearchSettings(), MsaSettings(iterations=3))
+    one_pass = build_msas(records, db_one, sensitive, MsaSettings(iterations=1))
+    columns = ["target", "evalue", "bitscore", "alignment"]
+    for mine, plain, once in zip(deferred, default, one_pass):
+        first = mine.iterations[0].hits
+        pd.testing.assert_frame_equal(first[columns], plain.iterations[0].hits[columns])
+        assert len(mine.iterations) >= 2 and mine.iterations[-1].converged
+    lonely = deferred[2]
+    assert [it.new for it in lonely.iterations] == [0, 0] and lonely.iterations[0].reason == ""
+    assert lonely.reason == "no new sequences"
+    # its last search is the one-iteration sensitive search of the same profile, with more hits than the default
+    last = lonely.iterations[-1].hits
+    pd.testing.assert_frame_equal(last[columns], one_pass[2].iterations[0].hits[columns])
+    assert len(last) > len(lonely.iterations[0].hits)
 
 
 # ---------------------------------------------------------------------------------------------------- CLI
@@ -701,12 +742,17 @@ def test_search_shard_with_stored_profiles_equals_building_them_in_the_job(tmp_p
         read_search_queries(broken, records)
 
 
-def test_workflow_jobs_give_the_msas_of_the_msa_command(tmp_path, db_three, queries):
+@pytest.mark.parametrize("sensitive", [False, True], ids=["default", "sensitive"])
+def test_workflow_jobs_give_the_msas_of_the_msa_command(tmp_path, db_three, queries, sensitive):
     """search-profiles → search-shard (3 shards) → msa-merge per iteration → msa-final, as the rules chain them,
-    writes the same A3Ms as `trackfold msa`: the search MSA travels in the state, the output filter comes last."""
+    writes the same A3Ms as `trackfold msa`: the search MSA travels in the state, the output filter comes last.
+    With ``--sensitive`` the jobs defer the sensitive prefilter to iteration 2 as the command does (a reversed
+    protein, which converges in iteration 1, is searched again)."""
+    from workflow_lib.seqio.fasta import Record
+    queries = [*queries, Record("reversed", "", queries[0].sequence[::-1], "reversed")] if sensitive else queries
     fasta = tmp_path / "chunk.fasta"
     fasta.write_text("".join(f">{r.id} {r.description}\n{r.sequence}\n" for r in queries))
-    settings = ["--iterations", "2", "--min-coverage", "0.8"]
+    settings = ["--iterations", "2", "--min-coverage", "0.8"] + (["--sensitive"] if sensitive else [])
     assert main(["msa", str(fasta), "--db", str(db_three), "--out-dir", str(tmp_path / "direct"), *settings]) == 0
     state = None
     for iteration in (1, 2):
@@ -737,6 +783,20 @@ def test_workflow_jobs_give_the_msas_of_the_msa_command(tmp_path, db_three, quer
         assert set(final.names) <= set(searched.names)
         dropped += searched.depth - final.depth
     assert dropped > 0          # at -cov 80 some included rows are partial: the output filter did something
+    if sensitive:
+        # iteration 1's shard jobs searched with the default prefilter, iteration 2's with the sensitive one
+        for iteration, same in ((1, True), (2, False)):
+            step = tmp_path / f"iter_{iteration}"
+            assert main(["search-shard", str(fasta), "--db", str(db_three), "--iteration", str(iteration),
+                         *settings[:-1], "--shard", "0", "--profiles", str(step / "queries.npz"),
+                         "--out", str(step / "plain.parquet"), "--times", str(step / "plain_times.parquet")]) == 0
+            plain = read_frame(step / "plain_times.parquet", SEARCH_TIMES)
+            mine = read_frame(step / "times_0.parquet", SEARCH_TIMES)
+            assert plain["gapless"].equals(mine["gapless"]) == same
+        state = read_frame(tmp_path / "iter_1" / "state.parquet", MSA_STATE).set_index("protein")
+        assert not state.loc["reversed", "converged"] and state.loc["reversed", "depth"] == 1
+        direct = read_frame(tmp_path / "direct" / "msa_stats.parquet", MSA_STATS).set_index("protein")
+        assert direct.loc["reversed", "iterations"] == 2
 
 
 def test_calibration_sequences_have_the_database_mean_length_up_to_100():

@@ -61,8 +61,10 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--sensitive", action="store_true",
                        help=f"sensitive prefilter: seeds {sensitive['kmer_slack']} bits below the default, "
                             f"{sensitive['diagonals_per_target']} diagonals per target, gapless pass at "
-                            f"{sensitive['gapless_offset']} + log2(Lq*Lt) bits (1.6-1.9x the CPU; with "
-                            f"--pseudocounts context 2.7x, and level with hhblits on the Pfam benchmark)")
+                            f"{sensitive['gapless_offset']} + log2(Lq*Lt) bits, from iteration 2 on when "
+                            f"iterating (2x the CPU; with --pseudocounts context 2x the context search's, "
+                            f"and level with hhblits on the Pfam benchmark); a value given with the options "
+                            f"below holds in every iteration")
     group.add_argument("--kmer-threshold", type=float, default=None,
                        help=f"prefilter seed threshold in bits (default: 1.5 * (k - 1) for the database's k-mers, "
                             f"+ {SPACED_EXTRA_BITS} for a spaced seed shape: {default_kmer_threshold(4, spaced=True)} "
@@ -377,8 +379,9 @@ def run_search_shard(args: argparse.Namespace) -> int:
     shard = load_shard(args.db, args.shard)
     index = load_kmer_index(args.db, args.shard)
     started = time.perf_counter()
-    results = search_shard(queries, shard, index, totals, search_settings, iteration=args.iteration,
-                           cpus=args.cpus, device=_device(args))
+    results = search_shard(queries, shard, index, totals,
+                           search_settings.for_iteration(args.iteration, msa_settings.iterations),
+                           iteration=args.iteration, cpus=args.cpus, device=_device(args))
     frames = [r.hits for r in results if not r.hits.empty]
     hits = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(HIT_COLUMNS))
     times = pd.DataFrame({"query": [q.name for q in queries], "iteration": args.iteration, "shard": args.shard,
@@ -392,7 +395,7 @@ def run_search_shard(args: argparse.Namespace) -> int:
 
 def run_msa_merge(args: argparse.Namespace) -> int:
     records = read_fasta(args.queries)
-    _, msa_settings = _settings(args)
+    search_settings, msa_settings = _settings(args)
     previous = _read_state(args.state, records)
     hits = [read_frame(path, HITS) for path in args.hits]
     hits = [h for h in hits if not h.empty]
@@ -417,8 +420,9 @@ def run_msa_merge(args: argparse.Namespace) -> int:
             continue
         own = grouped.get(record.id, merged.iloc[0:0])
         earlier = read_a3m(before["a3m"]) if before is not None else None
-        alignment, included, _, converged, reason = msa_step(record.id, record.description, record.sequence,
-                                                             own, earlier, args.iteration, msa_settings)
+        alignment, included, _, converged, reason = msa_step(
+            record.id, record.description, record.sequence, own, earlier, args.iteration, msa_settings,
+            deferred=search_settings.defers(args.iteration, msa_settings.iterations))
         path = a3m_dir / f"{record.safe_id}.a3m"
         write_a3m(path, alignment)
         total = (before["seconds"] if before is not None else 0.0) + float(seconds.get(record.id, 0.0))

@@ -101,11 +101,24 @@ class SearchSettings:
     calibration: str = "random"
     """E-value calibration against ``random`` (i.i.d.) or ``reversed`` (reversed real proteins) sequences
     (:mod:`workflow_lib.search.evalue`)."""
+    first_iteration_prefilter: tuple[tuple[str, float], ...] = ()
+    """Prefilter values that replace the ones above in iteration 1 of a search of several iterations
+    (:meth:`for_iteration`); ``--sensitive`` puts the default prefilter's here (:func:`prefilter_settings`)."""
 
     def __post_init__(self) -> None:
         if self.calibration not in CALIBRATIONS:
             raise ValueError(f"calibration must be one of {', '.join(CALIBRATIONS)}, got {self.calibration!r}")
         check_prefilter_values(prefilter_composition=self.prefilter_composition)
+
+    def defers(self, iteration: int, iterations: int) -> bool:
+        """Whether iteration ``iteration`` of ``iterations`` searches with :attr:`first_iteration_prefilter`."""
+        return bool(self.first_iteration_prefilter) and iteration == 1 and iterations > 1
+
+    def for_iteration(self, iteration: int, iterations: int) -> SearchSettings:
+        """The settings iteration ``iteration`` (1-based) of a search of ``iterations`` searches with."""
+        if not self.defers(iteration, iterations):
+            return self
+        return dataclasses.replace(self, **dict(self.first_iteration_prefilter), first_iteration_prefilter=())
 
     def seed_threshold(self, k: int, spaced: bool = False) -> float:
         """The seed threshold (bits) on an index of weight ``k`` (``spaced``: its shape has gaps): the one
@@ -121,12 +134,26 @@ def prefilter_settings(*, sensitive: bool = False, kmer_threshold: float | None 
                        **other) -> SearchSettings:
     """:class:`SearchSettings` from the default or the sensitive prefilter, with any value given overriding it.
 
+    The sensitive prefilter searches from iteration 2 on, and in a search of one iteration; iteration 1 of an
+    iterated search keeps the default prefilter's values for the knobs not given here
+    (:attr:`SearchSettings.first_iteration_prefilter`). Iteration 1 searches with the query sequence alone, and
+    only its hits at the inclusion E-value (1e-3) shape what follows; the homologs the sensitive prefilter adds
+    are weak ones. On the Pfam benchmark the deferred sensitive search finds the same pairs at the same ROC AUC for
+    a quarter less CPU (benchmarks/RESULTS.md, session 37). A query that converges in iteration 1 is searched again
+    with the sensitive prefilter (:func:`~workflow_lib.search.iterative.msa_step`), so every query's last search
+    is a sensitive one.
+
     Raises ``ValueError`` for a non-finite threshold or fewer than one diagonal per target."""
     base = SearchSettings(**SENSITIVE_PREFILTER) if sensitive else SearchSettings()
     given = {"kmer_threshold": kmer_threshold, "diagonals_per_target": diagonals_per_target,
              "gapless_offset": gapless_offset, "band_gate": band_gate, "band_offset": band_offset}
     check_prefilter_values(**given)
     values = {key: value for key, value in given.items() if value is not None}
+    if sensitive:
+        default = SearchSettings()
+        first = tuple((key, getattr(default, key)) for key in SENSITIVE_PREFILTER
+                      if getattr(default, key) != getattr(base, key) and given.get(key) is None)
+        values["first_iteration_prefilter"] = first
     return dataclasses.replace(base, **values, **other)
 
 

@@ -201,12 +201,18 @@ def stop_reason(alignment: Alignment, rules: tuple[tuple[int, float], ...]) -> s
 
 
 def msa_step(name: str, description: str, sequence: str, hits: pd.DataFrame, previous: Alignment | None,
-             iteration: int, settings: MsaSettings) -> tuple[Alignment, int, int, bool, str]:
+             iteration: int, settings: MsaSettings, *,
+             deferred: bool = False) -> tuple[Alignment, int, int, bool, str]:
     """One iteration's bookkeeping, shared by :func:`iterate` and the workflow's merge job.
 
     ``previous`` is the last iteration's *search* MSA. Returns (search MSA, included, new, converged, reason),
     ``new`` counting the rows of the filtered MSA that ``previous`` did not hold; :func:`output_alignment` turns
     the search MSA into the output MSA.
+
+    ``deferred``: this iteration searched with a cheaper prefilter than the next ones (iteration 1 of a
+    ``--sensitive`` search, :meth:`~workflow_lib.search.engine.SearchSettings.defers`). Then "no new sequences"
+    does not stop the query: the next iteration searches the same profile (its MSA holds the query alone) with
+    the sensitive prefilter, so that the query's last search, whose hits it reports, is a sensitive one.
     """
     raw, included = build_alignment(name, description, sequence, hits, previous, settings.inclusion_evalue)
     alignment = filter_alignment(raw, max_identity=settings.max_identity,
@@ -214,7 +220,7 @@ def msa_step(name: str, description: str, sequence: str, hits: pd.DataFrame, pre
     before = set(previous.names[1:]) if previous is not None else set()
     new = sum(1 for row_name in alignment.names[1:] if row_name not in before)
     reason = stop_reason(alignment, settings.stop_rules)
-    if not reason and new == 0:
+    if not reason and new == 0 and not deferred:
         reason = "no new sequences"
     if not reason and iteration >= settings.iterations:
         reason = "last iteration"
@@ -296,9 +302,10 @@ def build_msas(records, db_dir, search_settings=None, settings: MsaSettings = Ms
             break
         started = time.perf_counter()
         profiles = {k: profile_for(state[k], records[k].sequence, context) for k in active}
+        iteration_settings = search_settings.for_iteration(iteration, settings.iterations)
         queries = make_queries([records[k].id for k in active], [profiles[k] for k in active], totals,
-                               search_settings, device=device, cpus=cpus)
-        hits, query_seconds = search_database(queries, db_dir, search_settings, iteration=iteration, cpus=cpus,
+                               iteration_settings, device=device, cpus=cpus)
+        hits, query_seconds = search_database(queries, db_dir, iteration_settings, iteration=iteration, cpus=cpus,
                                               device=device)
         overhead = (time.perf_counter() - started - sum(query_seconds.values())) / len(active)
         grouped = dict(tuple(hits.groupby("query", sort=False))) if not hits.empty else {}
@@ -307,7 +314,8 @@ def build_msas(records, db_dir, search_settings=None, settings: MsaSettings = Ms
             record = records[k]
             own = grouped.get(record.id, hits.iloc[0:0])
             alignment, included, new, converged, reason = msa_step(
-                record.id, record.description, record.sequence, own, state[k], iteration, settings)
+                record.id, record.description, record.sequence, own, state[k], iteration, settings,
+                deferred=search_settings.defers(iteration, settings.iterations))
             state[k] = alignment
             elapsed = query_seconds[record.id] + overhead
             seconds[k] += elapsed

@@ -47,7 +47,8 @@ SENSITIVE_PREFILTER = {"kmer_slack": SENSITIVE_KMER_SLACK, "diagonals_per_target
 """The ``--sensitive`` prefilter (``search.sensitive``): more seeds (threshold 0.5 bits lower), 16 diagonals scored
 per target and the gapless pass at ``log2(Lq · Lt)`` bits instead of the seed's ``2.5 + log2(Lq · Lt)``. Each
 of the three recovers homologs the default prefilter drops (benchmarks/RESULTS.md, "where the remaining misses
-are lost"); together about twice the CPU of a search."""
+are lost"). An iterated search uses it from iteration 2 on (iteration 1 keeps the default prefilter,
+:func:`workflow_lib.search.engine.prefilter_settings`): about twice the CPU of a default search."""
 DENSE_BINS_PER_SEED = 8
 """Count seeds in a dense (sequence, diagonal) array when it has at most this many bins per seed (+ 2**20)."""
 X_SCORE_BITS = -1.0
