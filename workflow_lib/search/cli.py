@@ -406,6 +406,7 @@ def run_msa_merge(args: argparse.Namespace) -> int:
     grouped = dict(tuple(merged.groupby("query", sort=False))) if not merged.empty else {}
     a3m_dir = Path(args.a3m_dir)
     a3m_dir.mkdir(parents=True, exist_ok=True)
+    deferred = search_settings.defers(args.iteration, msa_settings.iterations)
     rows = []
     for record in records:
         before = previous.get(record.id)
@@ -422,7 +423,7 @@ def run_msa_merge(args: argparse.Namespace) -> int:
         earlier = read_a3m(before["a3m"]) if before is not None else None
         alignment, included, _, converged, reason = msa_step(
             record.id, record.description, record.sequence, own, earlier, args.iteration, msa_settings,
-            deferred=search_settings.defers(args.iteration, msa_settings.iterations))
+            deferred=deferred)
         path = a3m_dir / f"{record.safe_id}.a3m"
         write_a3m(path, alignment)
         total = (before["seconds"] if before is not None else 0.0) + float(seconds.get(record.id, 0.0))

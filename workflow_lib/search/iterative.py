@@ -303,6 +303,7 @@ def build_msas(records, db_dir, search_settings=None, settings: MsaSettings = Ms
         started = time.perf_counter()
         profiles = {k: profile_for(state[k], records[k].sequence, context) for k in active}
         iteration_settings = search_settings.for_iteration(iteration, settings.iterations)
+        deferred = search_settings.defers(iteration, settings.iterations)
         queries = make_queries([records[k].id for k in active], [profiles[k] for k in active], totals,
                                iteration_settings, device=device, cpus=cpus)
         hits, query_seconds = search_database(queries, db_dir, iteration_settings, iteration=iteration, cpus=cpus,
@@ -314,8 +315,7 @@ def build_msas(records, db_dir, search_settings=None, settings: MsaSettings = Ms
             record = records[k]
             own = grouped.get(record.id, hits.iloc[0:0])
             alignment, included, new, converged, reason = msa_step(
-                record.id, record.description, record.sequence, own, state[k], iteration, settings,
-                deferred=search_settings.defers(iteration, settings.iterations))
+                record.id, record.description, record.sequence, own, state[k], iteration, settings, deferred=deferred)
             state[k] = alignment
             elapsed = query_seconds[record.id] + overhead
             seconds[k] += elapsed
