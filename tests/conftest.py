@@ -35,3 +35,13 @@ def example_database(folder: Path, count: int, shards: int = 2) -> tuple[Path, l
     (folder / "in.fasta").write_text("".join(f">{r.id}\n{r.sequence}\n" for r in records))
     build_database([folder / "in.fasta"], folder / "db", shards=shards)
     return folder / "db", records
+
+
+@pytest.fixture(params=["numpy", "compiled"])
+def cpu_kernels(request, monkeypatch):
+    """Run a test against both CPU kernel families: the NumPy lanes and the compiled ones (numba; skipped
+    where numba is not installed), switched by ``TRACKFOLD_KERNELS``."""
+    if request.param == "compiled":
+        pytest.importorskip("numba")
+    monkeypatch.setenv("TRACKFOLD_KERNELS", request.param)
+    return request.param

@@ -20,6 +20,12 @@ from workflow_lib.seqio.fasta import read_fasta
 from workflow_lib.seqio.msa import read_a3m
 
 
+@pytest.fixture(autouse=True)
+def both_kernels(cpu_kernels):
+    """Every test here runs against both CPU kernels (conftest.py): the NumPy lanes and the compiled one."""
+    return cpu_kernels
+
+
 def assert_matches_reference(profile, targets, hits):
     scores = sequence_scores(profile)
     for target, hit in zip(targets, hits):

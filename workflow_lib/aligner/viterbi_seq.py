@@ -31,6 +31,8 @@ from __future__ import annotations
 import numpy as np
 
 from workflow_lib.aligner.backtrace import sequence_hits
+from workflow_lib.aligner.compiled import available as compiled_available
+from workflow_lib.aligner.compiled import viterbi_seq_lanes_compiled
 from workflow_lib.aligner.profile import DD, DM, II, IM, MD, MI, MM
 from workflow_lib.aligner.scores import NEG_INF, PAD_CODE, Hit, SequenceScores
 
@@ -299,12 +301,14 @@ def _pack_seq_byte(out: np.ndarray, scratch: np.ndarray, m_beats_i: np.ndarray, 
 
 def align_lane_batch(scores: SequenceScores, targets: list[np.ndarray], indices: list[int], *,
                      backtrace: bool, trace_from: np.ndarray | None = None) -> list[Hit]:
-    """Hits for the targets ``indices`` (one lane each), in the order of ``indices``.
+    """Hits for the targets ``indices`` (one lane each), in the order of ``indices``: the compiled kernel
+    (:mod:`workflow_lib.aligner.compiled`) where numba is installed, else :func:`viterbi_seq_lanes`.
 
     ``trace_from`` (with ``backtrace``): int64 milli-bits per lane; a lane whose score is below its value comes
     back as a score-only hit (its path is not traced)."""
     residues = pack_targets(targets, indices)
-    best, best_i, best_l, bt = viterbi_seq_lanes(scores, residues, backtrace=backtrace)
+    kernel = viterbi_seq_lanes_compiled if compiled_available() else viterbi_seq_lanes
+    best, best_i, best_l, bt = kernel(scores, residues, backtrace=backtrace)
     if backtrace:
         if trace_from is not None:
             best_i = np.where(best >= trace_from, best_i, 0)  # a lane with best_i = 0 has no path to follow
