@@ -67,7 +67,7 @@ def queries(db_records, example_dir):
 
 # ------------------------------------------------------------------------------------------------- gapped SW
 
-def test_gapped_scores_equal_the_loop_reference_on_real_sequences(db_records):
+def test_gapped_scores_equal_the_loop_reference_on_real_sequences(db_records, cpu_kernels):
     query = db_records[0]
     profile = profile_from_sequence(query.sequence[:60])
     scores = profile_scores_bits(profile.emissions, profile.background)
@@ -79,7 +79,7 @@ def test_gapped_scores_equal_the_loop_reference_on_real_sequences(db_records):
     assert got[-1] == max(got) and got[-1] > 60  # the query's own first 60 residues score highest
 
 
-def test_gapped_scores_random_cases_and_gap_costs():
+def test_gapped_scores_random_cases_and_gap_costs(cpu_kernels):
     rng = np.random.default_rng(3)
     for _ in range(15):
         scores = rng.normal(-0.5, 2.0, (int(rng.integers(1, 25)), 21)).astype(np.float32)
@@ -93,7 +93,7 @@ def test_gapped_scores_random_cases_and_gap_costs():
         gapped_scores(scores, targets, gap_open=0.5, gap_extend=1.0)
 
 
-def test_gapped_scores_full_scan_fallback_and_long_gaps(monkeypatch):
+def test_gapped_scores_full_scan_fallback_and_long_gaps(monkeypatch, cpu_kernels):
     """Gaps longer than the doubling scan covers take the full scan; both give the reference's scores."""
     import workflow_lib.search.gapped as gapped
 
@@ -134,7 +134,7 @@ def test_gapped_pass_skips_only_sure_targets_and_keeps_the_same_set(db_one, quer
     assert checked > 100
 
 
-def test_banded_scores_equal_the_banded_loop_reference(db_records):
+def test_banded_scores_equal_the_banded_loop_reference(db_records, cpu_kernels):
     """Real sequences and random cases, bands cut off by either end of the target, several gap costs."""
     query = db_records[3]
     profile = profile_from_sequence(query.sequence[:70])
@@ -165,7 +165,7 @@ def test_banded_scores_equal_the_banded_loop_reference(db_records):
         banded_scores(scores, targets, centers[:2])
 
 
-def test_banded_scores_of_many_queries_equal_one_query_at_a_time():
+def test_banded_scores_of_many_queries_equal_one_query_at_a_time(cpu_kernels):
     """Lanes of queries of different lengths share blocks (shorter queries padded): the same scores."""
     rng = np.random.default_rng(5)
     tables = [rng.normal(-0.5, 2.5, (n, 21)).astype(np.float32) for n in (1, 7, 33, 50, 12)]
@@ -178,7 +178,7 @@ def test_banded_scores_of_many_queries_equal_one_query_at_a_time():
                                   for q, t, c in zip(query_of, targets, centers)], abs=1e-3)
 
 
-def test_banded_scores_lie_between_the_gapless_and_the_full_score(db_one, queries):
+def test_banded_scores_lie_between_the_gapless_and_the_full_score(db_one, queries, cpu_kernels):
     """On a real shard: a band around the best gapless diagonal scores at least that diagonal and at most the
     full Smith-Waterman; a band as wide as both sequences is the full Smith-Waterman."""
     shard, index = load_shard(db_one, 0), load_kmer_index(db_one, 0)

@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from workflow_lib.aligner.compiled import available as compiled_available
 from workflow_lib.aligner.lanes import ROW_COST_CELLS, min_cost_buckets
 from workflow_lib.aligner.viterbi_seq import LANE_MAX_FOLD, _reduce_max, lane_max
+from workflow_lib.search.gapped_compiled import banded_block_compiled, sw_block_compiled
 from workflow_lib.seqio.alphabet import N_AMINO
 
 GAP_OPEN_BITS = 5.0
@@ -69,7 +71,7 @@ def gapped_scores(scores: np.ndarray, targets: list[np.ndarray], *, gap_open: fl
         packed = np.full((width, members.size), N_AMINO + 1, dtype=np.intp)
         for lane, k in enumerate(members):
             packed[:lengths[k], lane] = np.minimum(targets[k], N_AMINO)
-        out[members] = _sw_block(table, packed, gap_open, gap_extend)
+        out[members] = (sw_block_compiled if compiled_available() else _sw_block)(table, packed, gap_open, gap_extend)
     return out
 
 
@@ -243,7 +245,8 @@ def banded_scores_many(score_tables: list[np.ndarray], query_of: np.ndarray, tar
             if stop > start:
                 codes[start:stop, lane] = np.minimum(target[first + start:first + stop], N_AMINO)
         codes += (lane_query * rows * n_codes)[None, :]   # each lane reads its own query's rows of the stack
-        out[members] = _banded_block(stack.reshape(-1), n_codes, rows, codes, band, gap_open, gap_extend)
+        kernel = banded_block_compiled if compiled_available() else _banded_block
+        out[members] = kernel(stack.reshape(-1), n_codes, rows, codes, band, gap_open, gap_extend)
     return out
 
 

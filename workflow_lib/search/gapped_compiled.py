@@ -1,0 +1,146 @@
+"""Compiled (numba) twins of the prefilter's Smith–Waterman blocks in :mod:`workflow_lib.search.gapped`
+(seed "Iterative MSA Alignment": the gapped stage, affine gaps, open 5 bits, extend 1 bit).
+
+Same inputs and outputs as :func:`~workflow_lib.search.gapped._sw_block` and
+:func:`~workflow_lib.search.gapped._banded_block`; the recurrences are Gotoh's as in
+:func:`~workflow_lib.search.gapped.smith_waterman_reference` (``E`` along the target, ``F`` along the query,
+``H = max(0, H(i−1, j−1) + s, E, F)``), run for all lanes of a block at once: rows are query positions, the
+innermost loop runs over the lanes (contiguous float32), which LLVM vectorises. The NumPy blocks solve the
+in-row ``E`` chain as a prefix scan over ``H' + j·extend``; here it is the plain recurrence, so a score can
+differ from the NumPy block's in the last float32 bits (the tests compare both with the reference at 1e-3
+bits). Used by :mod:`workflow_lib.search.gapped` when :func:`workflow_lib.aligner.compiled.available`.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from workflow_lib.aligner.compiled import _numba
+
+
+@lru_cache(maxsize=None)
+def _kernels():
+    numba = _numba()
+    jit = numba.njit(nogil=True, cache=True, boundscheck=False, error_model="numpy", fastmath={"nnan", "nsz"})
+
+    @jit
+    def sw_block(table, packed, gap_open, gap_extend):
+        """Full Smith–Waterman of ``packed`` ``[W, T]`` (positions × lanes) against ``table`` ``[Lq, 22]``."""
+        width, n_targets = packed.shape
+        open_ = np.float32(gap_open)
+        ext = np.float32(gap_extend)
+        zero = np.float32(0.0)
+        ninf = np.float32(-np.inf)
+        h_prev = np.zeros((width + 1, n_targets), np.float32)
+        h_cur = np.zeros((width + 1, n_targets), np.float32)
+        f = np.full((width, n_targets), ninf, np.float32)
+        e = np.empty(n_targets, np.float32)
+        h_left = np.empty(n_targets, np.float32)   # H(i, j − 1): a separate buffer, so LLVM sees no overlap
+        gathered = np.empty(n_targets, np.float32)
+        best = np.zeros(n_targets, np.float32)
+        for i in range(table.shape[0]):
+            row = table[i]
+            for t in range(n_targets):
+                e[t] = ninf
+                h_left[t] = zero
+            for j in range(1, width + 1):
+                codes = packed[j - 1]
+                for t in range(n_targets):
+                    gathered[t] = row[codes[t]]
+                diag = h_prev[j - 1]
+                up = h_prev[j]
+                out = h_cur[j]
+                f_col = f[j - 1]
+                for t in range(n_targets):
+                    a = up[t] - open_
+                    b = f_col[t] - ext
+                    fv = a if a > b else b
+                    f_col[t] = fv
+                    a = h_left[t] - open_
+                    b = e[t] - ext
+                    ev = a if a > b else b
+                    e[t] = ev
+                    h = diag[t] + gathered[t]
+                    h = h if h > fv else fv
+                    h = h if h > ev else ev
+                    h = h if h > zero else zero
+                    out[t] = h
+                    h_left[t] = h
+                    best[t] = h if h > best[t] else best[t]
+            h_prev, h_cur = h_cur, h_prev
+        return best
+
+    @jit
+    def banded_block(flat, n_codes, rows, codes, band, gap_open, gap_extend):
+        """Banded Smith–Waterman of one block (``codes`` ``[rows + band, T]``, lanes reading their query's
+        score rows of ``flat`` at ``codes + i · n_codes``), in sheared coordinates: band offset d, a match keeps
+        d, ``E`` comes from offset d − 1 of the same row, ``F`` from offset d + 1 of the previous row."""
+        n_targets = codes.shape[1]
+        open_ = np.float32(gap_open)
+        ext = np.float32(gap_extend)
+        open_minus_ext = np.float32(gap_open - gap_extend)
+        zero = np.float32(0.0)
+        ninf = np.float32(-np.inf)
+        h_prev = np.full((band + 1, n_targets), ninf, np.float32)
+        h_cur = np.full((band + 1, n_targets), ninf, np.float32)
+        for d in range(band):
+            for t in range(n_targets):
+                h_prev[d, t] = zero
+        f_prev = np.full((band + 1, n_targets), ninf, np.float32)
+        f_cur = np.full((band + 1, n_targets), ninf, np.float32)
+        e = np.empty(n_targets, np.float32)
+        h_left = np.empty(n_targets, np.float32)   # H(i, d − 1): a separate buffer, so LLVM sees no overlap
+        gathered = np.empty(n_targets, np.float32)
+        best = np.zeros(n_targets, np.float32)
+        for i in range(rows):
+            base = i * n_codes
+            for t in range(n_targets):
+                e[t] = ninf
+                h_left[t] = ninf
+            for d in range(band):
+                row_codes = codes[i + d]
+                for t in range(n_targets):
+                    gathered[t] = flat[row_codes[t] + base]
+                diag = h_prev[d]
+                up_h = h_prev[d + 1]
+                up_f = f_prev[d + 1]
+                out = h_cur[d]
+                f_out = f_cur[d]
+                for t in range(n_targets):
+                    a = up_h[t] - open_minus_ext
+                    b = up_f[t]
+                    fv = (a if a > b else b) - ext
+                    f_out[t] = fv
+                    a = h_left[t] - open_
+                    b = e[t] - ext
+                    ev = a if a > b else b
+                    e[t] = ev
+                    h = diag[t] + gathered[t]
+                    h = h if h > fv else fv
+                    h = h if h > ev else ev
+                    h = h if h > zero else zero
+                    out[t] = h
+                    h_left[t] = h
+                    best[t] = h if h > best[t] else best[t]
+            h_prev, h_cur = h_cur, h_prev
+            f_prev, f_cur = f_cur, f_prev
+        return best
+
+    return sw_block, banded_block
+
+
+def sw_block_compiled(table: np.ndarray, packed: np.ndarray, gap_open: float, gap_extend: float) -> np.ndarray:
+    """:func:`~workflow_lib.search.gapped._sw_block`, compiled: ``[T]`` bits (float32)."""
+    sw_block, _ = _kernels()
+    return sw_block(np.ascontiguousarray(table, dtype=np.float32), np.ascontiguousarray(packed, dtype=np.intp),
+                    float(gap_open), float(gap_extend))
+
+
+def banded_block_compiled(flat: np.ndarray, n_codes: int, rows: int, codes: np.ndarray, band: int,
+                          gap_open: float, gap_extend: float) -> np.ndarray:
+    """:func:`~workflow_lib.search.gapped._banded_block`, compiled: ``[T]`` bits (float32)."""
+    _, banded_block = _kernels()
+    return banded_block(np.ascontiguousarray(flat, dtype=np.float32), int(n_codes), int(rows),
+                        np.ascontiguousarray(codes, dtype=np.intp), int(band), float(gap_open), float(gap_extend))
