@@ -94,7 +94,7 @@ def test_threshold_is_the_seeds(small_db, query_scores):
 
 
 @pytest.mark.parametrize("per_target", [1, 4, 16])
-def test_best_diagonals_equals_a_two_key_sort_with_ties_and_negative_ranks(per_target):
+def test_best_diagonals_equals_a_two_key_sort_with_ties_and_negative_ranks(per_target, cpu_kernels):
     """Every path (segment passes for sorted targets, on the strong diagonals first when targets hold many;
     the integer sort otherwise) against a lexsort."""
     from workflow_lib.search.prefilter import best_diagonals
@@ -247,7 +247,8 @@ def test_sensitive_settings_pass_a_superset(small_db, query_scores):
 def test_diagonal_scores_are_the_best_segment_of_each_diagonal(small_db, query_scores, block, span, chunk,
                                                                 monkeypatch):
     """Any diagonal, including ones that start or end in the padding, in blocks smaller than the batch, with
-    the query's columns gathered in spans and chunks that do not divide its length."""
+    the query's columns gathered in spans and chunks that do not divide its length (NumPy kernel; the compiled
+    one advances its own lanes of diagonals)."""
     from workflow_lib.search import prefilter
     from workflow_lib.search.prefilter import _padded_residues, diagonal_scores
 

@@ -497,6 +497,18 @@ class TrackfoldContext(Trackfold):
         self.label = f"trackfold search --iterations {iterations} --pseudocounts context"
 
 
+class TrackfoldContextSensitive(Trackfold):
+    """``trackfold search --pseudocounts context --sensitive``: context-specific profiles with the sensitive
+    prefilter from iteration 2 on, the configuration level with hhblits on the whole Pfam benchmark."""
+
+    name = "trackfold_context_sensitive"
+    extra_arguments = ("--pseudocounts", "context", "--sensitive")
+
+    def __init__(self, python: Path | None = None, iterations: int = 3, cpus: int = 1) -> None:
+        super().__init__(python, iterations, cpus)
+        self.label = f"trackfold search --iterations {iterations} --pseudocounts context --sensitive"
+
+
 def read_trackfold_hits(path: Path) -> pd.DataFrame:
     """The final iteration's rows of a `trackfold search` hits table → query, target, evalue."""
     import pyarrow.parquet as pq
@@ -516,4 +528,5 @@ def read_trackfold_hits(path: Path) -> pd.DataFrame:
 
 def all_tools(trackfold_iterations: int = 3) -> list[Tool]:
     return [Jackhmmer(), HHblits(), MMseqs(), Trackfold(iterations=trackfold_iterations),
-            TrackfoldSensitive(iterations=trackfold_iterations), TrackfoldContext(iterations=trackfold_iterations)]
+            TrackfoldSensitive(iterations=trackfold_iterations), TrackfoldContext(iterations=trackfold_iterations),
+            TrackfoldContextSensitive(iterations=trackfold_iterations)]

@@ -22,7 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from workflow_lib.aligner.compiled import available as compiled_available
 from workflow_lib.search.kmer_index import index_is_spaced, index_offsets
+from workflow_lib.search.prefilter_compiled import best_in_sorted_compiled, diagonal_scores_compiled
 from workflow_lib.seqio.alphabet import N_AMINO
 
 GAPLESS_OFFSET_BITS = 2.5
@@ -336,6 +338,8 @@ def best_diagonals(sequence: np.ndarray, rank_by: np.ndarray, per_target: int | 
         return np.arange(sequence.size)
     sequence = np.asarray(sequence)
     if per_target <= 16 and bool(np.all(sequence[1:] >= sequence[:-1])):
+        if compiled_available():
+            return best_in_sorted_compiled(sequence, rank_by, per_target)
         return _best_in_sorted_by_strong_first(sequence, np.asarray(rank_by, np.float32), per_target)
     # one stable integer sort instead of a two-key lexsort (4x faster, same order, ties included): the
     # float32 rank mapped to an order-preserving uint32, inverted so the best comes first within a target
@@ -463,6 +467,8 @@ def diagonal_scores(scores: np.ndarray, layout: np.ndarray, starts: np.ndarray, 
     n_codes = PAD_RESIDUE + 1
     table = np.zeros((query_length, n_codes), dtype=np.float32)
     table[:, :scores.shape[1]] = scores
+    if compiled_available():
+        return diagonal_scores_compiled(table, layout, starts, sequence, diagonal)
     flat = table.ravel()
     row_base = (np.arange(query_length, dtype=np.intp) * n_codes)[:, None]
     out = np.zeros(sequence.size, dtype=np.float32)
