@@ -73,6 +73,31 @@ def test_compiled_matches_the_reference(monkeypatch, profile_kind):
         assert (hit.query_start, hit.target_start) == (steps[0][0] - 1, steps[0][1] - 1)
 
 
+def test_compiled_tracer_follows_the_same_paths():
+    """The compiled path tracer against the NumPy one on the same backtrace bytes, lanes without a path
+    (best_i = 0, as a search leaves unreportable targets) included."""
+    from workflow_lib.aligner.backtrace import SEQ_STATES, _lane_hits, _paths, _seq_step
+    sequences = real_pairs()
+    targets = [encode(s) for s in sequences]
+    indices = list(range(len(targets)))
+    packed = pack_targets(targets, indices)
+    for query in sequences:
+        best, best_i, best_l, bt = viterbi_seq_lanes(sequence_scores(profile_from_sequence(query[:200])), packed,
+                                                     backtrace=True)
+        best_i = np.where(np.arange(best_i.size) % 3 == 2, 0, best_i)
+        for view in (bt, bt[:, :, :4]):   # a lane-sliced view, as the compiled kernel's padded lanes give
+            width = view.shape[2]
+            want = _lane_hits(_paths(view, best_i[:width], best_l[:width], _seq_step, 3), best[:width],
+                              indices[:width], SEQ_STATES)
+            have = _lane_hits(compiled.sequence_paths_compiled(view, best_i[:width], best_l[:width]),
+                              best[:width], indices[:width], SEQ_STATES)
+            assert [(h.states, h.query_start, h.query_end, h.target_start, h.target_end) for h in have] == \
+                   [(h.states, h.query_start, h.query_end, h.target_start, h.target_end) for h in want]
+            for a, b in zip(have, want):
+                np.testing.assert_array_equal(a.pairs, b.pairs)
+            assert any(h.states for h in have) and any(not h.states for h in have)
+
+
 def test_switch_and_fallback(monkeypatch):
     monkeypatch.setenv(compiled.KERNELS_ENV, "numpy")
     assert not compiled.available()

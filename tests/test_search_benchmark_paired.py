@@ -85,3 +85,13 @@ def test_a_failed_search_fails_the_round(tmp_path):
     pair = [CoreReporter("first"), CoreReporter("second", fail=True)]
     with pytest.raises(ToolError, match="exit code 3"):
         paired.run_rounds(pair, tmp_path / "q.fasta", tmp_path / "db.fasta", tmp_path, 10, rounds=1)
+
+
+def test_each_pair_writes_its_own_section():
+    assert paired.section_title(["jackhmmer", "trackfold"]) == paired.SECTION
+    other = paired.section_title(["jackhmmer", "trackfold_context_sensitive"])
+    assert other == f"{paired.SECTION}: jackhmmer and trackfold_context_sensitive"
+    text = "# B\n\n" + paired.SECTION + "\n\nold default\n\n## Next\n\nkept\n"
+    from search_bench import report
+    both = report.replace_section(text, other, "new pair")
+    assert "old default" in both and "new pair" in both and "kept" in both

@@ -33,6 +33,13 @@ from workflow_lib.errors import InputError
 from workflow_lib.seqio.atomic import write_text_atomic
 
 SECTION = "## Homology search: paired timing against a peer"
+"""The section of the default pair (jackhmmer, trackfold); another pair writes its own, titled after its tools
+(:func:`section_title`), so the pairs measured stay side by side."""
+
+
+def section_title(names: list[str]) -> str:
+    """``SECTION`` for ``jackhmmer,trackfold``, else ``SECTION: A and B``."""
+    return SECTION if names == ["jackhmmer", "trackfold"] else f"{SECTION}: {names[0]} and {names[1]}"
 
 
 def usable_cores() -> list[int]:
@@ -147,5 +154,5 @@ def run(args, shared: Path, work_root: Path, results: Path, machine: str) -> int
     text = markdown(pair, by_set, machine, finished)
     print(text)
     if not args.no_write:
-        report.write_section(results, SECTION, text)
+        report.write_section(results, section_title(names), text)
     return 0

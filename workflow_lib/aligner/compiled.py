@@ -164,6 +164,62 @@ def _kernel(backtrace: bool):
     return _make_kernel(_numba(), backtrace)
 
 
+@lru_cache(maxsize=None)
+def _trace_kernel():
+    numba = _numba()
+
+    @numba.njit(nogil=True, cache=True, boundscheck=False, error_model="numpy")
+    def trace(bt, best_i, best_l):
+        """Every lane's path from its best cell back to its start (the records of ``backtrace._paths``)."""
+        n_query, n_target, width = bt.shape
+        limit = n_query + n_target + 1
+        rows = np.empty((limit, width), np.int64)
+        positions = np.empty((limit, width), np.int64)
+        states = np.full((limit, width), -1, np.int64)
+        longest = 0
+        for w in range(width):
+            i = max(best_i[w], 1)
+            l = max(best_l[w], 1)
+            step = 0
+            if best_i[w] > 0:
+                state = 0
+                while True:
+                    rows[step, w] = i
+                    positions[step, w] = l
+                    states[step, w] = state
+                    step += 1
+                    byte = bt[i - 1, l - 1, w]
+                    if state == 0:
+                        pointer = byte & 3
+                        if pointer == 0:
+                            break
+                        state = pointer - 1
+                        i -= 1
+                        l -= 1
+                    elif state == 1:
+                        state = 1 if (byte >> 2) & 1 else 0
+                        l -= 1
+                    else:
+                        state = 2 if (byte >> 3) & 1 else 0
+                        i -= 1
+            longest = max(longest, step)
+            for k in range(step, limit):   # a stopped lane stays on its last cell
+                rows[k, w] = i
+                positions[k, w] = l
+        return rows[:longest], positions[:longest], states[:longest]
+
+    return trace
+
+
+def sequence_paths_compiled(bt: np.ndarray, best_i: np.ndarray,
+                            best_l: np.ndarray) -> list[np.ndarray]:
+    """:func:`workflow_lib.aligner.backtrace._paths` for sequence–profile bytes, compiled: int64 ``[steps, W]``
+    rows, positions and states (0 M, 1 I, 2 D; −1 once a lane has stopped), each lane's path read backwards from
+    its best cell; lanes with ``best_i = 0`` have none."""
+    rows, positions, states = _trace_kernel()(bt, np.asarray(best_i, np.int64), np.asarray(best_l, np.int64))
+    return [rows, positions, states]
+
+
 def viterbi_seq_lanes_compiled(scores: SequenceScores, residues: np.ndarray, *,
                                backtrace: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """:func:`~workflow_lib.aligner.viterbi_seq.viterbi_seq_lanes`, compiled: the same ``best`` (int64 ``[W]``,
