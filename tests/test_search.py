@@ -516,7 +516,7 @@ def test_sensitive_prefilter_settings(tmp_path, capsys):
     from workflow_lib.workflow.config import SearchConfig
     assert prefilter_settings() == SearchSettings()
     sensitive = prefilter_settings(sensitive=True)
-    assert (sensitive.kmer_threshold, sensitive.diagonals_per_target, sensitive.gapless_offset) == (None, 16, 0.0)
+    assert (sensitive.kmer_threshold, sensitive.diagonals_per_target, sensitive.gapless_offset) == (None, 8, 0.0)
     # the sensitive prefilter from iteration 2 on and in a one-iteration search; iteration 1 of several: the default
     for iteration, iterations in ((2, 3), (3, 3), (1, 1)):
         assert sensitive.for_iteration(iteration, iterations) is sensitive
@@ -531,7 +531,7 @@ def test_sensitive_prefilter_settings(tmp_path, capsys):
     assert [SearchSettings().seed_threshold(k) for k in (3, 4)] == [3.0, 4.5]
     assert [sensitive.seed_threshold(k) for k in (3, 4)] == [2.5, 4.0]
     mixed = prefilter_settings(sensitive=True, kmer_threshold=3.0, max_evalue=1.0)
-    assert (mixed.kmer_threshold, mixed.diagonals_per_target, mixed.max_evalue) == (3.0, 16, 1.0)
+    assert (mixed.kmer_threshold, mixed.diagonals_per_target, mixed.max_evalue) == (3.0, 8, 1.0)
     assert mixed.seed_threshold(4) == 3.0
     with pytest.raises(ValueError, match="diagonals_per_target must be at least 1"):
         prefilter_settings(diagonals_per_target=0)
@@ -541,7 +541,7 @@ def test_sensitive_prefilter_settings(tmp_path, capsys):
     parser = argparse.ArgumentParser()
     _settings_arguments(parser)
     search, _ = _settings(parser.parse_args(["--sensitive", "--gapless-offset", "1.0"]))
-    assert (search.seed_threshold(3), search.diagonals_per_target, search.gapless_offset) == (2.5, 16, 1.0)
+    assert (search.seed_threshold(3), search.diagonals_per_target, search.gapless_offset) == (2.5, 8, 1.0)
     assert _settings(parser.parse_args([]))[0] == SearchSettings()
 
     fasta = tmp_path / "q.fasta"
@@ -562,7 +562,7 @@ def test_sensitive_prefilter_settings(tmp_path, capsys):
     assert "--sensitive" not in SearchConfig().cli_options() and "--kmer-threshold" not in SearchConfig().cli_options()
     options = SearchConfig(sensitive=True, kmer_threshold=3.0).cli_options()
     assert options.endswith(" --sensitive --kmer-threshold 3.0")
-    assert _settings(parser.parse_args(options.split()))[0].diagonals_per_target == 16
+    assert _settings(parser.parse_args(options.split()))[0].diagonals_per_target == 8
     with pytest.raises(InputError, match="search.diagonals_per_target must be at least 1"):
         SearchConfig(diagonals_per_target=0)
     with pytest.raises(InputError, match="search.gapless_offset must be a finite"):

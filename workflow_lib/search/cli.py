@@ -62,8 +62,8 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
                        help=f"sensitive prefilter: seeds {sensitive['kmer_slack']} bits below the default, "
                             f"{sensitive['diagonals_per_target']} diagonals per target, gapless pass at "
                             f"{sensitive['gapless_offset']} + log2(Lq*Lt) bits, from iteration 2 on when "
-                            f"iterating (2x the CPU; with --pseudocounts context 2x the context search's, "
-                            f"and level with hhblits on the Pfam benchmark); a value given with the options "
+                            f"iterating (1.7x the CPU; with --pseudocounts context level with hhblits on the Pfam "
+                            f"benchmark at jackhmmer -N 3's CPU); a value given with the options "
                             f"below holds in every iteration")
     group.add_argument("--kmer-threshold", type=float, default=None,
                        help=f"prefilter seed threshold in bits (default: 1.5 * (k - 1) for the database's k-mers, "
