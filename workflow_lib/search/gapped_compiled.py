@@ -9,6 +9,10 @@ innermost loop runs over the lanes (contiguous float32), which LLVM vectorises. 
 in-row ``E`` chain as a prefix scan over ``H' + j·extend``; here it is the plain recurrence, so a score can
 differ from the NumPy block's in the last float32 bits (the tests compare both with the reference at 1e-3
 bits). Used by :mod:`workflow_lib.search.gapped` when :func:`workflow_lib.aligner.compiled.available`.
+
+The two kernels repeat the cell update (E, H, the lane's best) on purpose: a shared jitted helper would have to be
+a closure (numba did not type it) or a module-level function (numba imported with this module, which must import
+without it).
 """
 
 from __future__ import annotations
