@@ -403,6 +403,37 @@ def test_search_hits_do_not_depend_on_processes_or_query_batches(db_one, queries
     pd.testing.assert_frame_equal(one[columns], single[columns])
 
 
+def test_search_shard_searches_shortest_first_and_returns_the_given_order(db_one, queries, monkeypatch):
+    """The queries reach the prefilter shortest first (one padded layout per length class), and the results
+    come back in the caller's order, each the same as the query searched alone."""
+    import workflow_lib.search.engine as engine
+    from workflow_lib.db.build import load_kmer_index, load_shard
+
+    totals = DatabaseTotals.from_manifest(db_one)
+    prepared = [make_query(r.id, profile_from_sequence(r.sequence), totals) for r in queries]
+    lengths = [q.profile.length for q in prepared]
+    assert lengths != sorted(lengths)                       # the fixture's order is not already by length
+    shard, index = load_shard(db_one, 0), load_kmer_index(db_one, 0)
+    seen: list[int] = []
+    original = engine.prefilter_queries_shard
+
+    def recording(batch, *args, **kwargs):
+        seen.extend(q.profile.length for q in batch)
+        return original(batch, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "prefilter_queries_shard", recording)
+    together = engine.search_shard(prepared, shard, index, totals)
+    assert seen == sorted(lengths)
+    assert sum(len(result.hits) for result in together) > len(prepared)
+    assert engine.by_length(prepared) == sorted(range(len(prepared)), key=lambda k: lengths[k])
+    columns = ["query", "target", "evalue", "bitscore", "qstart", "qend", "tstart", "tend", "alignment"]
+    for query, result in zip(prepared, together):
+        alone = engine.search_shard([query], shard, index, totals)[0]
+        assert set(result.hits["query"]) <= {query.name}
+        pd.testing.assert_frame_equal(result.hits[columns].reset_index(drop=True),
+                                      alone.hits[columns].reset_index(drop=True))
+
+
 def test_prefilter_thresholds_cut_the_candidates(db_one, queries):
     totals = DatabaseTotals.from_manifest(db_one)
     query = make_query(queries[0].id, profile_from_sequence(queries[0].sequence), totals)

@@ -163,6 +163,72 @@ def test_seed_counting_paths_equal_a_dictionary_count(small_db, query_scores, sh
             np.testing.assert_array_equal(a, b)   # bit-identical, the weighted single pass included
 
 
+@pytest.mark.parametrize("shape, threshold", [("111", 3.0), ("111", 0.0), ("111", -2.0), ("1010011", 5.0),
+                                              ("1111", 4.0)])
+@pytest.mark.parametrize("block_bins", [64, 1 << 10, 1 << 15])
+def test_blocked_seed_count_equals_counting_then_choosing(small_db, query_scores, shape, threshold, block_bins):
+    """The compiled blocked count (:func:`seed_best_diagonals_compiled`) returns what :func:`count_seeds`
+    followed by :func:`best_diagonals` keeps, bit for bit: blocks of one sequence (64 bins: every sequence is
+    wider than a block), of a few, of the whole shard; seeds in window order and (positive thresholds, where
+    the sums are exact) in k-mer code order; ties among the ranks included (integer-valued seed scores)."""
+    pytest.importorskip("numba")
+    from workflow_lib.search.kmer_index import index_offsets
+    from workflow_lib.search.prefilter import best_diagonals, count_seeds, kmer_neighbourhood
+    from workflow_lib.search.prefilter_compiled import seed_best_diagonals_compiled, seed_blocks
+
+    shard = load_shard(small_db, 0)
+    index = build_kmer_index(shard.residues, shard.offsets, shape=shape)
+    k, offsets_of_shape = int(index["k"]), index_offsets(index)
+    windows = query_scores.shape[0] - len(shape) + 1
+    pad = 1 << windows.bit_length()
+    blocks = seed_blocks(shard.offsets, pad, block_bins)
+    block, first = blocks[0], blocks[3]
+    assert first[0] == 0 and first[-1] == len(shard) and np.all(np.diff(block) >= 0)
+    if block_bins == 64:
+        assert first.size - 1 == len(shard)                          # one sequence per block
+    rounded = np.round(query_scores)                                 # integer scores: many tied diagonals
+    for scores in (query_scores, rounded):
+        window, code, bits = kmer_neighbourhood(scores, k, threshold, offsets_of_shape)
+        orders = [np.arange(code.size)] + ([np.argsort(code, kind="stable")] if threshold > 0 else [])
+        for min_hits in (1, 2):
+            sequence, diagonal, hits, seed_bits = count_seeds(window, code, bits, windows, index, threshold,
+                                                              min_hits, shard.offsets)
+            seeded = int(np.unique(sequence).size)
+            for per_target in (1, 3, 8):
+                chosen = best_diagonals(sequence, seed_bits, per_target)
+                for order in orders:
+                    got = seed_best_diagonals_compiled(window[order], code[order], bits[order], index, blocks,
+                                                       pad, min_hits, per_target)
+                    for a, b in zip(got[:4], (sequence[chosen], diagonal[chosen], hits[chosen],
+                                              seed_bits[chosen])):
+                        np.testing.assert_array_equal(a, b)
+                    assert got[4] == seeded
+
+
+def test_gapless_prefilter_is_the_same_with_either_kernel_family(small_db, query_scores, monkeypatch):
+    """Survivors, scores, diagonals and seed counts of the whole gapless stage, default and sensitive settings,
+    NumPy against compiled kernels (the blocked seed count, its layout cache per query-length class)."""
+    pytest.importorskip("numba")
+    from workflow_lib.search.engine import SENSITIVE_PREFILTER
+
+    shard = load_shard(small_db, 0)
+    index = load_kmer_index(small_db, 0)
+    results = {}
+    for kernels in ("numpy", "compiled"):
+        monkeypatch.setenv("TRACKFOLD_KERNELS", kernels)
+        results[kernels] = [gapless_prefilter(scores, index, shard.residues, shard.offsets, kmer_threshold=threshold,
+                                              diagonals_per_target=diagonals, offset_bits=offset)
+                            for scores in (query_scores, query_scores[:40], query_scores[:200])
+                            for threshold, diagonals, offset in ((None, 4, 2.5),
+                                                                 (4.5, SENSITIVE_PREFILTER["diagonals_per_target"],
+                                                                  SENSITIVE_PREFILTER["gapless_offset"]),
+                                                                 (2.0, 2, -1e9))]
+    for a, b in zip(results["numpy"], results["compiled"]):
+        for field in ("sequence", "score", "diagonal", "seeds", "seeded_targets"):
+            np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+    assert any(r.sequence.size > 20 for r in results["compiled"])
+
+
 @pytest.mark.parametrize("shape, threshold", [("1", 1.0), ("11", 1.5), ("111", 3.0), ("111", -30.0),
                                               ("1111", 4.0), ("11111", 6.0), ("1010011", 5.5), ("1001", 1.0)])
 def test_neighbourhood_is_the_dense_table_above_the_threshold(query_scores, shape, threshold):

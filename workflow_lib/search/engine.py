@@ -475,14 +475,31 @@ def _map_batches(task, count: int, workers: int) -> list:
     return [result for batch in _map(task, _batches(count, workers), workers) for result in batch]
 
 
+def by_length(queries: list[SearchQuery]) -> list[int]:
+    """Query positions, shortest profile first (ties in the given order)."""
+    return sorted(range(len(queries)), key=lambda k: queries[k].profile.length)
+
+
 def search_shard(queries: list[SearchQuery], shard: Shard, index: dict[str, np.ndarray], totals: DatabaseTotals,
                  settings: SearchSettings = SearchSettings(), *, iteration: int = 1,
                  cpus: int | None = 1, device: str | None = NUMPY) -> list[QueryResult]:
     """All queries against one loaded shard (the shard is read once for the whole batch); query order kept.
 
-    NumPy: each process searches whole queries. A torch device: the processes prefilter, then this process
-    aligns every query's survivors together (:func:`workflow_lib.aligner.align_pairs`); a query's seconds are
-    its prefilter time plus its share of the shared Viterbi time (by its survivors' cells)."""
+    The queries are searched shortest first (:func:`by_length`): the prefilter's per-shard layouts are built
+    per query-length class (:func:`workflow_lib.search.prefilter._padded_residues`), so in that order each is
+    built once per class instead of again whenever the class changes, and a batch's banded stage shares rows
+    among similar lengths. NumPy: each process searches whole queries. A torch device: the processes
+    prefilter, then this process aligns every query's survivors together
+    (:func:`workflow_lib.aligner.align_pairs`); a query's seconds are its prefilter time plus its share of the
+    shared Viterbi time (by its survivors' cells)."""
+    order = by_length(queries)
+    if order != list(range(len(queries))):
+        results = search_shard([queries[k] for k in order], shard, index, totals, settings, iteration=iteration,
+                               cpus=cpus, device=device)
+        out: list[QueryResult] = [None] * len(queries)  # type: ignore[list-item]
+        for k, result in zip(order, results):
+            out[k] = result
+        return out
     workers = min(resolve_cpus(cpus), max(len(queries), 1))
     backend = resolve_device(device)
     _WORKER.update(queries=queries, shard=shard, index=index, totals=totals, settings=settings,

@@ -1,14 +1,22 @@
-"""Compiled (numba) twins of two steps of the prefilter's gapless stage (seed "Iterative MSA Alignment"):
-choosing each target's best seeded diagonals (:func:`workflow_lib.search.prefilter.best_diagonals`) and the
-best gapless segment on each of them (:func:`workflow_lib.search.prefilter.diagonal_scores`).
+"""Compiled (numba) twins of the steps of the prefilter's gapless stage (seed "Iterative MSA Alignment"):
+counting the seeds per (sequence, diagonal) together with choosing each target's best seeded diagonals
+(:func:`workflow_lib.search.prefilter.count_seeds` followed by
+:func:`workflow_lib.search.prefilter.best_diagonals`), and the best gapless segment on each chosen diagonal
+(:func:`workflow_lib.search.prefilter.diagonal_scores`).
 
-Not compiled: counting the seeds per (sequence, diagonal) (:func:`~workflow_lib.search.prefilter.count_seeds`).
-A compiled scatter into the dense bins ran no faster than NumPy's ``bincount`` (both wait on memory: 20 MB of
-bins per Pfam query, random access; benchmarks/RESULTS.md, session 38).
+Seed counting, blocked: NumPy's ``bincount`` adds every seed into one dense array of all (sequence, diagonal)
+bins of the shard (14 million bins, 112 MB, for a 300-residue query against 15,000 sequences) at a random
+place, so each seed waits on memory; a compiled scatter into the same array is no faster (session 38). Here
+the shard's sequences are cut into blocks of consecutive sequences with at most :data:`SEED_BLOCK_BINS` bins
+each (:func:`seed_blocks`), and the seeds are counted in three passes: seeds per block; the seeds written block
+by block (a stable counting sort: each block's seeds keep their order); then, per block, the seeds added into
+bins that stay in the core's cache, and each bin visited once through its seeds, offering its diagonal to its
+target's short list of the best ``per_target``. The sums are float64 in seed order, as ``bincount`` adds them,
+so counts, summed bits and the chosen diagonals are identical to the NumPy path (ranked by the float32 sum,
+ties to the smaller diagonal, as :func:`~workflow_lib.search.prefilter.best_diagonals` takes the earlier one).
 
-Best diagonals per target: one pass keeps each target's ``per_target`` highest-ranked diagonals in a small
-sorted list (ties to the earlier index), the selection :func:`~workflow_lib.search.prefilter.best_diagonals`
-makes with segment maxima.
+Best diagonals per target (for seeds counted by NumPy): one pass keeps each target's ``per_target``
+highest-ranked diagonals in a small sorted list (ties to the earlier index).
 
 Diagonal scores: Kadane's recurrence ``run = max(run, 0) + s``, ``best = max(best, run)`` over the query columns, for
 :data:`DIAGONAL_LANES` diagonals at once (the innermost loop runs over them; each reads its residue codes from
@@ -27,6 +35,11 @@ from workflow_lib.aligner.compiled import _numba
 
 DIAGONAL_LANES = 32
 """Diagonals advanced together, one query column at a time (their running values stay in registers)."""
+SEED_BLOCK_BINS = 1 << 15
+"""Bins (diagonals) per block of sequences when counting seeds: int32 counts and float64 sums, 384 KB, stay in
+a core's L2 cache. 2**14 to 2**16 measured the same (E. coli proteins against 15,351 Swiss-Prot sequences)."""
+COARSE_SHIFT = 6
+"""A block's bins are mapped to their sequence through a table with one entry per 2**6 bins."""
 
 
 @lru_cache(maxsize=None)
@@ -101,7 +114,161 @@ def _kernels():
             for k in range(lanes):
                 out[lo + k] = best[k]
 
-    return diagonal_kernel, best_kernel
+    @jit
+    def blocks_kernel(lengths, pad, block_bins):
+        """Greedy blocks of consecutive sequences (span = length + pad bins each, at most ``block_bins`` per
+        block unless one sequence alone exceeds it); the owner table of each block's 2**COARSE_SHIFT-bin
+        chunks (index of the sequence within the block holding the chunk's first bin)."""
+        n = lengths.size
+        block = np.empty(n, np.int32)
+        local = np.empty(n, np.int64)
+        span = np.empty(n, np.int64)
+        first = np.empty(n + 1, np.int64)
+        n_blocks = 0
+        used = 0
+        widest = block_bins
+        for s in range(n):
+            span[s] = lengths[s] + pad
+            if s == 0 or (used > 0 and used + span[s] > block_bins):
+                first[n_blocks] = s
+                n_blocks += 1
+                used = 0
+            block[s] = n_blocks - 1
+            local[s] = used
+            used += span[s]
+            widest = max(widest, used)
+        first[n_blocks] = n
+        chunks = block_bins >> COARSE_SHIFT
+        coarse = np.zeros(n_blocks * chunks, np.int32)
+        most = 1
+        for b in range(n_blocks):
+            members = first[b + 1] - first[b]
+            most = max(most, members)
+            q = 0
+            for g in range(chunks):
+                position = g << COARSE_SHIFT
+                while q + 1 < members and local[first[b] + q + 1] <= position:
+                    q += 1
+                coarse[b * chunks + g] = q
+        return block, local, span, first[:n_blocks + 1].copy(), coarse, widest, most
+
+    @jit
+    def seeds_kernel(window, code, bits, index_offsets, entry_sequence, entry_position, block, local, span,
+                     first, coarse, widest, most, block_bins, pad, min_hits, per_target):
+        n_triples = window.size
+        n_blocks = first.size - 1
+        # pass 1: seeds per block
+        block_start = np.zeros(n_blocks + 1, np.int64)
+        for t in range(n_triples):
+            c = code[t]
+            for e in range(index_offsets[c], index_offsets[c + 1]):
+                block_start[block[entry_sequence[e]] + 1] += 1
+        for b in range(n_blocks):
+            block_start[b + 1] += block_start[b]
+        # pass 2: each seed's bin within its block (diagonal p - i of sequence s at local[s] + p - i + pad) and
+        # its (window, code) triple, written block by block in seed order
+        cursor = block_start[:n_blocks].copy()
+        seed_bin = np.empty(block_start[n_blocks], np.int32)
+        seed_triple = np.empty(block_start[n_blocks], np.int32)
+        for t in range(n_triples):
+            c = code[t]
+            shift = pad - window[t]
+            for e in range(index_offsets[c], index_offsets[c + 1]):
+                s = entry_sequence[e]
+                b = block[s]
+                j = cursor[b]
+                seed_bin[j] = local[s] + entry_position[e] + shift
+                seed_triple[j] = t
+                cursor[b] = j + 1
+        # pass 3: per block, count and sum in cached bins, then visit each bin once through its seeds
+        counts = np.zeros(widest, np.int32)
+        sums = np.zeros(widest, np.float64)
+        n_sequences = block.size
+        out_sequence = np.empty(n_sequences * per_target, np.int64)
+        out_diagonal = np.empty(n_sequences * per_target, np.int64)
+        out_hits = np.empty(n_sequences * per_target, np.int32)
+        out_bits = np.empty(n_sequences * per_target, np.float32)
+        top_rank = np.empty((most, per_target), np.float32)
+        top_bin = np.empty((most, per_target), np.int64)
+        top_hits = np.empty((most, per_target), np.int32)
+        filled = np.zeros(most, np.int64)
+        chunks = block_bins >> COARSE_SHIFT
+        n_out = 0
+        seeded = 0
+        for b in range(n_blocks):
+            lo = block_start[b]
+            hi = block_start[b + 1]
+            if lo == hi:
+                continue
+            head = first[b]
+            members = first[b + 1] - head
+            for j in range(lo, hi):
+                x = seed_bin[j]
+                counts[x] += 1
+                sums[x] += bits[seed_triple[j]]
+            q = 0
+            for j in range(lo, hi):
+                x = seed_bin[j]
+                h = counts[x]
+                if h == 0:
+                    continue                                  # visited through an earlier seed
+                counts[x] = 0
+                value = np.float32(sums[x])
+                sums[x] = 0.0
+                if h < min_hits:
+                    continue
+                if members > 1:
+                    q = coarse[b * chunks + (x >> COARSE_SHIFT)]
+                    while x >= local[head + q] + span[head + q]:
+                        q += 1
+                f = filled[q]
+                if f == per_target:                           # full: must beat the weakest (ties: smaller bin)
+                    weakest = top_rank[q, f - 1]
+                    if value < weakest or (value == weakest and x > top_bin[q, f - 1]):
+                        continue
+                    slot = f - 1
+                else:
+                    slot = f
+                    filled[q] = f + 1
+                while slot > 0 and (value > top_rank[q, slot - 1]
+                                    or (value == top_rank[q, slot - 1] and x < top_bin[q, slot - 1])):
+                    top_rank[q, slot] = top_rank[q, slot - 1]
+                    top_bin[q, slot] = top_bin[q, slot - 1]
+                    top_hits[q, slot] = top_hits[q, slot - 1]
+                    slot -= 1
+                top_rank[q, slot] = value
+                top_bin[q, slot] = x
+                top_hits[q, slot] = h
+            for q in range(members):
+                f = filled[q]
+                if f == 0:
+                    continue
+                filled[q] = 0
+                seeded += 1
+                for a in range(1, f):                         # the chosen diagonals in ascending order
+                    x = top_bin[q, a]
+                    rank = top_rank[q, a]
+                    h = top_hits[q, a]
+                    m = a
+                    while m > 0 and top_bin[q, m - 1] > x:
+                        top_bin[q, m] = top_bin[q, m - 1]
+                        top_rank[q, m] = top_rank[q, m - 1]
+                        top_hits[q, m] = top_hits[q, m - 1]
+                        m -= 1
+                    top_bin[q, m] = x
+                    top_rank[q, m] = rank
+                    top_hits[q, m] = h
+                s = head + q
+                for a in range(f):
+                    out_sequence[n_out] = s
+                    out_diagonal[n_out] = top_bin[q, a] - local[s] - pad
+                    out_hits[n_out] = top_hits[q, a]
+                    out_bits[n_out] = top_rank[q, a]
+                    n_out += 1
+        return (out_sequence[:n_out].copy(), out_diagonal[:n_out].copy(), out_hits[:n_out].copy(),
+                out_bits[:n_out].copy(), seeded)
+
+    return diagonal_kernel, best_kernel, blocks_kernel, seeds_kernel
 
 
 def best_in_sorted_compiled(sequence: np.ndarray, rank_by: np.ndarray, per_target: int) -> np.ndarray:
@@ -120,3 +287,25 @@ def diagonal_scores_compiled(table: np.ndarray, layout: np.ndarray, starts: np.n
         _kernel()(np.ascontiguousarray(table, dtype=np.float32), layout, starts.astype(np.int64, copy=False),
                   sequence.astype(np.int64, copy=False), diagonal.astype(np.int64, copy=False), out)
     return out
+
+
+def seed_blocks(offsets: np.ndarray, pad: int, block_bins: int = SEED_BLOCK_BINS) -> tuple:
+    """The block layout :func:`seed_best_diagonals_compiled` counts seeds in, for a shard's sequence
+    ``offsets`` and a query's bin ``pad`` (see :func:`workflow_lib.search.prefilter.count_seeds`)."""
+    lengths = np.diff(np.asarray(offsets, dtype=np.int64))
+    return _kernels()[2](lengths, int(pad), int(block_bins)) + (int(block_bins),)
+
+
+def seed_best_diagonals_compiled(window: np.ndarray, code: np.ndarray, bits: np.ndarray,
+                                 index: dict[str, np.ndarray], blocks: tuple, pad: int, min_hits: int,
+                                 per_target: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """Each sequence's ``per_target`` best diagonals with at least ``min_hits`` seeds: (sequence, diagonal, seed
+    count, summed seed bits as float32, number of sequences with such a diagonal), sorted by (sequence,
+    diagonal). The seeds are the index entries of the (query window, k-mer code, score) triples ``window``,
+    ``code``, ``bits`` (window ascending, as :func:`~workflow_lib.search.prefilter.kmer_neighbourhood` returns
+    them); ``blocks`` from :func:`seed_blocks` with the query's ``pad`` (> number of query windows)."""
+    block, local, span, first, coarse, widest, most, block_bins = blocks
+    return _kernels()[3](np.asarray(window, dtype=np.int64), np.asarray(code, dtype=np.int64),
+                         np.asarray(bits, dtype=np.float64), index["offsets"], index["sequence"], index["position"],
+                         block, local, span, first, coarse, widest, most, block_bins, int(pad), int(min_hits),
+                         int(per_target))
