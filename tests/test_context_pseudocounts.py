@@ -145,4 +145,8 @@ def test_settings_and_config_validate_the_choice():
     with pytest.raises(InputError, match="search.pseudocounts"):
         SearchConfig(pseudocounts="blosum")
     assert "--pseudocounts context" in SearchConfig(pseudocounts="context").cli_options()
-    assert "--pseudocounts" not in SearchConfig().cli_options()
+    # the workflow's default is the command line's: context pseudocounts and the sensitive prefilter, passed on
+    # explicitly either way
+    assert SearchConfig().cli_options().endswith("--sensitive --pseudocounts context")
+    fast = SearchConfig(pseudocounts="substitution", sensitive=False).cli_options()
+    assert fast.endswith("--no-sensitive --pseudocounts substitution")

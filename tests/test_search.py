@@ -573,7 +573,12 @@ def test_sensitive_prefilter_settings(tmp_path, capsys):
     _settings_arguments(parser)
     search, _ = _settings(parser.parse_args(["--sensitive", "--gapless-offset", "1.0"]))
     assert (search.seed_threshold(3), search.diagonals_per_target, search.gapless_offset) == (2.5, 8, 1.0)
-    assert _settings(parser.parse_args([]))[0] == SearchSettings()
+    # the command line's default is the sensitive prefilter (with context pseudocounts); --no-sensitive with
+    # substitution pseudocounts gives the library's fast default
+    substitution = ["--pseudocounts", "substitution"]
+    assert _settings(parser.parse_args(substitution))[0] == prefilter_settings(sensitive=True)
+    assert _settings(parser.parse_args([*substitution, "--no-sensitive"]))[0] == SearchSettings()
+    assert _settings(parser.parse_args([]))[1].pseudocounts == "context"
 
     fasta = tmp_path / "q.fasta"
     fasta.write_text(">q\nACDEFGHIKL\n")
@@ -584,16 +589,19 @@ def test_sensitive_prefilter_settings(tmp_path, capsys):
         assert main(["search", str(fasta), "--db", str(tmp_path), "--out", str(tmp_path / "h.parquet"),
                      option, "nan"]) != 0
         assert f"{option} must be a finite number of bits" in capsys.readouterr().err
-    band = _settings(parser.parse_args(["--band-gate", "-3", "--band-offset", "7"]))[0]
+    band = _settings(parser.parse_args(["--band-gate", "-3", "--band-offset", "7", "--no-sensitive"]))[0]
     assert (band.band_gate, band.band_offset, band.gapless_offset) == (-3.0, 7.0, SearchSettings().gapless_offset)
     with pytest.raises(InputError, match="search.band_gate must be a finite"):
         SearchConfig(band_gate=float("inf"))
     assert "--band-gate -3.0 --band-offset 7.0" in SearchConfig(band_gate=-3.0, band_offset=7.0).cli_options()
 
-    assert "--sensitive" not in SearchConfig().cli_options() and "--kmer-threshold" not in SearchConfig().cli_options()
-    options = SearchConfig(sensitive=True, kmer_threshold=3.0).cli_options()
-    assert options.endswith(" --sensitive --kmer-threshold 3.0")
+    assert " --no-sensitive" in SearchConfig(sensitive=False).cli_options()
+    assert "--kmer-threshold" not in SearchConfig().cli_options()
+    options = SearchConfig(kmer_threshold=3.0).cli_options()
+    assert options.endswith(" --sensitive --pseudocounts context --kmer-threshold 3.0")
     assert _settings(parser.parse_args(options.split()))[0].diagonals_per_target == 8
+    fast = _settings(parser.parse_args(SearchConfig(sensitive=False).cli_options().split()))[0]
+    assert fast.diagonals_per_target == SearchSettings().diagonals_per_target
     with pytest.raises(InputError, match="search.diagonals_per_target must be at least 1"):
         SearchConfig(diagonals_per_target=0)
     with pytest.raises(InputError, match="search.gapless_offset must be a finite"):
@@ -675,7 +683,7 @@ def test_search_with_context_pseudocounts(tmp_path, db_three, queries, capsys):
     assert main(["search", str(fasta), "--db", str(db_three), "--out", str(tmp_path / "ctx.parquet"),
                  "--iterations", "2", "--pseudocounts", "context"]) == 0
     assert main(["search", str(fasta), "--db", str(db_three), "--out", str(tmp_path / "plain.parquet"),
-                 "--iterations", "2"]) == 0
+                 "--iterations", "2", "--pseudocounts", "substitution"]) == 0
     context, plain = read_frame(tmp_path / "ctx.parquet", HITS), read_frame(tmp_path / "plain.parquet", HITS)
     for record in queries[:2]:
         own = context[(context["query"] == record.id) & (context["iteration"] == 1)]
@@ -691,7 +699,7 @@ def test_search_with_context_pseudocounts(tmp_path, db_three, queries, capsys):
                  "--pseudocounts", "context", "--context-model", str(broken)]) != 0
     assert "broken.npz: cannot read a context model" in capsys.readouterr().err
     assert main(["search", str(fasta), "--db", str(db_three), "--out", str(tmp_path / "x.parquet"),
-                 "--context-model", str(broken)]) != 0
+                 "--pseudocounts", "substitution", "--context-model", str(broken)]) != 0
     assert "--context-model needs --pseudocounts context" in capsys.readouterr().err
     assert not (tmp_path / "x.parquet").exists()
 
@@ -744,7 +752,7 @@ def test_search_shard_with_stored_profiles_equals_building_them_in_the_job(tmp_p
     fasta = tmp_path / "chunk.fasta"
     fasta.write_text("".join(f">{r.id} {r.description}\n{r.sequence}\n" for r in queries))
     stored = tmp_path / "queries.npz"
-    common = ["--db", str(db_three), "--iteration", "1"]
+    common = ["--db", str(db_three), "--iteration", "1", "--pseudocounts", "substitution"]
     assert main(["search-profiles", str(fasta), *common, "--out", str(stored)]) == 0
     for variant, extra in (("built", []), ("stored", ["--profiles", str(stored)])):
         assert main(["search-shard", str(fasta), *common, "--shard", "1", *extra,
@@ -773,7 +781,7 @@ def test_search_shard_with_stored_profiles_equals_building_them_in_the_job(tmp_p
         read_search_queries(broken, records)
 
 
-@pytest.mark.parametrize("sensitive", [False, True], ids=["default", "sensitive"])
+@pytest.mark.parametrize("sensitive", [False, True], ids=["fast", "sensitive"])
 def test_workflow_jobs_give_the_msas_of_the_msa_command(tmp_path, db_three, queries, sensitive):
     """search-profiles → search-shard (3 shards) → msa-merge per iteration → msa-final, as the rules chain them,
     writes the same A3Ms as `trackfold msa`: the search MSA travels in the state, the output filter comes last.
@@ -783,7 +791,7 @@ def test_workflow_jobs_give_the_msas_of_the_msa_command(tmp_path, db_three, quer
     queries = [*queries, Record("reversed", "", queries[0].sequence[::-1], "reversed")] if sensitive else queries
     fasta = tmp_path / "chunk.fasta"
     fasta.write_text("".join(f">{r.id} {r.description}\n{r.sequence}\n" for r in queries))
-    settings = ["--iterations", "2", "--min-coverage", "0.8"] + (["--sensitive"] if sensitive else [])
+    settings = ["--iterations", "2", "--min-coverage", "0.8"] + (["--sensitive"] if sensitive else ["--no-sensitive"])
     assert main(["msa", str(fasta), "--db", str(db_three), "--out-dir", str(tmp_path / "direct"), *settings]) == 0
     state = None
     for iteration in (1, 2):
@@ -819,7 +827,7 @@ def test_workflow_jobs_give_the_msas_of_the_msa_command(tmp_path, db_three, quer
         for iteration, same in ((1, True), (2, False)):
             step = tmp_path / f"iter_{iteration}"
             assert main(["search-shard", str(fasta), "--db", str(db_three), "--iteration", str(iteration),
-                         *settings[:-1], "--shard", "0", "--profiles", str(step / "queries.npz"),
+                         *settings[:-1], "--no-sensitive", "--shard", "0", "--profiles", str(step / "queries.npz"),
                          "--out", str(step / "plain.parquet"), "--times", str(step / "plain_times.parquet")]) == 0
             plain = read_frame(step / "plain_times.parquet", SEARCH_TIMES)
             mine = read_frame(step / "times_0.parquet", SEARCH_TIMES)

@@ -89,8 +89,8 @@ def test_a_failed_search_fails_the_round(tmp_path):
 
 def test_each_pair_writes_its_own_section():
     assert paired.section_title(["jackhmmer", "trackfold"]) == paired.SECTION
-    other = paired.section_title(["jackhmmer", "trackfold_context_sensitive"])
-    assert other == f"{paired.SECTION}: jackhmmer and trackfold_context_sensitive"
+    other = paired.section_title(["jackhmmer", "trackfold_fast"])
+    assert other == f"{paired.SECTION}: jackhmmer and trackfold_fast"
     text = "# B\n\n" + paired.SECTION + "\n\nold default\n\n## Next\n\nkept\n"
     from search_bench import report
     both = report.replace_section(text, other, "new pair")

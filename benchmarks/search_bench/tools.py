@@ -420,6 +420,9 @@ class MMseqs(Tool):
 # ---------------------------------------------------------------- trackfold
 
 class Trackfold(Tool):
+    """``trackfold search`` with its defaults: context-specific pseudocounts and the sensitive prefilter from
+    iteration 2 on (since session 39)."""
+
     name = "trackfold"
     label = "trackfold search --iterations 3"
 
@@ -475,38 +478,35 @@ class Trackfold(Tool):
         return read_trackfold_hits(work / "hits.parquet")
 
 
-class TrackfoldSensitive(Trackfold):
-    """``trackfold search --sensitive``: the sensitive prefilter (workflow_lib.search.prefilter.SENSITIVE_PREFILTER)."""
+class TrackfoldVariant(Trackfold):
+    """``trackfold search`` with other settings than the defaults (context pseudocounts and the sensitive
+    prefilter, :data:`workflow_lib.search.cli.CLI_PSEUDOCOUNTS`), given explicitly."""
+
+    def __init__(self, python: Path | None = None, iterations: int = 3, cpus: int = 1) -> None:
+        super().__init__(python, iterations, cpus)
+        self.label = f"trackfold search --iterations {iterations} " + " ".join(self.extra_arguments)
+
+
+class TrackfoldFast(TrackfoldVariant):
+    """The fast settings: substitution pseudocounts, the fast prefilter in every iteration (the default until
+    session 39)."""
+
+    name = "trackfold_fast"
+    extra_arguments = ("--pseudocounts", "substitution", "--no-sensitive")
+
+
+class TrackfoldSensitive(TrackfoldVariant):
+    """Substitution pseudocounts with the sensitive prefilter (workflow_lib.search.prefilter.SENSITIVE_PREFILTER)."""
 
     name = "trackfold_sensitive"
-    extra_arguments = ("--sensitive",)
-
-    def __init__(self, python: Path | None = None, iterations: int = 3, cpus: int = 1) -> None:
-        super().__init__(python, iterations, cpus)
-        self.label = f"trackfold search --iterations {iterations} --sensitive"
+    extra_arguments = ("--pseudocounts", "substitution", "--sensitive")
 
 
-class TrackfoldContext(Trackfold):
-    """``trackfold search --pseudocounts context``: context-specific pseudocounts (workflow_lib.aligner.context)."""
+class TrackfoldContext(TrackfoldVariant):
+    """Context-specific pseudocounts (workflow_lib.aligner.context) with the fast prefilter."""
 
     name = "trackfold_context"
-    extra_arguments = ("--pseudocounts", "context")
-
-    def __init__(self, python: Path | None = None, iterations: int = 3, cpus: int = 1) -> None:
-        super().__init__(python, iterations, cpus)
-        self.label = f"trackfold search --iterations {iterations} --pseudocounts context"
-
-
-class TrackfoldContextSensitive(Trackfold):
-    """``trackfold search --pseudocounts context --sensitive``: context-specific profiles with the sensitive
-    prefilter from iteration 2 on, the configuration level with hhblits on the whole Pfam benchmark."""
-
-    name = "trackfold_context_sensitive"
-    extra_arguments = ("--pseudocounts", "context", "--sensitive")
-
-    def __init__(self, python: Path | None = None, iterations: int = 3, cpus: int = 1) -> None:
-        super().__init__(python, iterations, cpus)
-        self.label = f"trackfold search --iterations {iterations} --pseudocounts context --sensitive"
+    extra_arguments = ("--pseudocounts", "context", "--no-sensitive")
 
 
 def read_trackfold_hits(path: Path) -> pd.DataFrame:
@@ -528,5 +528,5 @@ def read_trackfold_hits(path: Path) -> pd.DataFrame:
 
 def all_tools(trackfold_iterations: int = 3) -> list[Tool]:
     return [Jackhmmer(), HHblits(), MMseqs(), Trackfold(iterations=trackfold_iterations),
-            TrackfoldSensitive(iterations=trackfold_iterations), TrackfoldContext(iterations=trackfold_iterations),
-            TrackfoldContextSensitive(iterations=trackfold_iterations)]
+            TrackfoldFast(iterations=trackfold_iterations), TrackfoldSensitive(iterations=trackfold_iterations),
+            TrackfoldContext(iterations=trackfold_iterations)]

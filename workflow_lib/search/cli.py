@@ -41,6 +41,16 @@ from workflow_lib.seqio.schemas import HITS, MSA_STATE, MSA_STATS, SEARCH_TIMES,
 log = logging.getLogger(__name__)
 
 
+CLI_PSEUDOCOUNTS = "context"
+"""The command line's (and the workflow's) default pseudocounts. With :data:`CLI_SENSITIVE` this is the
+configuration level with hhblits on the Pfam benchmark at jackhmmer -N 3's CPU (benchmarks/RESULTS.md, "peers");
+the library's dataclass defaults (:class:`~workflow_lib.search.iterative.MsaSettings`,
+:class:`~workflow_lib.search.engine.SearchSettings`) stay the fast settings, so an API caller asks for these
+with ``MsaSettings(pseudocounts="context")`` and ``prefilter_settings(sensitive=True)``."""
+CLI_SENSITIVE = True
+"""The command line's (and the workflow's) default for ``--sensitive`` (see :data:`CLI_PSEUDOCOUNTS`)."""
+
+
 def _settings_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("search settings")
     defaults, msa = SearchSettings(), MsaSettings()
@@ -58,25 +68,27 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
                        help="coverage filter of the MSA the next iteration's profile is built from "
                             "(default %(default)s, as HHblits' -cov)")
     sensitive = SENSITIVE_PREFILTER
-    group.add_argument("--sensitive", action="store_true",
-                       help=f"sensitive prefilter: seeds {sensitive['kmer_slack']} bits below the default, "
+    group.add_argument("--sensitive", action=argparse.BooleanOptionalAction, default=CLI_SENSITIVE,
+                       help=f"sensitive prefilter: seeds {sensitive['kmer_slack']} bits below the fast one, "
                             f"{sensitive['diagonals_per_target']} diagonals per target, gapless pass at "
                             f"{sensitive['gapless_offset']} + log2(Lq*Lt) bits, from iteration 2 on when "
-                            f"iterating (1.7x the CPU; with --pseudocounts context level with hhblits on the Pfam "
-                            f"benchmark at jackhmmer -N 3's CPU); a value given with the options "
-                            f"below holds in every iteration")
+                            f"iterating (with --pseudocounts context: level with hhblits on the Pfam benchmark at "
+                            f"jackhmmer -N 3's CPU); --no-sensitive: the fast prefilter (with --pseudocounts "
+                            f"substitution about 1/2.5 the CPU, 0.006 lower ROC AUC on Pfam); a value given with "
+                            f"the options below holds in every iteration (default: sensitive)")
     group.add_argument("--kmer-threshold", type=float, default=None,
                        help=f"prefilter seed threshold in bits (default: 1.5 * (k - 1) for the database's k-mers, "
                             f"+ {SPACED_EXTRA_BITS} for a spaced seed shape: {default_kmer_threshold(4, spaced=True)} "
                             f"for the default {DEFAULT_SHAPE}, {default_kmer_threshold(4)} for 4-mers; --sensitive: "
-                            f"{sensitive['kmer_slack']} lower)")
+                            f"{sensitive['kmer_slack']} lower from iteration 2 on)")
     group.add_argument("--diagonals-per-target", type=int, default=None,
-                       help=f"gapless prefilter: diagonals scored per target (default "
-                            f"{defaults.diagonals_per_target}; --sensitive: {sensitive['diagonals_per_target']})")
+                       help=f"gapless prefilter: diagonals scored per target (--no-sensitive: "
+                            f"{defaults.diagonals_per_target}; --sensitive: {sensitive['diagonals_per_target']} from "
+                            f"iteration 2 on)")
     group.add_argument("--gapless-offset", type=float, default=None,
-                       help=f"gapless prefilter: pass directly above this + log2(Lq*Lt) bits (default "
+                       help=f"gapless prefilter: pass directly above this + log2(Lq*Lt) bits (--no-sensitive: "
                             f"{defaults.gapless_offset}; the seed's single pass is 2.5; --sensitive: "
-                            f"{sensitive['gapless_offset']})")
+                            f"{sensitive['gapless_offset']} from iteration 2 on)")
     group.add_argument("--band-gate", type=float, default=None,
                        help=f"banded Smith-Waterman stage: targets whose gapless score is above this + "
                             f"log2(Lq*Lt) bits but not above the direct pass are scored in a band of "
@@ -86,7 +98,7 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
                        help=f"banded stage: pass above this + log2(Lq*Lt) bits (default {defaults.band_offset})")
     group.add_argument("--max-sequences", type=int, default=msa.max_sequences,
                        help="cap on MSA sequences after filtering (default %(default)s)")
-    group.add_argument("--pseudocounts", choices=PSEUDOCOUNTS, default=msa.pseudocounts,
+    group.add_argument("--pseudocounts", choices=PSEUDOCOUNTS, default=CLI_PSEUDOCOUNTS,
                        help="emission pseudocounts of the searched profiles: the Gonnet substitution matrix, or "
                             "context-specific ones predicted from the 13 columns around each column (more remote "
                             "homologs for about 1.15x the CPU, see benchmarks/RESULTS.md) (default %(default)s)")

@@ -110,7 +110,9 @@ class ChunkConfig(StageConfig):
 
 @dataclasses.dataclass(frozen=True)
 class SearchConfig(StageConfig):
-    """The MSA stage: which database, iterations, inclusion and filters (rules/search.smk)."""
+    """The MSA stage: which database, iterations, inclusion and filters (rules/search.smk). The defaults are the
+    command line's (context pseudocounts, the sensitive prefilter: :data:`workflow_lib.search.cli.CLI_SENSITIVE`);
+    ``sensitive: false`` with ``pseudocounts: substitution`` is the fast setting."""
 
     database: str | None = None
     iterations: int = 3
@@ -119,7 +121,7 @@ class SearchConfig(StageConfig):
     max_identity: float = 0.9
     min_coverage: float = 0.5
     profile_min_coverage: float = 0.0
-    sensitive: bool = False
+    sensitive: bool = True
     kmer_threshold: float | None = None
     diagonals_per_target: int | None = None
     gapless_offset: float | None = None
@@ -127,7 +129,7 @@ class SearchConfig(StageConfig):
     band_offset: float | None = None
     max_sequences: int = 10000
     precomputed_msas: str | None = None
-    pseudocounts: str = "substitution"
+    pseudocounts: str = "context"
     calibration: str = "auto"
     prefilter_composition: float | None = None
     device: str = "numpy"
@@ -166,8 +168,8 @@ class SearchConfig(StageConfig):
                 f"--max-evalue {self.max_evalue} --max-identity {self.max_identity} "
                 f"--min-coverage {self.min_coverage} --profile-min-coverage {self.profile_min_coverage} "
                 f"--max-sequences {self.max_sequences}"
-                + (" --sensitive" if self.sensitive else "")
-                + (f" --pseudocounts {self.pseudocounts}" if self.pseudocounts != "substitution" else "")
+                + (" --sensitive" if self.sensitive else " --no-sensitive")
+                + f" --pseudocounts {self.pseudocounts}"
                 + (f" --calibration {self.calibration}" if self.calibration != "auto" else "")
                 + "".join(f" --{key.replace('_', '-')} {value}" for key, value in (
                     ("kmer_threshold", self.kmer_threshold), ("diagonals_per_target", self.diagonals_per_target),
