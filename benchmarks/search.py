@@ -275,7 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets", default="pfam,cath", type=lambda s: s.split(","))
     parser.add_argument("--tools", type=lambda s: s.split(","),
-                        default="jackhmmer,hhblits,mmseqs,trackfold,trackfold_fast,trackfold_sensitive,trackfold_context")
+                        default=",".join(["jackhmmer", "hhblits", "mmseqs", "trackfold", "trackfold_fast",
+                                          "trackfold_sensitive", "trackfold_context"]))
     parser.add_argument("--subsample", type=int, help="deterministic query subsample of every set")
     parser.add_argument("--tool-subsample", action="append", default=[], metavar="TOOL=N",
                         help="fewer queries for one tool (repeatable)")

@@ -193,6 +193,7 @@ def _kernels():
         top_hits = np.empty((most, per_target), np.int32)
         filled = np.zeros(most, np.int64)
         chunks = block_bins >> COARSE_SHIFT
+        taken = np.iinfo(np.int64).max                        # above every bin: marks an emitted diagonal
         n_out = 0
         seeded = 0
         for b in range(n_blocks):
@@ -245,25 +246,17 @@ def _kernels():
                     continue
                 filled[q] = 0
                 seeded += 1
-                for a in range(1, f):                         # the chosen diagonals in ascending order
-                    x = top_bin[q, a]
-                    rank = top_rank[q, a]
-                    h = top_hits[q, a]
-                    m = a
-                    while m > 0 and top_bin[q, m - 1] > x:
-                        top_bin[q, m] = top_bin[q, m - 1]
-                        top_rank[q, m] = top_rank[q, m - 1]
-                        top_hits[q, m] = top_hits[q, m - 1]
-                        m -= 1
-                    top_bin[q, m] = x
-                    top_rank[q, m] = rank
-                    top_hits[q, m] = h
                 s = head + q
-                for a in range(f):
+                for _ in range(f):                            # ascending diagonals: the smallest bin left
+                    m = 0
+                    for a in range(1, f):
+                        if top_bin[q, a] < top_bin[q, m]:
+                            m = a
                     out_sequence[n_out] = s
-                    out_diagonal[n_out] = top_bin[q, a] - local[s] - pad
-                    out_hits[n_out] = top_hits[q, a]
-                    out_bits[n_out] = top_rank[q, a]
+                    out_diagonal[n_out] = top_bin[q, m] - local[s] - pad
+                    out_hits[n_out] = top_hits[q, m]
+                    out_bits[n_out] = top_rank[q, m]
+                    top_bin[q, m] = taken
                     n_out += 1
         return (out_sequence[:n_out].copy(), out_diagonal[:n_out].copy(), out_hits[:n_out].copy(),
                 out_bits[:n_out].copy(), seeded)
