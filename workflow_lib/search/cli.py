@@ -74,7 +74,8 @@ def _settings_arguments(parser: argparse.ArgumentParser) -> None:
                             f"{sensitive['gapless_offset']} + log2(Lq*Lt) bits, from iteration 2 on when "
                             f"iterating (with --pseudocounts context: level with hhblits on the Pfam benchmark at "
                             f"jackhmmer -N 3's CPU); --no-sensitive: the fast prefilter (with --pseudocounts "
-                            f"substitution about 1/2.5 the CPU, 0.006 lower ROC AUC on Pfam); a value given with "
+                            f"substitution 1/2 the CPU on Pfam and 1/2.7 on E. coli proteins, 0.006 lower ROC AUC on "
+                            f"Pfam); a value given with "
                             f"the options below holds in every iteration (default: sensitive)")
     group.add_argument("--kmer-threshold", type=float, default=None,
                        help=f"prefilter seed threshold in bits (default: 1.5 * (k - 1) for the database's k-mers, "
