@@ -343,7 +343,8 @@ def seeded_best_diagonals(window: np.ndarray, code: np.ndarray, bits: np.ndarray
     if per_target is not None and compiled_available():
         pad = 1 << int(windows).bit_length()
         blocks = _cached(index, "_seed_blocks_", pad, _BIN_BASE_CACHE, lambda: seed_blocks(offsets, pad))
-        if _count_scale(np.asarray(bits, np.float64), kmer_threshold, windows) is not None:
+        bits = np.asarray(bits, dtype=np.float64)        # once: the scale check and the kernel read float64
+        if _count_scale(bits, kmer_threshold, windows) is not None:
             # the sums are exact (see _count_scale), so the seed order is free: by k-mer code, the index is
             # read in ascending order (20% faster than in window order)
             order = np.argsort(code, kind="stable")
