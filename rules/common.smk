@@ -14,8 +14,15 @@ if str(BASEDIR) not in sys.path:
 from workflow_lib.db.chunks import chunk_name, chunk_table
 from workflow_lib.errors import InputError
 from workflow_lib.seqio.fasta import read_fasta
-from workflow_lib.workflow.config import ChunkConfig, DatabaseConfig, PredictConfig, SearchConfig
+from workflow_lib.workflow.config import (
+    ChunkConfig,
+    DatabaseConfig,
+    PredictConfig,
+    SearchConfig,
+    check_moved_keys,
+)
 
+check_moved_keys(config)
 validate(config, str(BASEDIR / "config" / "schema.yaml"), set_default=True)
 
 RESULTS = config["results"]
@@ -107,8 +114,53 @@ def output_parent(wildcards, output):
     return str(Path(output[0]).parent)
 
 
+def input_parent(name, levels=1):
+    """A params function: the folder `levels` up from input `name` (its first file when it is a list)."""
+
+    def parent(wildcards, input):
+        files = input[name]
+        path = files if isinstance(files, str) else files[0]
+        return str(Path(path).parents[levels - 1])
+
+    return parent
+
+
+def manifest_dir(wildcards, input):
+    """The sequence database folder of input `manifest` (empty when the rule has no database input)."""
+    manifest = input.manifest
+    if not manifest:
+        return ""
+    return str(Path(manifest if isinstance(manifest, str) else manifest[0]).parent)
+
+
+def init_model_option(wildcards, input):
+    return f"--init-model {shlex.quote(input.init[0])}" if input.init else ""
+
+
+def search_device(wildcards, resources):
+    """The search jobs' `--device`: NumPy, or the job's GPU when it was given one (resources gpu >= 1, e.g.
+    `--set-resources search_shard:gpu=1`; `auto` falls back to NumPy where torch sees no GPU)."""
+    return "--device auto" if resources.gpu else "--device numpy"
+
+
+def torch_device(wildcards, resources):
+    """Inference and training `--device`: the CPU, or CUDA when the job was given a GPU (resources gpu >= 1,
+    e.g. `--set-resources predict:gpu=1`; `auto` falls back to the CPU where torch sees no GPU)."""
+    return "auto" if resources.gpu else "cpu"
+
+
 def database_shards(database):
     return [f"{RESULTS}/db/{database}/shard_{i:03d}.parquet" for i in range(DATABASES[database].shards)]
+
+
+def workflow_rules():
+    """Every rule of the workflow (called once all rule files are read)."""
+    return workflow.rules
+
+
+def default_targets():
+    """The default target's files (rule all, defined in the Snakefile after the rule files)."""
+    return rules.all.input
 
 
 def all_targets():
@@ -170,6 +222,23 @@ def search_shards():
 def search_iteration_dir(wildcards, iteration=None):
     iteration = int(wildcards.iteration) if iteration is None else iteration
     return f"{RESULTS}/{wildcards.proteome}/search/chunk_{wildcards.chunk}/iter_{iteration}"
+
+
+def shard_hits(wildcards):
+    return [f"{search_iteration_dir(wildcards)}/shard_{s}.hits.parquet" for s in search_shards()]
+
+
+def shard_times(wildcards):
+    return [f"{search_iteration_dir(wildcards)}/shard_{s}.times.parquet" for s in search_shards()]
+
+
+def iteration_a3m_dir(wildcards):
+    return f"{search_iteration_dir(wildcards)}/a3m"
+
+
+def final_state(wildcards):
+    """The state table of the chunk's last iteration (rule msa_final's input)."""
+    return f"{search_iteration_dir(wildcards, SEARCH_SETTINGS.iterations)}/state.parquet"
 
 
 def previous_state(wildcards):

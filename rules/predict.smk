@@ -1,7 +1,7 @@
 # Inference: one job per protein, features npz + checkpoint -> PDB (pLDDT in B-factors), 6D npz, residue table.
 # Library: workflow_lib.model.predict (crop-and-stitch) and workflow_lib.model.predict_cli (outputs).
-# GPU: the rule declares resources gpu=0 and runs on CUDA when torch sees one (predict.device: auto); ask a
-# scheduler for a GPU with `--set-resources predict:gpu=1` (profiles/slurm does). One thread by default: proteins
+# GPU: the rule declares resources gpu=0 and runs on the CPU; a job given a GPU (`--set-resources predict:gpu=1`,
+# as profiles/slurm does) runs on CUDA when torch sees one. One thread by default: proteins
 # run side by side, and torch's OpenMP threads slow down badly when cores are oversubscribed (benchmarks/RESULTS.md).
 # PREDICT_SETTINGS and structure_targets() live in rules/common.smk.
 
@@ -16,7 +16,7 @@ rule predict:
     params:
         trackfold=TRACKFOLD,
         out_dir=output_parent,
-        device=PREDICT_SETTINGS.device,
+        device=torch_device,
         window=PREDICT_SETTINGS.window,
         seed=PREDICT_SETTINGS.seed,
         max_msa=PREDICT_SETTINGS.max_msa,

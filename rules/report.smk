@@ -1,9 +1,9 @@
 # Per-proteome summary table, runtime table and report figures (workflow_lib/report); `snakemake --report
 # report.html` puts the figures, with the captions in report/, into one HTML file.
-# The summary picks up whichever stages the workflow has (workflow_lib/report/rule_inputs.py): a stage's files
+# The summary picks up whichever stages the workflow has (workflow_lib/workflow/rule_inputs.py): a stage's files
 # become inputs as soon as some rule can produce them, so adding a stage's rules needs no change here.
 
-from workflow_lib.report.rule_inputs import ReportInputs
+from workflow_lib.workflow.rule_inputs import ReportInputs
 
 
 report: "../report/workflow.rst"
@@ -13,8 +13,8 @@ REPORT_SETTINGS = config.get("report", {})
 REPORT_INPUTS = ReportInputs(
     RESULTS,
     PLANS,
-    lambda: workflow.rules,
-    lambda: rules.all.input,
+    workflow_rules,
+    default_targets,
     templates_enabled=bool(getattr(globals().get("TEMPLATE_SETTINGS"), "enabled", True)),
     proteins=REPORT_SETTINGS.get("proteins", []),
 )

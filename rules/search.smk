@@ -6,6 +6,8 @@
 #   msa_merge     all shards of one iteration -> MSAs + state (converged proteins stop searching)
 #   msa_final     the last state -> results/{proteome}/msa/{protein}.a3m, then chunk_NNNN.stats.parquet
 # Each shard is read once per chunk and iteration for all queries of the chunk. Library: workflow_lib.search.
+# The query profiles and the per-shard hits are temp(): deleted once the iteration's merge has read them
+# (`--notemp` keeps them); the merged state and the iteration's A3Ms stay, so a rerun resumes from them.
 
 
 rule search_profiles:
@@ -14,14 +16,14 @@ rule search_profiles:
         manifest=f"{RESULTS}/db/{SEARCH_DATABASE}/manifest.json",
         state=previous_state,
     output:
-        profiles=f"{RESULTS}/{{proteome}}/search/chunk_{{chunk}}/iter_{{iteration}}/queries.npz",
+        profiles=temp(f"{RESULTS}/{{proteome}}/search/chunk_{{chunk}}/iter_{{iteration}}/queries.npz"),
     params:
         trackfold=TRACKFOLD,
-        db=lambda wildcards, input: str(Path(input.manifest).parent),
+        db=manifest_dir,
         state=state_option,
         precomputed=precomputed_option,
         settings=SEARCH_SETTINGS.cli_options(),
-        device=SEARCH_SETTINGS.device_option(),
+        device=search_device,
     wildcard_constraints:
         chunk=r"\d{4}",
         iteration=r"\d+",
@@ -33,6 +35,7 @@ rule search_profiles:
     resources:
         mem_mb=2000,
         runtime=60,
+        gpu=0,
     conda:
         "../envs/core.yaml"
     shell:
@@ -46,13 +49,15 @@ rule search_shard:
         manifest=f"{RESULTS}/db/{SEARCH_DATABASE}/manifest.json",
         profiles=f"{RESULTS}/{{proteome}}/search/chunk_{{chunk}}/iter_{{iteration}}/queries.npz",
     output:
-        hits=f"{RESULTS}/{{proteome}}/search/chunk_{{chunk}}/iter_{{iteration}}/shard_{{shard}}.hits.parquet",
-        times=f"{RESULTS}/{{proteome}}/search/chunk_{{chunk}}/iter_{{iteration}}/shard_{{shard}}.times.parquet",
+        hits=temp(f"{RESULTS}/{{proteome}}/search/chunk_{{chunk}}/iter_{{iteration}}/shard_{{shard}}.hits.parquet"),
+        times=temp(
+            f"{RESULTS}/{{proteome}}/search/chunk_{{chunk}}/iter_{{iteration}}/shard_{{shard}}.times.parquet"
+        ),
     params:
         trackfold=TRACKFOLD,
-        db=lambda wildcards, input: str(Path(input.manifest).parent),
+        db=manifest_dir,
         settings=SEARCH_SETTINGS.cli_options(),
-        device=SEARCH_SETTINGS.device_option(),
+        device=search_device,
     wildcard_constraints:
         chunk=r"\d{4}",
         shard=r"\d{3}",
@@ -65,6 +70,7 @@ rule search_shard:
     resources:
         mem_mb=3000,
         runtime=240,
+        gpu=0,
     conda:
         "../envs/core.yaml"
     shell:
@@ -76,14 +82,14 @@ rule search_shard:
 rule msa_merge:
     input:
         fasta=f"{RESULTS}/{{proteome}}/chunks/chunk_{{chunk}}.fasta",
-        hits=lambda wc: [f"{search_iteration_dir(wc)}/shard_{s}.hits.parquet" for s in search_shards()],
-        times=lambda wc: [f"{search_iteration_dir(wc)}/shard_{s}.times.parquet" for s in search_shards()],
+        hits=shard_hits,
+        times=shard_times,
         state=previous_state,
     output:
         state=f"{RESULTS}/{{proteome}}/search/chunk_{{chunk}}/iter_{{iteration}}/state.parquet",
     params:
         trackfold=TRACKFOLD,
-        a3m_dir=lambda wc: f"{search_iteration_dir(wc)}/a3m",
+        a3m_dir=iteration_a3m_dir,
         state=state_option,
         precomputed=precomputed_option,
         settings=SEARCH_SETTINGS.cli_options(),
@@ -109,7 +115,7 @@ rule msa_merge:
 rule msa_final:
     input:
         fasta=f"{RESULTS}/{{proteome}}/chunks/chunk_{{chunk}}.fasta",
-        state=lambda wc: f"{RESULTS}/{wc.proteome}/search/chunk_{wc.chunk}/iter_{SEARCH_SETTINGS.iterations}/state.parquet",
+        state=final_state,
     output:
         stats=f"{RESULTS}/{{proteome}}/msa/chunk_{{chunk}}.stats.parquet",
     params:

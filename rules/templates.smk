@@ -1,8 +1,8 @@
 # Templates: the template database (once per config) and the HMM-HMM template search of every protein.
 # Library: workflow_lib.templates (build, search, E-value calibration); input functions in
-# workflow_lib/templates/rule_inputs.py (STAGE_INPUTS, shared with rules/features.smk).
+# workflow_lib/workflow/rule_inputs.py (STAGE_INPUTS, shared with rules/features.smk).
 
-from workflow_lib.templates.rule_inputs import StageInputs
+from workflow_lib.workflow.rule_inputs import StageInputs
 from workflow_lib.workflow.config import FeatureConfig, TemplateConfig
 
 TEMPLATE_SETTINGS = TemplateConfig.from_dict(config.get("templates"), where="config 'templates'")
@@ -21,8 +21,8 @@ rule template_msas:
     params:
         trackfold=TRACKFOLD,
         out_dir=output_parent,
-        fasta=lambda wildcards, output: str(Path(output.stats).parent / "chains.fasta"),
-        db=lambda wildcards, input: str(Path(input.manifest).parent),
+        fasta=STAGE_INPUTS.chains_fasta,
+        db=manifest_dir,
         min_length=TEMPLATE_SETTINGS.min_length,
         settings=SEARCH_SETTINGS.cli_options(),
     wildcard_constraints:

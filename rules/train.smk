@@ -1,4 +1,4 @@
-# Training workflow (config section `train`; issue 7): structures -> chains + identity split -> MSAs against the
+# Training workflow (config section `train`): structures -> chains + identity split -> MSAs against the
 # configured database (or precomputed A3Ms) -> features -> trackfold train -> predictions and evaluation of the
 # held-out chains -> a generated model card. Everything lives under {results}/train/{train.name}/:
 #
@@ -21,43 +21,15 @@
 import functools
 import json
 
-from workflow_lib.workflow.config import TrainWorkflowConfig
+from workflow_lib.workflow.train_plan import TrainPlan
 
-TRAIN_ENABLED = bool(config.get("train"))
-TRAIN = TrainWorkflowConfig.from_dict(config.get("train"))
-TRAIN_ROOT = TRAIN.root(RESULTS)
-TRAIN_BATCHES = TRAIN.batch_names()
-TRAIN_DATABASE = TRAIN.database or SEARCH_DATABASE
-if TRAIN_ENABLED and not TRAIN.msa_dir and TRAIN_DATABASE not in DATABASES:
-    raise InputError(f"config 'train.database' is '{TRAIN_DATABASE}', which is not one of the databases "
-                     f"{sorted(DATABASES)}")
-TRAIN_STRUCTURES = TRAIN.structure_files() if TRAIN_ENABLED else []
-TRAIN_EXTRACTED = [f"{TRAIN_ROOT}/structures"] if TRAIN.structures_archive else []
-# train-data's structure arguments: the listed files and every structure file of the extracted archive.
-TRAIN_STRUCTURE_ARGS = " ".join(shlex.quote(f) for f in TRAIN_STRUCTURES) + "".join(
-    f" $(find {shlex.quote(d)} -type f \\( -name '*.pdb*' -o -name '*.cif*' -o -name '*.ent*' \\) | LC_ALL=C sort)"
-    for d in TRAIN_EXTRACTED)
-TRAIN_MANIFEST = [] if TRAIN.msa_dir else [f"{RESULTS}/db/{TRAIN_DATABASE}/manifest.json"]
-TRAIN_MSA_STATS = [f"{TRAIN_ROOT}/msa/batch_{b}/msa_stats.parquet" for b in TRAIN_BATCHES]
-TRAIN_FEATURE_FLAGS = [f"{TRAIN_ROOT}/features/batch_{b}.done" for b in TRAIN_BATCHES]
-TRAIN_GPU = 1 if TRAIN.device == "cuda" else 0
-# warm start (train.init_model): found like predict.model (working directory, else the workflow's models/)
-TRAIN_INIT = [_model_path(TRAIN.init_model)] if TRAIN.init_model else []
-
-# What the model card shows about the configuration (one JSON argument).
-TRAIN_CARD_SETTINGS = {
-    "name": TRAIN.name, "structures": list(TRAIN.structures), "structures_archive": TRAIN.structures_archive,
-    "msa_dir": list(TRAIN.msa_dir), "preset": TRAIN.preset, "overrides": dict(TRAIN.overrides or {}),
-    "threads": TRAIN.threads, "time_limit_min": TRAIN.time_limit_min, "features": FEATURE_SETTINGS.to_dict(),
-    "train": {**TRAIN.to_dict(), "overrides": dict(TRAIN.overrides or {})},
-    "configfiles": [str(c) for c in workflow.overwrite_configfiles or []],
-}
-if not TRAIN.msa_dir and TRAIN_DATABASE in DATABASES:
-    TRAIN_CARD_SETTINGS.update(database=TRAIN_DATABASE, database_fasta=list(DATABASES[TRAIN_DATABASE].fasta),
-                               database_manifest=TRAIN_MANIFEST[0], search=SEARCH_SETTINGS.to_dict())
-
+TRAIN_PLAN = TrainPlan.build(config.get("train"), results=RESULTS, databases=DATABASES,
+                             search_database=SEARCH_DATABASE, search=SEARCH_SETTINGS, features=FEATURE_SETTINGS,
+                             model_path=_model_path, configfiles=workflow.overwrite_configfiles or [])
+TRAIN = TRAIN_PLAN.settings
+TRAIN_ROOT = TRAIN_PLAN.root
 # The training workflow's final outputs; rules/common.smk's all_targets() returns them when config has `train`.
-train_targets = functools.partial(TRAIN.targets, RESULTS)
+train_targets = functools.partial(TRAIN_PLAN.targets, RESULTS)
 
 
 rule train_structures:
@@ -81,15 +53,15 @@ rule train_structures:
 
 rule train_data:
     input:
-        structures=TRAIN_STRUCTURES,
-        extracted=TRAIN_EXTRACTED,
+        structures=TRAIN_PLAN.structures,
+        extracted=TRAIN_PLAN.extracted,
     output:
         chains=f"{TRAIN_ROOT}/data/chains.parquet",
         split=f"{TRAIN_ROOT}/data/split.json",
     params:
         trackfold=TRACKFOLD,
         out_dir=output_parent,
-        structures=TRAIN_STRUCTURE_ARGS,
+        structures=TRAIN_PLAN.structure_args,
         settings=TRAIN.data_options(),
     log:
         f"logs/train_data/{TRAIN.name}.log",
@@ -109,7 +81,7 @@ rule train_data:
 rule train_msa:
     input:
         chains=f"{TRAIN_ROOT}/data/chains.parquet",
-        manifest=TRAIN_MANIFEST,
+        manifest=TRAIN_PLAN.manifest,
     output:
         stats=f"{TRAIN_ROOT}/msa/batch_{{batch}}/msa_stats.parquet",
         fasta=f"{TRAIN_ROOT}/msa/batch_{{batch}}.fasta",
@@ -117,7 +89,7 @@ rule train_msa:
         trackfold=TRACKFOLD,
         out_dir=output_parent,
         batches=TRAIN.msa_batches,
-        db=lambda wildcards, input: str(Path(input.manifest[0]).parent) if input.manifest else "",
+        db=manifest_dir,
         precomputed=TRAIN.precomputed_option(),
         settings=SEARCH_SETTINGS.cli_options(),
     wildcard_constraints:
@@ -147,7 +119,7 @@ rule train_features:
     params:
         trackfold=TRACKFOLD,
         out_dir=output_parent,
-        msa_dir=lambda wildcards, input: str(Path(input.stats).parent),
+        msa_dir=input_parent("stats"),
         max_seqs=FEATURE_SETTINGS.max_seqs,
         max_stats_seqs=FEATURE_SETTINGS.max_stats_seqs,
     wildcard_constraints:
@@ -171,8 +143,8 @@ rule train_features:
 rule train_model:
     input:
         chains=f"{TRAIN_ROOT}/data/chains.parquet",
-        features=TRAIN_FEATURE_FLAGS,
-        init=TRAIN_INIT,
+        features=TRAIN_PLAN.feature_flags,
+        init=TRAIN_PLAN.init,
     output:
         model=f"{TRAIN_ROOT}/run/model.pt",
         metrics=f"{TRAIN_ROOT}/run/metrics.parquet",
@@ -181,10 +153,10 @@ rule train_model:
     params:
         trackfold=TRACKFOLD,
         out_dir=output_parent,
-        features_dir=lambda wildcards, input: str(Path(input.features[0]).parent),
+        features_dir=input_parent("features"),
         options=TRAIN.train_options(),
-        init=lambda wildcards, input: f"--init-model {shlex.quote(input.init[0])}" if input.init else "",
-        device=TRAIN.device,
+        init=init_model_option,
+        device=torch_device,
     log:
         f"logs/train_model/{TRAIN.name}.log",
     benchmark:
@@ -193,7 +165,7 @@ rule train_model:
     resources:
         mem_mb=TRAIN.mem_mb,
         runtime=TRAIN.runtime,
-        gpu=TRAIN_GPU,
+        gpu=0,
     conda:
         "../envs/core.yaml"
     shell:
@@ -206,8 +178,8 @@ rule train_predict:
     input:
         model=f"{TRAIN_ROOT}/run/model.pt",
         chains=f"{TRAIN_ROOT}/data/chains.parquet",
-        stats=TRAIN_MSA_STATS,
-        features=TRAIN_FEATURE_FLAGS,
+        stats=TRAIN_PLAN.msa_stats,
+        features=TRAIN_PLAN.feature_flags,
     output:
         targets=f"{TRAIN_ROOT}/predictions/targets.tsv",
         inputs=f"{TRAIN_ROOT}/predictions/inputs.txt",
@@ -215,9 +187,9 @@ rule train_predict:
         trackfold=TRACKFOLD,
         out_dir=output_parent,
         batches=TRAIN.msa_batches,
-        msa_dir=lambda wildcards, input: str(Path(input.stats[0]).parent.parent),
-        features_dir=lambda wildcards, input: str(Path(input.features[0]).parent),
-        device=TRAIN.device,
+        msa_dir=input_parent("stats", levels=2),
+        features_dir=input_parent("features"),
+        device=torch_device,
         window=PREDICT_SETTINGS.window,
         seed=PREDICT_SETTINGS.seed,
         max_msa=PREDICT_SETTINGS.max_msa,
@@ -229,7 +201,7 @@ rule train_predict:
     resources:
         mem_mb=8000,
         runtime=240,
-        gpu=TRAIN_GPU,
+        gpu=0,
     conda:
         "../envs/core.yaml"
     shell:
@@ -268,7 +240,7 @@ rule train_card:
     input:
         chains=f"{TRAIN_ROOT}/data/chains.parquet",
         split=f"{TRAIN_ROOT}/data/split.json",
-        stats=TRAIN_MSA_STATS,
+        stats=TRAIN_PLAN.msa_stats,
         model=f"{TRAIN_ROOT}/run/model.pt",
         metrics=f"{TRAIN_ROOT}/run/metrics.parquet",
         validation=f"{TRAIN_ROOT}/run/validation.parquet",
@@ -277,10 +249,10 @@ rule train_card:
         card=f"{TRAIN_ROOT}/MODEL_CARD.md",
     params:
         trackfold=TRACKFOLD,
-        data_dir=lambda wildcards, input: str(Path(input.chains).parent),
-        run_dir=lambda wildcards, input: str(Path(input.model).parent),
-        evaluation_dir=lambda wildcards, input: str(Path(input.evaluation).parent),
-        settings=shlex.quote(json.dumps(TRAIN_CARD_SETTINGS, sort_keys=True)),
+        data_dir=input_parent("chains"),
+        run_dir=input_parent("model"),
+        evaluation_dir=input_parent("evaluation"),
+        settings=shlex.quote(json.dumps(TRAIN_PLAN.card_settings, sort_keys=True)),
         benchmarks=f"{RESULTS}/benchmarks",
     log:
         f"logs/train_card/{TRAIN.name}.log",

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from workflow_lib.errors import InputError
-from workflow_lib.templates.rule_inputs import StageInputs, expand_structures
+from workflow_lib.workflow.rule_inputs import StageInputs, expand_structures
 from workflow_lib.workflow.config import FeatureConfig, TemplateConfig
 
 SNAKEMAKE = shutil.which("snakemake", path=str(Path(sys.executable).parent)) or shutil.which("snakemake")

@@ -204,7 +204,7 @@ def _workdir(tmp_path, root, **train):
     (work / "example").symlink_to(root / "example")
     (work / "config").symlink_to(root / "config")
     override = {"train": {"structures": ["example/templates/structures/1*"], "steps": 8, "checkpoint_every": 2,
-                          "val_every": 4, "device": "cpu", "msa_batches": 1, **train}}
+                          "val_every": 4, "msa_batches": 1, **train}}
     (work / "test.yaml").write_text(yaml.safe_dump(override))
     return work, ["--configfile", "config/train_ci.yaml", "test.yaml"]
 

@@ -76,6 +76,36 @@ def test_lint_is_clean(root, tmp_path):
     assert "Lints for" not in result.stdout + result.stderr
 
 
+def test_rules_follow_the_snakemake_conventions(root):
+    """No lambdas in rules (input functions live in rules/common.smk and workflow_lib.workflow); every rule
+    declares log, benchmark, threads and resources; the search's per-shard intermediates are temp()."""
+    rules_text = {path.name: path.read_text() for path in sorted((root / "rules").glob("*.smk"))}
+    for name, text in rules_text.items():
+        assert "lambda" not in text, name
+        for rule in re.split(r"^rule ", text, flags=re.MULTILINE)[1:]:
+            for section in ("log:", "benchmark:", "threads:", "resources:"):
+                assert f"\n    {section}" in rule, (name, rule.split(":")[0], section)
+    search = rules_text["search.smk"]
+    for output in ("queries.npz", "shard_{{shard}}.hits.parquet", "shard_{{shard}}.times.parquet"):
+        assert re.search(r"temp\(\s*f\"[^\"]*" + re.escape(output), search), output
+
+
+def test_device_comes_from_resources_not_config(root, tmp_path):
+    """A job runs on a GPU when it is given one (resources gpu); the old config keys stop with a clear message."""
+    config = ["--configfile", str(root / "config" / "config.yaml"), "--config", f"results={tmp_path / 'results'}"]
+    plain = _snakemake(root, root, "-n", "-p", *config).stdout
+    assert "--device auto" not in plain and "--device numpy" in plain and "--device cpu" in plain
+    given = _snakemake(root, root, "-n", "-p", *config, "--set-resources", "predict:gpu=1",
+                       "search_shard:gpu=1").stdout
+    assert given.count("--device auto") == 30 + 18     # every predict and search_shard job, no other
+    moved = tmp_path / "moved.yaml"
+    moved.write_text(yaml.safe_dump({"predict": {"device": "cuda"}}))
+    result = _snakemake(root, root, "-n", *config[:2], str(moved), check=False)
+    assert result.returncode != 0
+    assert "'predict.device' is no longer a configuration key" in result.stdout + result.stderr
+    assert "--set-resources predict:gpu=1" in result.stdout + result.stderr
+
+
 def test_config_typo_names_the_key(root, tmp_path):
     config = _config(tmp_path, root, {"ana": "anaerococcus_slice.fasta"}, chunks={"protein_per_chunk": 3})
     result = _snakemake(root, tmp_path, "-n", "--configfile", str(config), check=False)

@@ -45,6 +45,26 @@ class StageConfig:
         return dataclasses.asdict(self)  # type: ignore[call-overload]
 
 
+MOVED_KEYS = {
+    ("search", "device"): "search_profiles and search_shard",
+    ("predict", "device"): "predict",
+    ("train", "device"): "train_model and train_predict",
+}
+"""Configuration keys that became job resources: where a job runs is the profile's business, not the science's."""
+
+
+def check_moved_keys(config: Mapping[str, Any], *, where: str = "config") -> None:
+    """Raise an :class:`InputError` naming each moved key of ``config`` and what to write instead (called before
+    schema validation, whose message would only say that the key is not allowed)."""
+    for (section, key), rules in MOVED_KEYS.items():
+        if isinstance(config.get(section), Mapping) and key in config[section]:
+            first = rules.split()[0]
+            raise InputError(
+                f"{where}: '{section}.{key}' is no longer a configuration key: a job runs on a GPU when it is "
+                f"given one, e.g. `--set-resources {first}:gpu=1` on the command line or under set-resources "
+                f"in a profile (rules {rules}); remove '{section}.{key}' from the config")
+
+
 def _check_type(value: Any, hint: Any, where: str) -> Any:
     origin = typing.get_origin(hint)
     if origin in (typing.Union, types.UnionType):
@@ -132,11 +152,8 @@ class SearchConfig(StageConfig):
     pseudocounts: str = "context"
     calibration: str = "auto"
     prefilter_composition: float | None = None
-    device: str = "numpy"
 
     def __post_init__(self) -> None:
-        if not re.fullmatch(r"numpy|auto|cpu|cuda(:\d+)?", self.device):
-            raise InputError(f"search.device must be numpy, auto, cpu, cuda or cuda:N, got {self.device!r}")
         if self.iterations < 1:
             raise InputError(f"search.iterations must be at least 1, got {self.iterations}")
         if not 0 < self.inclusion_evalue or not 0 < self.max_evalue:
@@ -157,10 +174,6 @@ class SearchConfig(StageConfig):
                                    band_offset=self.band_offset, prefilter_composition=self.prefilter_composition)
         except ValueError as error:
             raise InputError(f"search.{error}") from None
-
-    def device_option(self) -> str:
-        """``--device`` of the jobs that run the Viterbi stages (``search-profiles``, ``search-shard``)."""
-        return f"--device {self.device}"
 
     def cli_options(self) -> str:
         """The settings as ``trackfold search-shard`` / ``msa-merge`` options."""
@@ -226,7 +239,6 @@ class PredictConfig(StageConfig):
     model: str = "models/trackfold_small_v2.pt"
     window: int = 300
     seed: int = 0
-    device: str = "auto"
     max_msa: int = 256
 
     def __post_init__(self) -> None:
@@ -236,8 +248,6 @@ class PredictConfig(StageConfig):
             raise InputError(f"predict.window must be at least 16, got {self.window}")
         if self.max_msa < 1:
             raise InputError(f"predict.max_msa must be at least 1, got {self.max_msa}")
-        if self.device not in ("auto", "cpu", "cuda"):
-            raise InputError(f"predict.device must be auto, cpu or cuda, got {self.device!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -264,7 +274,6 @@ class TrainWorkflowConfig(StageConfig, TrainSettings):
     overrides: Any = None
     max_train_chains: int | None = None
     time_limit_min: float | None = None
-    device: str = "auto"
     threads: int = 1
     mem_mb: int = 8000
     runtime: int = 1440
@@ -297,8 +306,6 @@ class TrainWorkflowConfig(StageConfig, TrainSettings):
             raise InputError(f"train.max_train_chains must be at least 1, got {self.max_train_chains}")
         if self.time_limit_min is not None and not self.time_limit_min > 0:
             raise InputError(f"train.time_limit_min must be positive, got {self.time_limit_min}")
-        if self.device not in ("auto", "cpu", "cuda"):
-            raise InputError(f"train.device must be auto, cpu or cuda, got {self.device!r}")
         if self.overrides is not None and not isinstance(self.overrides, Mapping):
             raise InputError(f"train.overrides must be a mapping of model config keys, got {self.overrides!r}")
         if not self.lr > 0 or self.warmup_steps < 0 or not self.clip_norm > 0 or not 0 <= self.min_lr_fraction <= 1:

@@ -1,0 +1,94 @@
+"""What ``rules/train.smk`` needs, computed once from the validated ``train`` section and the run's databases.
+
+The training workflow's DAG is static (as for proteome chunks, so ``snakemake -n`` lists every job): chain ``i``
+of ``chains.parquet`` is in MSA batch ``i mod train.msa_batches``. Everything the rules read (output root,
+batches, structure arguments, the database manifest, per-batch flags, the warm-start checkpoint and the
+settings shown on the model card) is a field of one :class:`TrainPlan`.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from workflow_lib.errors import InputError
+from workflow_lib.workflow.config import DatabaseConfig, FeatureConfig, SearchConfig, TrainWorkflowConfig
+
+STRUCTURE_PATTERNS = ("*.pdb*", "*.cif*", "*.ent*")
+"""Files of an extracted structure archive that ``trackfold train-data`` reads."""
+
+
+@dataclass(frozen=True)
+class TrainPlan:
+    """The training run's paths and options (``enabled`` is false when the config has no ``train`` section)."""
+
+    settings: TrainWorkflowConfig
+    enabled: bool
+    root: str
+    batches: list[str]
+    database: str
+    structures: list[str]
+    extracted: list[str]
+    structure_args: str
+    manifest: list[str]
+    msa_stats: list[str]
+    feature_flags: list[str]
+    init: list[str]
+    card_settings: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, section: Mapping[str, Any] | None, *, results: str, databases: Mapping[str, DatabaseConfig],
+              search_database: str, search: SearchConfig, features: FeatureConfig,
+              model_path: Callable[[str], str], configfiles: Sequence[str] = ()) -> TrainPlan:
+        """The plan of config section ``train`` (``section``); ``model_path`` resolves a checkpoint path as
+        ``predict.model`` is resolved (working directory, else the workflow's ``models/``)."""
+        settings = TrainWorkflowConfig.from_dict(section)
+        enabled = bool(section)
+        root = settings.root(results)
+        batches = settings.batch_names()
+        database = settings.database or search_database
+        if enabled and not settings.msa_dir and database not in databases:
+            raise InputError(f"config 'train.database' is '{database}', which is not one of the databases "
+                             f"{sorted(databases)}")
+        structures = settings.structure_files() if enabled else []
+        extracted = [f"{root}/structures"] if settings.structures_archive else []
+        manifest = [] if settings.msa_dir else [f"{results}/db/{database}/manifest.json"]
+        plan = cls(
+            settings=settings, enabled=enabled, root=root, batches=batches, database=database,
+            structures=structures, extracted=extracted,
+            structure_args=structure_arguments(structures, extracted), manifest=manifest,
+            msa_stats=[f"{root}/msa/batch_{b}/msa_stats.parquet" for b in batches],
+            feature_flags=[f"{root}/features/batch_{b}.done" for b in batches],
+            init=[model_path(settings.init_model)] if settings.init_model else [])
+        plan.card_settings.update(card_settings(settings, features, configfiles))
+        if not settings.msa_dir and database in databases:
+            plan.card_settings.update(database=database, database_fasta=list(databases[database].fasta),
+                                      database_manifest=manifest[0], search=search.to_dict())
+        return plan
+
+    def targets(self, results: str) -> list[str]:
+        """The run's final outputs (``rule all`` asks for them when the config has ``train``)."""
+        return self.settings.targets(results)
+
+
+def structure_arguments(files: Sequence[str], extracted: Sequence[str]) -> str:
+    """``trackfold train-data``'s structure arguments: the listed files and, through ``find`` at run time, every
+    structure file of the extracted archive (its contents are known only once the archive is unpacked)."""
+    names = " -o ".join(f"-name '{pattern}'" for pattern in STRUCTURE_PATTERNS)
+    return " ".join(shlex.quote(f) for f in files) + "".join(
+        f" $(find {shlex.quote(d)} -type f \\( {names} \\) | LC_ALL=C sort)" for d in extracted)
+
+
+def card_settings(settings: TrainWorkflowConfig, features: FeatureConfig,
+                  configfiles: Sequence[str]) -> dict[str, Any]:
+    """What the model card shows about the configuration."""
+    return {
+        "name": settings.name, "structures": list(settings.structures),
+        "structures_archive": settings.structures_archive, "msa_dir": list(settings.msa_dir),
+        "preset": settings.preset, "overrides": dict(settings.overrides or {}), "threads": settings.threads,
+        "time_limit_min": settings.time_limit_min, "features": features.to_dict(),
+        "train": {**settings.to_dict(), "overrides": dict(settings.overrides or {})},
+        "configfiles": [str(c) for c in configfiles],
+    }
