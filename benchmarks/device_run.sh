@@ -2,7 +2,7 @@
 # One run on a GPU machine: the CUDA tests, then benchmarks/device_search.py. The H200 results in
 # benchmarks/RESULTS.md come from
 #   PYTEST_TIMEOUT=100 BENCH_TIMEOUT=280 bash benchmarks/device_run.sh --queries 250 --cpus 16 --proteome-queries 120
-# (without --proteome-queries about 5.5 minutes, machine start included).
+# (the tests and the benchmark: 207 s on the H200).
 # Reads the benchmark data from $DATA (default ../shared/data; .devdata/data when that is absent: a copy of
 # pfam_homology_pairs_dctdomain and hmmer_examples/tutorial/globins45.fa) and installs a pyhmmer wheel for the
 # machine's Python from .whl/ when present. Results go to $OUT, scratch files to $WORK.
