@@ -1,5 +1,5 @@
 """Gumbel λ of context-specific profiles against reversed real proteins, for a λ model in Neff and length
-(``workflow_lib.search.evalue``; session 30 of ``benchmarks/RESULTS.md``).
+(``workflow_lib.search.evalue``; "E-values of context-specific profiles" in ``benchmarks/RESULTS.md``).
 
     .venv/bin/python benchmarks/context_lambda.py [--queries 30] [--samples 1000] [--cpus 2]
 

@@ -1,5 +1,5 @@
 """Where a whole search's time goes on one device: cProfile of the parent process of ``build_msas`` for the first
-``--queries`` *E. coli* proteins against the Swiss-Prot subsets of the proteome-scale benchmark (issue 4; the
+``--queries`` *E. coli* proteins against the Swiss-Prot subsets of the proteome-scale benchmark (the
 "Homology search on a GPU" sections of benchmarks/RESULTS.md). With ``--device cuda`` the GPU's time shows up as
 the parent's wait in the first read-back after a kernel launch (``Tensor.cpu()``); the workers' prefilter as
 time receiving their results.

@@ -1,5 +1,5 @@
 """The search's Viterbi stages on a GPU against NumPy on the same machine's CPUs, and jackhmmer (pyhmmer) beside
-them: one script for a lent GPU machine (issue 4, "Measure side by side"; seed "SIMD and Vectorized Viterbi
+them: one script for a lent GPU machine (seed "SIMD and Vectorized Viterbi
 Algorithm" for the kernels measured, "Iterative MSA Alignment" for the search).
 
     python benchmarks/device_search.py --shared ../shared/data --out OUT [--queries 250] [--cpus 16]

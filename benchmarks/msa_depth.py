@@ -1,5 +1,5 @@
 """MSA depth and Neff for the RoseTTAFold example query (T1078) against hhblits and jackhmmer on one database
-(issue 4, "Measure side by side": "report MSA depth and Neff against hhblits ... on the same database").
+(the side-by-side benchmark: MSA depth and Neff against hhblits and jackhmmer on the same database).
 
 No shared database holds T1078's family (the Swiss-Prot subsets have none of it: every tool finds nothing
 there), so the database is built from what RoseTTAFold's own search found: the sequences of

@@ -1,4 +1,4 @@
-"""Homology search side by side: trackfold search vs jackhmmer -N 3, hhblits -n 2, mmseqs2 (issue 4).
+"""Homology search side by side: trackfold search vs jackhmmer -N 3, hhblits -n 2, mmseqs2.
 
 One command fills every column (peers are cached under benchmarks/_work/search/, so only what changed runs)::
 

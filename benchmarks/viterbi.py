@@ -85,7 +85,7 @@ def cpu_seconds() -> float:
 
 def timed(function, *args, **kwargs) -> tuple[float, float, object]:
     """Best wall-clock time and best CPU time of :data:`REPEAT` calls, and the last result. On a busy shared
-    machine the CPU time stays close to a quiet machine's wall time (measured: the session-1 kernel gave
+    machine the CPU time stays close to a quiet machine's wall time (measured: the first lane kernel gave
     0.202 GCUPS by CPU time at load 7.8 and 0.201 by wall time on a quiet machine; HMMER 2.48 and 2.51)."""
     best_wall, best_cpu, result = float("inf"), float("inf"), None
     for _ in range(REPEAT):

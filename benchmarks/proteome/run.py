@@ -1,4 +1,4 @@
-"""Proteome-scale run of the MSA stage through Snakemake (issue 4, "Proteome scale").
+"""Proteome-scale run of the MSA stage through Snakemake (the proteome-scale benchmark).
 
 E. coli K-12 (UP000000625, 4,352 proteins) against the Swiss-Prot subsets without genus_Escherichia, with the
 workflow's own rules (db_build → chunks → search_shard × shards × iterations → msa_merge → msa_final), on the
@@ -6,11 +6,11 @@ cores given. ``--proteins N`` takes every k-th protein (deterministic) so a run 
 report states N. Prints a Markdown table: wall time, proteins per hour, peak memory per job (from the rules'
 ``benchmark:`` files) and MSA statistics.
 
-A run may be stopped and started again (Ctrl-C, a lost session): the next call with the same ``--proteins``
+A run may be stopped and started again (Ctrl-C, a lost connection): the next call with the same ``--proteins``
 resumes where Snakemake left off (finished jobs are kept, interrupted ones rerun) and the reported wall time is
 the sum of the segments, each appended to ``segments.tsv``. ``--fresh`` starts over.
 
-Resuming across sessions: the database FASTAs are staged into ``_work/proteome/inputs/`` once (timestamps kept,
+Resuming across calls: the database FASTAs are staged into ``_work/proteome/inputs/`` once (timestamps kept,
 content checked against ../shared on every call), because a new mount of ../shared gives its files new
 timestamps and Snakemake would then rebuild the database and redo every finished job. Snakemake runs with
 ``--rerun-triggers mtime``, so only missing, incomplete or out-of-date files are made; instead of its code and

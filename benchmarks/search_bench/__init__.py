@@ -1,4 +1,4 @@
-"""Helpers of ``benchmarks/search.py``: the side-by-side homology-search benchmark of issue 4.
+"""Helpers of ``benchmarks/search.py``: the side-by-side homology-search benchmark.
 
 ``metrics`` (ROC AUC, sensitivity at a false-positive rate, ROC1, calibration counts; pure functions),
 ``datasets`` (the Pfam-pair and CATH sets and how hits are scored on them), ``tools`` (running jackhmmer,

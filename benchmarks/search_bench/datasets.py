@@ -1,4 +1,4 @@
-"""The two labelled benchmark sets of issue 4 ("Measure side by side") and how a tool's hits are scored on them.
+"""The two labelled sets of the side-by-side search benchmark and how a tool's hits are scored on them.
 
 - **Pfam pairs** (shared/data/pfam_homology_pairs_dctdomain, DCTdomain "pfam-max50"): 1,867 UniProt sequences
   and 10,450 labelled pairs (``hom-pfam``, ``hom-clan``, ``hom-mixed`` = homologous; ``nonhom``). Every

@@ -1,4 +1,4 @@
-"""Metrics of the homology-search benchmark (issue 4, "Measure side by side").
+"""Metrics of the homology-search benchmark (side by side with the peers).
 
 Pure functions on arrays: no I/O. Every pair or target is scored by an E-value; *smaller is better*, and a
 pair that a tool did not report gets ``+inf`` (worse than every reported hit; all missing pairs tie).

@@ -1,8 +1,8 @@
 """Paired timing: two search tools at the same time, each pinned to its own core, then with the cores swapped.
 
 Sequential runs on a shared machine drift with the load of the other tenants, and not by the same amount for
-every tool. On the AMD host of sessions 16–23 the same trackfold Pfam search (250 queries, same code) took
-130 s of CPU in one session and 147–156 s in the next, while ``jackhmmer -N 3`` took 82–86 s in both. A ratio
+every tool. On a shared AMD host the same trackfold Pfam search (250 queries, same code) took
+130 s of CPU on one day and 147–156 s on the next, while ``jackhmmer -N 3`` took 82–86 s in both. A ratio
 from two sequential runs of one table can therefore be off by 15%.
 
 Here the two tools run *together*, one per core (``taskset``), so both see the same load; a second round swaps

@@ -1,4 +1,4 @@
-"""Markdown tables and the PNG plot of the side-by-side search benchmark (issue 4)."""
+"""Markdown tables and the PNG plot of the side-by-side search benchmark."""
 
 from __future__ import annotations
 

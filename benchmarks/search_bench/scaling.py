@@ -1,4 +1,4 @@
-"""How cost grows (issue 4): time per query and peak memory against database size and queries per job.
+"""How cost grows: time per query and peak memory against database size and queries per job.
 
 Database: Swiss-Prot subset(s) of shared/data/swissprot_subsets_prokka (default ``sprot_Archaea``, 2,872
 sequences) at 1×, 4× and 16×: the real sequences plus 3 or 15 residue-shuffled copies of each (copy k of

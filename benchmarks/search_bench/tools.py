@@ -1,4 +1,4 @@
-"""Run the search tools of the side-by-side benchmark (issue 4) with timing, and read their hits back.
+"""Run the search tools of the side-by-side benchmark with timing, and read their hits back.
 
 Each tool is a :class:`Tool`: ``prepare`` builds its database from the benchmark's FASTA (timed apart from
 the search), ``search`` runs every query with wall time, CPU time and peak RSS measured per child process
@@ -421,7 +421,7 @@ class MMseqs(Tool):
 
 class Trackfold(Tool):
     """``trackfold search`` with its defaults: context-specific pseudocounts and the sensitive prefilter from
-    iteration 2 on (since session 39)."""
+    iteration 2 on."""
 
     name = "trackfold"
     label = "trackfold search --iterations 3"
@@ -488,8 +488,8 @@ class TrackfoldVariant(Trackfold):
 
 
 class TrackfoldFast(TrackfoldVariant):
-    """The fast settings: substitution pseudocounts, the fast prefilter in every iteration (the default until
-    session 39)."""
+    """The fast settings: substitution pseudocounts, the fast prefilter in every iteration (the former
+    default)."""
 
     name = "trackfold_fast"
     extra_arguments = ("--pseudocounts", "substitution", "--no-sensitive")
