@@ -1,4 +1,4 @@
-"""Metric functions of the homology-search benchmark (benchmarks/search_bench, issue 4 "Measure side by side").
+"""Metric functions of the homology-search benchmark (benchmarks/search_bench).
 
 Hand-made cases with answers worked out by hand, plus a brute-force cross-check of ROC AUC with ties.
 """
