@@ -33,7 +33,6 @@ import torch
 from workflow_lib.cli_args import positive_int, unique_outputs
 from workflow_lib.errors import ToolError
 from workflow_lib.features.build import build_features, read_features
-from workflow_lib.features.cli import feature_stem
 from workflow_lib.model.checkpoint import load_checkpoint
 from workflow_lib.model.predict import (
     DEFAULT_MAX_MSA,
@@ -47,6 +46,7 @@ from workflow_lib.model.predict import (
 )
 from workflow_lib.search.allocator import NEVER_TRIM, keep_freed_memory
 from workflow_lib.seqio.alphabet import encode
+from workflow_lib.seqio.msa import a3m_stem
 from workflow_lib.seqio.schemas import ArraySpec, NpzSchema, TableSchema, write_npz, write_table
 from workflow_lib.structure.dssp import reduce_to_three, run_dssp
 from workflow_lib.structure.pdb_writer import write_pdb
@@ -87,7 +87,7 @@ def protein_name(path: str | Path) -> str:
     name = Path(path).name
     if name.endswith(".npz") and len(name) > 4:
         return name[:-4]
-    return feature_stem(path)
+    return a3m_stem(path)
 
 
 def load_inputs(path: str | Path) -> dict[str, np.ndarray]:
