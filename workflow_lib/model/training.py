@@ -53,6 +53,7 @@ import pyarrow as pa
 import torch
 
 from workflow_lib.errors import InputError, SchemaError
+from workflow_lib.evaluate.contacts import CONTACT_BINS, contact_precision
 from workflow_lib.features.build import read_features
 from workflow_lib.model.checkpoint import check_state_dict, load_weights, save_checkpoint
 from workflow_lib.model.config import ModelConfig, preset
@@ -62,15 +63,13 @@ from workflow_lib.model.network import ThreeTrackNetwork, count_parameters
 from workflow_lib.seqio.alphabet import encode
 from workflow_lib.seqio.atomic import atomic_path, write_text_atomic
 from workflow_lib.seqio.schemas import TableSchema, write_table
-from workflow_lib.structure.geometry import DIST_EDGES, bin_pair_geometry, pair_geometry
+from workflow_lib.structure.geometry import bin_pair_geometry, pair_geometry
 from workflow_lib.structure.metrics import lddt_ca
 from workflow_lib.structure.parse import Chain, read_structure
 
 log = logging.getLogger(__name__)
 
 STATE_FORMAT_VERSION = 1
-CONTACT_BINS = int(np.searchsorted(DIST_EDGES, 8.0))
-"""Distance bins 0..11 cover d < 8 Å (edges 2.0, 2.5, ..., 8.0): the contact probability sums them."""
 
 TRAINING_CHAINS = TableSchema("training_chains", 1, pa.schema([
     ("name", pa.string()),           # {entry}_{chain}; the A3M / feature stem
@@ -507,19 +506,6 @@ def load_training_state(path: str | Path, model: ThreeTrackNetwork, optimizer: t
 # ---------------------------------------------------------------------------------------------------------
 # evaluation
 # ---------------------------------------------------------------------------------------------------------
-def contact_precision(contact_prob: np.ndarray, true_contact: np.ndarray, valid: np.ndarray,
-                      residue_index: np.ndarray, min_separation: int, top: int) -> float:
-    """Fraction of true contacts among the ``top`` most probable pairs ``i < j`` with separation ≥
-    ``min_separation`` and ``valid``; NaN when there is no such pair."""
-    sep = np.abs(residue_index[None, :] - residue_index[:, None])
-    candidates = np.triu(valid & (sep >= min_separation), k=1)
-    ii, jj = np.nonzero(candidates)
-    if ii.size == 0:
-        return float("nan")
-    order = np.argsort(-contact_prob[ii, jj], kind="stable")[:max(1, top)]
-    return float(true_contact[ii[order], jj[order]].mean())
-
-
 @torch.no_grad()
 def chain_metrics(outputs: dict[str, torch.Tensor], targets: dict[str, torch.Tensor],
                   residue_index: np.ndarray) -> dict[str, float]:
