@@ -1,4 +1,4 @@
-"""Training loop (workflow_lib.model.training) with the tiny preset on real chains from tests/data/structure.
+"""Training (workflow_lib.training) with the tiny preset on real chains from tests/data/structure.
 
 Features are built at test time from query-only A3Ms of the chains (as ``trackfold train-data`` writes them).
 """
@@ -17,9 +17,11 @@ from workflow_lib.errors import InputError, SchemaError
 from workflow_lib.features.build import build_features, write_features
 from workflow_lib.model.checkpoint import load_checkpoint, load_weights
 from workflow_lib.model.network import ThreeTrackNetwork
-from workflow_lib.model.training import (TRAINING_CHAINS, TrainConfig, collect_chains, evaluate,
-                                         learning_rate, load_training_chains, single_linkage, split_by_identity,
-                                         subsample_msa_rows, train, training_model_config)
+from workflow_lib.training.config import TrainConfig, training_model_config
+from workflow_lib.training.data import TRAINING_CHAINS, collect_chains, single_linkage, split_by_identity
+from workflow_lib.training.examples import load_training_chains, subsample_msa_rows
+from workflow_lib.training.loop import learning_rate, train
+from workflow_lib.training.validation import evaluate
 from workflow_lib.seqio.schemas import write_table
 
 torch.set_num_threads(1)
@@ -129,7 +131,7 @@ def test_schedule_split_and_msa_subsampling():
 
 
 def test_identity_split_keeps_homologues_together(data_dir):
-    from workflow_lib.model.training import ChainRecord
+    from workflow_lib.training.data import ChainRecord
 
     # two chains of 3BP8 (75 aa) differing at 10 positions (87% identical) and an unrelated chain (1ACB l)
     records, _ = collect_chains([data_dir / "structure" / f for f in FILES])

@@ -1,4 +1,4 @@
-"""A model card generated from the outputs of one training-workflow run (issue 7, rules/train.smk).
+"""A model card generated from the outputs of one training-workflow run (rules/train.smk).
 
 :func:`model_card` reads only files of the run: ``chains.parquet`` / ``split.json`` (``trackfold train-data``),
 the batches' ``msa_stats.parquet`` (``trackfold msa`` or precomputed A3Ms), the run directory of
@@ -78,7 +78,7 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def _chain_filters() -> dict[str, Any]:
-    from workflow_lib.model.training import chain_ok
+    from workflow_lib.training.data import chain_ok
 
     params = inspect.signature(chain_ok).parameters
     return {"max_unknown": params["max_unknown"].default, "min_backbone": params["min_backbone"].default}
@@ -150,7 +150,9 @@ def model_card(*, data_dir: str | Path, run_dir: str | Path, msa_stats: Sequence
     """The Markdown card of a training run (module docstring)."""
     from workflow_lib.model.checkpoint import load_checkpoint
     from workflow_lib.model.network import count_parameters
-    from workflow_lib.model.training import TRAINING_CHAINS, TRAINING_METRICS, VALIDATION_CHAINS
+    from workflow_lib.training.data import TRAINING_CHAINS
+    from workflow_lib.training.metrics import TRAINING_METRICS
+    from workflow_lib.training.validation import VALIDATION_CHAINS
 
     settings = dict(settings or {})
     data_dir, run_dir = Path(data_dir), Path(run_dir)
@@ -243,7 +245,7 @@ def model_card(*, data_dir: str | Path, run_dir: str | Path, msa_stats: Sequence
             "clip_norm", "checkpoint_every", "val_every", "val_max_chains", "val_crop", "redraw_every", "seed")
     lines += ["## Training", "",
               "`trackfold train` (AdamW, linear warm-up then cosine decay, gradient clipping, one random crop per "
-              "step from a uniformly drawn cluster; losses of `workflow_lib/model/losses.py`).", ""]
+              "step from a uniformly drawn cluster; losses of `workflow_lib/training/losses.py`).", ""]
     lines += _table(["setting", "value"], [[k, train_config.get(k, "–")] for k in keys]
                     + [["loss weights", ", ".join(f"{k} {v}" for k, v in sorted(
                         (train_config.get("loss_weights") or {}).items()))],
