@@ -1,4 +1,4 @@
-"""Evaluation of predicted structures against experimental ones (issue 7): lDDT-Cα, TM-score and RMSD
+"""Evaluation of predicted structures against experimental ones: lDDT-Cα, TM-score and RMSD
 (TM-align), pLDDT calibration, long-range contact precision of the distogram and of the co-evolution baseline.
 
 - :mod:`.align` — :func:`match_residues` (global alignment of prediction and observed native residues).

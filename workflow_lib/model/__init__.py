@@ -1,4 +1,4 @@
-"""trackfold's RoseTTAFold-style three-track network (issue 6).
+"""trackfold's RoseTTAFold-style three-track network.
 
 Modules mirror the paper's diagram: ``embeddings`` (MSA and pair embeddings), ``msa`` (MSA2MSA), ``pair``
 (MSA2Pair, Pair2Pair, Pair2MSA), ``performer`` (FAVOR+), ``structure`` (frames, InitialStructure, Str2Str,

@@ -227,8 +227,8 @@ def model_card(*, data_dir: str | Path, run_dir: str | Path, msa_stats: Sequence
     size = (run_dir / "model.pt").stat().st_size / 1e6
     overrides = settings.get("overrides") or {}
     lines += _table(["", ""], [
-        ["file", f"`{shown_path(run_dir / 'model.pt')}`, {size:.1f} MB; `torch.save` of the state dict and config, read with "
-                 f"`weights_only=True` (`workflow_lib.model.checkpoint.load_checkpoint`)"],
+        ["file", f"`{shown_path(run_dir / 'model.pt')}`, {size:.1f} MB; `torch.save` of the state dict and config, "
+                 f"read with `weights_only=True` (`workflow_lib.model.checkpoint.load_checkpoint`)"],
         ["architecture", f"`ThreeTrackNetwork`, preset `{extra.get('preset', '?')}`, "
                          f"{count_parameters(model):,} parameters; "
                          + ", ".join(f"{k} = {model_cfg[k]}" for k in ("c_m", "c_z", "c_s") if k in model_cfg)],
