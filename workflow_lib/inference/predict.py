@@ -273,7 +273,7 @@ def _finish(features: Mapping[str, np.ndarray], backbone_3: np.ndarray, plddt: n
 
 def _predict_cropped(model: ThreeTrackNetwork, features: Mapping[str, np.ndarray], options: PredictOptions,
                      device: torch.device, crops: Sequence[Crop]) -> Prediction:
-    """Run every crop and stitch (module docstring); crop outputs are folded in as they come."""
+    """Run every crop and stitch (:mod:`workflow_lib.inference.stitch`); crop outputs are folded in as they come."""
     length = features["msa"].shape[1]
     pair_mean = PairMean(length)
     chained: list[np.ndarray] = []
