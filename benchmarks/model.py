@@ -6,7 +6,7 @@
 
 Every configuration runs in its own subprocess, so its peak resident memory (``ru_maxrss``) is its own.
 
-* Inference: :func:`workflow_lib.model.predict.predict_features` path pieces on a synthetic protein of L
+* Inference: :func:`workflow_lib.inference.predict.predict_features` path pieces on a synthetic protein of L
   residues with an N-row MSA (random residue codes with 20% gaps, random symmetric co-evolution, no templates;
   the cost does not depend on the values), ``small`` preset with co-evolution input, random weights,
   ``max_msa = N``. For L <= window the whole prediction runs. For L > window the protein is cropped into
@@ -90,9 +90,9 @@ def synthetic_features(length: int, depth: int, seed: int = 0) -> dict[str, np.n
 def worker_inference(length: int, depth: int, window: int, threads: int) -> dict:
     import torch
 
+    from workflow_lib.inference.predict import HEADS_6D, PredictOptions, model_inputs, predict_features, run_network
+    from workflow_lib.inference.stitch import PairMean, crop_plan
     from workflow_lib.model import ThreeTrackNetwork, preset
-    from workflow_lib.model.predict import (HEADS_6D, PairMean, PredictOptions, crop_plan, model_inputs,
-                                            predict_features, run_network)
 
     torch.set_num_threads(threads)
     torch.manual_seed(0)

@@ -1,5 +1,5 @@
 # Inference: one job per protein, features npz + checkpoint -> PDB (pLDDT in B-factors), 6D npz, residue table.
-# Library: workflow_lib.model.predict (crop-and-stitch) and workflow_lib.model.predict_cli (outputs).
+# Library: workflow_lib.inference (predict: network runs, stitch: crop-and-stitch, outputs: files, cli).
 # GPU: the rule declares resources gpu=0 and runs on the CPU; a job given a GPU (`--set-resources predict:gpu=1`,
 # as profiles/slurm does) runs on CUDA when torch sees one. One thread by default: proteins
 # run side by side, and torch's OpenMP threads slow down badly when cores are oversubscribed (benchmarks/RESULTS.md).

@@ -15,8 +15,8 @@
 # lists every job and no checkpoint re-evaluation is needed): train.msa_batches fixed batches, chain i of
 # chains.parquet in batch i mod N. Resume: trackfold train writes run/train_state.pt every checkpoint_every
 # steps; it is not a declared output, so Snakemake never deletes it, and a rerun of train_model after a kill
-# (or `--forcerun train_model` after a time limit) continues from it. Library: workflow_lib.model.training,
-# workflow_lib.model.train_cli (train-batch, train-targets, train-card), workflow_lib.model.card.
+# (or `--forcerun train_model` after a time limit) continues from it. Library: workflow_lib.training
+# (data, loop, ...; cli: train-data, train, train-batch, train-targets, train-card; card: the model card).
 
 import functools
 import json

@@ -45,7 +45,7 @@ def test_command_table_matches_what_the_modules_register():
 def test_a_command_imports_only_its_own_module():
     from workflow_lib.cli import COMMAND_MODULES, command_modules
     assert command_modules(["-v", "search-shard", "q.fasta"]) == ["workflow_lib.search.cli"]
-    assert command_modules(["predict", "--help"]) == ["workflow_lib.model.predict_cli"]
+    assert command_modules(["predict", "--help"]) == ["workflow_lib.inference.cli"]
     assert command_modules(["--help"]) == list(COMMAND_MODULES)
     assert command_modules(["serach"]) == list(COMMAND_MODULES)   # a typo gets argparse's full message
 

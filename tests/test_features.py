@@ -24,7 +24,7 @@ from workflow_lib.features import (
     weighted_profile,
     write_features,
 )
-from workflow_lib.features.cli import feature_stem, register
+from workflow_lib.features.cli import register
 from workflow_lib.seqio.alphabet import GAP_CODE, X_CODE
 from workflow_lib.seqio.msa import Alignment, read_a3m
 
@@ -266,9 +266,3 @@ def test_cli_rejects_bad_input_naming_the_file(tmp_path, data_dir):
                                  str(tmp_path / "t1078_ss2.a3m.gz")])
     with pytest.raises(InputError, match="same t1078_ss2.npz"):
         args.handler(args)
-
-
-def test_feature_stem():
-    assert feature_stem("/x/P12345.a3m") == "P12345"
-    assert feature_stem("P12345.a3m.gz") == "P12345"
-    assert feature_stem("dir/msa.txt") == "msa"

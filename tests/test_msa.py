@@ -7,8 +7,8 @@ import pytest
 
 from workflow_lib.errors import InputError
 from workflow_lib.seqio.alphabet import GAP_CODE, encode
-from workflow_lib.seqio.msa import (read_a3m, read_aligned_fasta, read_alignment, read_stockholm, write_a3m,
-                                    write_aligned_fasta)
+from workflow_lib.seqio.msa import (a3m_stem, read_a3m, read_aligned_fasta, read_alignment, read_stockholm,
+                                    write_a3m, write_aligned_fasta)
 
 
 @pytest.fixture(scope="module")
@@ -100,3 +100,9 @@ def test_bad_stockholm(tmp_path, data_dir):
     (tmp_path / "notsto.sto").write_text(">x\nACD\n")
     with pytest.raises(InputError, match="not a Stockholm file"):
         read_stockholm(tmp_path / "notsto.sto")
+
+
+def test_a3m_stem():
+    assert a3m_stem("/x/P12345.a3m") == "P12345"
+    assert a3m_stem("P12345.a3m.gz") == "P12345"
+    assert a3m_stem("dir/msa.txt") == "msa"

@@ -16,9 +16,11 @@ import pytest
 import yaml
 
 from workflow_lib.errors import InputError
-from workflow_lib.model.train_cli import chain_batches
-from workflow_lib.model.training import TRAINING_CHAINS, TRAINING_METRICS, TrainConfig, training_model_config
 from workflow_lib.seqio.schemas import MSA_STATS, read_frame
+from workflow_lib.training.cli import chain_batches
+from workflow_lib.training.config import TrainConfig, training_model_config
+from workflow_lib.training.data import TRAINING_CHAINS
+from workflow_lib.training.metrics import TRAINING_METRICS
 from workflow_lib.workflow.config import TrainWorkflowConfig
 
 SNAKEMAKE = shutil.which("snakemake", path=str(Path(sys.executable).parent)) or shutil.which("snakemake")
@@ -93,7 +95,7 @@ def test_train_settings_become_trackfold_train_options():
 @pytest.fixture(scope="module")
 def chains_table(tmp_path_factory, root):
     """chains.parquet of five bundled Docking Benchmark structures (real chains, trackfold train-data)."""
-    from workflow_lib.model.training import prepare_training_data
+    from workflow_lib.training.data import prepare_training_data
 
     out = tmp_path_factory.mktemp("train_data")
     prepare_training_data(sorted((root / "example" / "templates" / "structures").glob("1*"))[:5], out)
@@ -150,7 +152,7 @@ def test_precomputed_msas_are_checked_and_copied(chains_table, tmp_path, capsys)
 def test_train_device_option(capsys):
     import torch
 
-    from workflow_lib.model.training import training_device
+    from workflow_lib.training.loop import training_device
 
     with pytest.raises(SystemExit):
         _cli(capsys, "train", "--help")

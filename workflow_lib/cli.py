@@ -25,8 +25,8 @@ COMMAND_MODULES = {
     "workflow_lib.search.cli": ("search", "msa", "search-profiles", "search-shard", "msa-merge", "msa-final"),
     "workflow_lib.features.cli": ("features",),
     "workflow_lib.templates.cli": ("templates",),
-    "workflow_lib.model.predict_cli": ("predict",),
-    "workflow_lib.model.train_cli": ("train-data", "train", "train-batch", "train-targets", "train-card"),
+    "workflow_lib.inference.cli": ("predict",),
+    "workflow_lib.training.cli": ("train-data", "train", "train-batch", "train-targets", "train-card"),
     "workflow_lib.report.cli": ("summarize",),
     "workflow_lib.evaluate.cli": ("evaluate",),
 }

@@ -1,9 +1,9 @@
-"""Evaluation of predicted structures against experimental ones (issue 7): lDDT-Cα, TM-score and RMSD
+"""Evaluation of predicted structures against experimental ones: lDDT-Cα, TM-score and RMSD
 (TM-align), pLDDT calibration, long-range contact precision of the distogram and of the co-evolution baseline.
 
 - :mod:`.align` — :func:`match_residues` (global alignment of prediction and observed native residues).
-- :mod:`.contacts` — :func:`native_contacts`, :func:`contact_probability`, :func:`long_range_precision`,
-  :func:`coevolution_baseline`.
+- :mod:`.contacts` — :func:`native_contacts`, :func:`contact_probability`, :func:`contact_precision`,
+  :func:`long_range_precision`, :func:`coevolution_baseline`.
 - :mod:`.tmalign` — :func:`run_tmalign`, :func:`parse_tmalign`.
 - :mod:`.core` — :func:`evaluate_target`, :func:`evaluate_targets`, :data:`EVALUATION`,
   :data:`EVALUATION_RESIDUES`.

@@ -5,13 +5,12 @@ aminoacids") and seed 000, "Soft-Tied Residue-Wise Attention" (attention maps th
 map): a contact map is the first thing a structure predictor has to get right, and the classic way to read it
 off an MSA alone -- APC-corrected co-evolution -- is the baseline the network must beat.
 
-Definitions (as in :mod:`workflow_lib.model.training` validation, whose functions are reused):
+Definitions (shared with the validation of :mod:`workflow_lib.training`, which uses :func:`contact_precision`):
 
 - **true contact**: native Cβ–Cβ distance < 8 Å (virtual Cβ from N, CA, C where the file has none, glycine
   included: :meth:`~workflow_lib.structure.parse.Chain.cb_filled`);
-- **model contact probability**: ``P(d_Cβ < 8 Å)`` = the sum of the first
-  :data:`~workflow_lib.model.training.CONTACT_BINS` (12) distance bins of the predicted distogram
-  (bins of 0.5 Å from 2 Å, :data:`workflow_lib.structure.geometry.DIST_EDGES`);
+- **model contact probability**: ``P(d_Cβ < 8 Å)`` = the sum of the first :data:`CONTACT_BINS` (12) distance
+  bins of the predicted distogram (bins of 0.5 Å from 2 Å, :data:`workflow_lib.structure.geometry.DIST_EDGES`);
 - **co-evolution score**: channel 0 (APC-corrected covariance norm) of
   :func:`workflow_lib.features.coevolution.coevolution_features`, from the same statistics rows and sequence
   weights as the feature stage (:func:`workflow_lib.features.msa_features.msa_features`); channel 1 (APC MI)
@@ -32,9 +31,9 @@ import numpy as np
 from workflow_lib.errors import InputError
 from workflow_lib.evaluate.align import match_residues
 from workflow_lib.features.msa_features import msa_features
-from workflow_lib.model.training import CONTACT_BINS, contact_precision
 from workflow_lib.seqio.alphabet import decode
 from workflow_lib.seqio.msa import read_a3m
+from workflow_lib.structure.geometry import DIST_EDGES
 
 CONTACT_CUTOFF = 8.0
 """Cβ–Cβ distance (Å) below which a native pair is a contact."""
@@ -42,6 +41,8 @@ LONG_RANGE = 24
 """Minimum sequence separation of a long-range pair."""
 MIN_QUERY_IDENTITY = 0.5
 """An A3M whose query is less identical than this to the prediction (over aligned pairs) is another protein's."""
+CONTACT_BINS = int(np.searchsorted(DIST_EDGES, 8.0))
+"""Distance bins 0..11 cover d < 8 Å (edges 2.0, 2.5, ..., 8.0): the contact probability sums them."""
 
 
 def native_contacts(cb: np.ndarray, cutoff: float = CONTACT_CUTOFF) -> tuple[np.ndarray, np.ndarray]:
@@ -58,6 +59,19 @@ def native_contacts(cb: np.ndarray, cutoff: float = CONTACT_CUTOFF) -> tuple[np.
 def contact_probability(dist: np.ndarray) -> np.ndarray:
     """float64 ``[L, L]``: ``P(d_Cβ < 8 Å)`` from distance-bin probabilities ``[L, L, 37]``."""
     return np.asarray(dist, dtype=np.float64)[..., :CONTACT_BINS].sum(axis=-1)
+
+
+def contact_precision(contact_prob: np.ndarray, true_contact: np.ndarray, valid: np.ndarray,
+                      residue_index: np.ndarray, min_separation: int, top: int) -> float:
+    """Fraction of true contacts among the ``top`` most probable pairs ``i < j`` with separation ≥
+    ``min_separation`` and ``valid``; NaN when there is no such pair."""
+    sep = np.abs(residue_index[None, :] - residue_index[:, None])
+    candidates = np.triu(valid & (sep >= min_separation), k=1)
+    ii, jj = np.nonzero(candidates)
+    if ii.size == 0:
+        return float("nan")
+    order = np.argsort(-contact_prob[ii, jj], kind="stable")[:max(1, top)]
+    return float(true_contact[ii[order], jj[order]].mean())
 
 
 def long_range_precision(score: np.ndarray, contact: np.ndarray, valid: np.ndarray) -> tuple[float, float]:

@@ -145,7 +145,7 @@ def read_prediction(pred_pdb: str | Path, pred_npz: str | Path | None = None) ->
     model = chains[0]
     plddt, dist = _percent(model.bfactors), None
     if pred_npz:
-        from workflow_lib.model.predict_cli import PREDICTION
+        from workflow_lib.inference.outputs import PREDICTION
 
         try:
             arrays = read_npz(pred_npz, PREDICTION)

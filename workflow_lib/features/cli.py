@@ -15,19 +15,8 @@ from workflow_lib.errors import InputError
 from workflow_lib.features.build import build_features, write_features
 from workflow_lib.features.msa_features import DEFAULT_MAX_SEQS, DEFAULT_MAX_STATS_SEQS
 from workflow_lib.features.templates import DEFAULT_MAX_TEMPLATES
+from workflow_lib.seqio.msa import a3m_stem
 from workflow_lib.templates.database import load_template_db
-
-_SUFFIXES = (".a3m.gz", ".a3m")
-
-
-def feature_stem(path: str | Path) -> str:
-    """Output stem of an A3M: the file name without ``.a3m`` / ``.a3m.gz`` (else without its last suffix)."""
-    name = Path(path).name
-    for suffix in _SUFFIXES:
-        if name.endswith(suffix) and len(name) > len(suffix):
-            return name[:-len(suffix)]
-    return Path(name).stem
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     features = subparsers.add_parser("features", help="A3M files -> per-protein feature npz files")
@@ -64,7 +53,7 @@ def _hits_for(args: argparse.Namespace, stems: dict[str, str]) -> dict[str, Path
 def run_features(args: argparse.Namespace) -> int:
     if args.max_stats_seqs < args.max_seqs:
         raise InputError(f"--max-stats-seqs ({args.max_stats_seqs}) is smaller than --max-seqs ({args.max_seqs})")
-    stems = unique_outputs(args.a3m, feature_stem, ".npz")
+    stems = unique_outputs(args.a3m, a3m_stem, ".npz")
     hits = _hits_for(args, stems)
     database = load_template_db(args.templates) if args.templates is not None else None
     out_dir = Path(args.out_dir)

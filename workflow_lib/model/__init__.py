@@ -1,12 +1,10 @@
-"""trackfold's RoseTTAFold-style three-track network (issue 6).
+"""trackfold's RoseTTAFold-style three-track network.
 
 Modules mirror the paper's diagram: ``embeddings`` (MSA and pair embeddings), ``msa`` (MSA2MSA), ``pair``
 (MSA2Pair, Pair2Pair, Pair2MSA), ``performer`` (FAVOR+), ``structure`` (frames, InitialStructure, Str2Str,
 Str2MSA), ``heads``, ``network`` (ThreeTrackNetwork), ``config`` (ModelConfig and presets) and
-``checkpoint`` (weights files). Losses, training and inference entry points live elsewhere.
-
-Inference: ``predict`` (feature dict -> network inputs, crop-and-stitch for long proteins, backbone, pLDDT,
-6D probabilities) and ``predict_cli`` (``trackfold predict``; output files and their schemas).
+``checkpoint`` (weights files). Training (losses included) is :mod:`workflow_lib.training`, inference
+:mod:`workflow_lib.inference`.
 """
 
 from workflow_lib.model.config import PRESETS, ModelConfig, preset

@@ -330,3 +330,18 @@ def write_aligned_fasta(path: str | Path, alignment: Alignment) -> None:
     headers = [f"{n} {d}".rstrip() for n, d in zip(alignment.names, alignment.descriptions)]
     with atomic_path(path) as tmp:
         tmp.write_text(format_fasta(zip(headers, alignment.aligned_rows()), width=0), encoding="utf-8")
+
+
+A3M_SUFFIXES = (".a3m.gz", ".a3m")
+
+
+def a3m_stem(path: str | Path) -> str:
+    """Output stem of an A3M: the file name without ``.a3m`` / ``.a3m.gz`` (else without its last suffix).
+
+    Every stage that writes one file per A3M (features, template hits, predictions) names it by this stem.
+    """
+    name = Path(path).name
+    for suffix in A3M_SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[:-len(suffix)]
+    return Path(name).stem

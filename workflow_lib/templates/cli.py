@@ -7,9 +7,8 @@ from pathlib import Path
 
 from workflow_lib.aligner.profile import profile_from_alignment
 from workflow_lib.cli_args import unique_outputs
-from workflow_lib.features.cli import feature_stem
 from workflow_lib.seqio.fasta import write_fasta
-from workflow_lib.seqio.msa import read_a3m
+from workflow_lib.seqio.msa import a3m_stem, read_a3m
 from workflow_lib.structure.parse import read_structure
 from workflow_lib.templates.build import DEFAULT_MIN_LENGTH, build_template_db
 from workflow_lib.templates.calibration import DEFAULT_DECOYS, MIN_DECOYS
@@ -72,7 +71,7 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def run_search(args: argparse.Namespace) -> int:
-    stems = unique_outputs(args.a3m, feature_stem, ".hits.parquet")
+    stems = unique_outputs(args.a3m, a3m_stem, ".hits.parquet")
     database = load_template_db(args.templates)
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""A model card generated from the outputs of one training-workflow run (issue 7, rules/train.smk).
+"""A model card generated from the outputs of one training-workflow run (rules/train.smk).
 
 :func:`model_card` reads only files of the run: ``chains.parquet`` / ``split.json`` (``trackfold train-data``),
 the batches' ``msa_stats.parquet`` (``trackfold msa`` or precomputed A3Ms), the run directory of
@@ -6,6 +6,10 @@ the batches' ``msa_stats.parquet`` (``trackfold msa`` or precomputed A3Ms), the 
 output of ``trackfold evaluate`` on the held-out chains, the Snakemake benchmark files and the workflow
 settings (a dict the rule passes as JSON). Every number in the card comes from those files; statements about
 limits are made only when the numbers support them. The hand-written ``models/MODEL_CARD.md`` is the model.
+
+The card names files without machine paths (:func:`shown_path`): relative paths as given (relative to the
+workflow's working directory, where the rules run), absolute ones relative to that directory when inside it,
+else by their file name alone.
 """
 
 from __future__ import annotations
@@ -62,6 +66,29 @@ def _spread(series: pd.Series, digits: int = 3) -> str:
     return text + ")"
 
 
+def shown_path(path: str | Path) -> str:
+    """``path`` as the card writes it (module docstring): never an absolute path."""
+    if not Path(path).is_absolute():
+        return str(path)
+    for base in (Path.cwd(), Path.cwd().resolve()):
+        try:
+            return str(Path(path).relative_to(base))
+        except ValueError:
+            continue
+    return Path(path).name
+
+
+def _without_machine_paths(value: Any) -> Any:
+    """A JSON-like ``value`` with every absolute path string replaced by :func:`shown_path`."""
+    if isinstance(value, dict):
+        return {key: _without_machine_paths(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_without_machine_paths(item) for item in value]
+    if isinstance(value, str) and Path(value).is_absolute():
+        return shown_path(value)
+    return value
+
+
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
@@ -78,7 +105,7 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def _chain_filters() -> dict[str, Any]:
-    from workflow_lib.model.training import chain_ok
+    from workflow_lib.training.data import chain_ok
 
     params = inspect.signature(chain_ok).parameters
     return {"max_unknown": params["max_unknown"].default, "min_backbone": params["min_backbone"].default}
@@ -103,18 +130,18 @@ def _benchmarks(root: str | None, run: str) -> pd.DataFrame:
 
 def _msa_section(stats: pd.DataFrame, chains: pd.DataFrame, settings: dict[str, Any]) -> tuple[list[str], dict]:
     lines = ["## MSAs", ""]
-    sources = settings.get("msa_dir") or []
+    sources = [shown_path(s) for s in settings.get("msa_dir") or []]
     if sources:
         lines.append(f"- **Source.** Precomputed A3Ms (`{{name}}.a3m`) from {', '.join(f'`{s}`' for s in sources)}; "
                      "each query row was checked against the chain's sequence.")
     else:
         database = settings.get("database", "?")
-        files = settings.get("database_fasta") or []
+        files = [shown_path(f) for f in settings.get("database_fasta") or []]
         size = None
         manifest = settings.get("database_manifest")
         if manifest and Path(manifest).is_file():
             size = _read_json(Path(manifest)).get("total_sequences")
-        search = settings.get("search") or {}
+        search = _without_machine_paths(settings.get("search") or {})
         lines.append(f"- **Source.** `trackfold msa` (trackfold's own HHblits-style iterative search) against the "
                      f"database `{database}`" + (f" ({_fmt(size)} sequences)" if size else "")
                      + (": " + ", ".join(f"`{f}`" for f in files) if files else "") + ".")
@@ -150,7 +177,9 @@ def model_card(*, data_dir: str | Path, run_dir: str | Path, msa_stats: Sequence
     """The Markdown card of a training run (module docstring)."""
     from workflow_lib.model.checkpoint import load_checkpoint
     from workflow_lib.model.network import count_parameters
-    from workflow_lib.model.training import TRAINING_CHAINS, TRAINING_METRICS, VALIDATION_CHAINS
+    from workflow_lib.training.data import TRAINING_CHAINS
+    from workflow_lib.training.metrics import TRAINING_METRICS
+    from workflow_lib.training.validation import VALIDATION_CHAINS
 
     settings = dict(settings or {})
     data_dir, run_dir = Path(data_dir), Path(run_dir)
@@ -198,20 +227,20 @@ def model_card(*, data_dir: str | Path, run_dir: str | Path, msa_stats: Sequence
     size = (run_dir / "model.pt").stat().st_size / 1e6
     overrides = settings.get("overrides") or {}
     lines += _table(["", ""], [
-        ["file", f"`{run_dir / 'model.pt'}`, {size:.1f} MB; `torch.save` of the state dict and config, read with "
-                 f"`weights_only=True` (`workflow_lib.model.checkpoint.load_checkpoint`)"],
+        ["file", f"`{shown_path(run_dir / 'model.pt')}`, {size:.1f} MB; `torch.save` of the state dict and config, "
+                 f"read with `weights_only=True` (`workflow_lib.model.checkpoint.load_checkpoint`)"],
         ["architecture", f"`ThreeTrackNetwork`, preset `{extra.get('preset', '?')}`, "
                          f"{count_parameters(model):,} parameters; "
                          + ", ".join(f"{k} = {model_cfg[k]}" for k in ("c_m", "c_z", "c_s") if k in model_cfg)],
         ["config overrides", ", ".join(f"`{k}={v}`" for k, v in sorted(overrides.items())) or "none"],
-        ["learning curve", f"`{run_dir / 'learning_curve.png'}`"],
+        ["learning curve", f"`{shown_path(run_dir / 'learning_curve.png')}`"],
     ]) + [""]
 
     # ------------------------------------------------------------------ data
     filters = _chain_filters()
     skipped = split.get("skipped") or {}
-    structures = settings.get("structures") or []
-    archive = settings.get("structures_archive")
+    structures = [shown_path(s) for s in settings.get("structures") or []]
+    archive = shown_path(settings["structures_archive"]) if settings.get("structures_archive") else None
     source = ", ".join(f"`{s}`" for s in structures) + (f"; archive `{archive}`" if archive else "")
     lines += ["## Data", "",
               f"- **Source.** {split.get('structures', '?')} structure files ({source}); chains and split by "
@@ -243,7 +272,7 @@ def model_card(*, data_dir: str | Path, run_dir: str | Path, msa_stats: Sequence
             "clip_norm", "checkpoint_every", "val_every", "val_max_chains", "val_crop", "redraw_every", "seed")
     lines += ["## Training", "",
               "`trackfold train` (AdamW, linear warm-up then cosine decay, gradient clipping, one random crop per "
-              "step from a uniformly drawn cluster; losses of `workflow_lib/model/losses.py`).", ""]
+              "step from a uniformly drawn cluster; losses of `workflow_lib/training/losses.py`).", ""]
     lines += _table(["setting", "value"], [[k, train_config.get(k, "–")] for k in keys]
                     + [["loss weights", ", ".join(f"{k} {v}" for k, v in sorted(
                         (train_config.get("loss_weights") or {}).items()))],
@@ -324,8 +353,8 @@ def model_card(*, data_dir: str | Path, run_dir: str | Path, msa_stats: Sequence
             lines += _table(["chain"] + shown, [[row["name"]] + [_fmt(row[c], 0 if c in ("length", "msa_depth")
                                                                      else 3) for c in shown]
                                                 for row in evaluation.to_dict("records")])
-        lines += ["", f"Full tables and figures: `{Path(evaluation_dir) / 'evaluation.parquet'}`, "
-                      f"`{Path(evaluation_dir) / 'evaluation.html'}`.", ""]
+        lines += ["", f"Full tables and figures: `{shown_path(Path(evaluation_dir) / 'evaluation.parquet')}`, "
+                      f"`{shown_path(Path(evaluation_dir) / 'evaluation.html')}`.", ""]
 
     # ------------------------------------------------------------------ wall time
     bench = _benchmarks(benchmarks, name)
@@ -360,11 +389,11 @@ def model_card(*, data_dir: str | Path, run_dir: str | Path, msa_stats: Sequence
                   "given to this checkpoint at inference change nothing.")
     lines += ["## Known limits", ""] + [f"- {item}" for item in limits] + [""]
 
-    configfiles = settings.get("configfiles") or []
+    configfiles = [shown_path(c) for c in settings.get("configfiles") or []]
     lines += ["## Reproduce", "", "```bash",
               "snakemake --cores N" + "".join(f" --configfile {c}" for c in configfiles), "```", "",
               "Workflow settings (`train:` section, after defaults): "
-              f"`{json.dumps(settings.get('train', {}), sort_keys=True)}`", ""]
+              f"`{json.dumps(_without_machine_paths(settings.get('train', {})), sort_keys=True)}`", ""]
     return "\n".join(lines)
 
 

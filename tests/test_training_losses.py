@@ -1,4 +1,4 @@
-"""Losses of the three-track network (workflow_lib.model.losses) on a real chain and hand-computed cases."""
+"""Losses of the three-track network (workflow_lib.training.losses) on a real chain and hand-computed cases."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from workflow_lib.model.losses import (backbone_fape, cross_entropy, distogram_loss, fape_loss, lddt_ca_torch,
-                                       plddt_loss, total_loss)
 from workflow_lib.model.structure import Frames, frames_from_3_points, random_rotation
 from workflow_lib.structure import read_structure
 from workflow_lib.structure.metrics import lddt_ca
+from workflow_lib.training.losses import (backbone_fape, cross_entropy, distogram_loss, fape_loss, lddt_ca_torch,
+                                          plddt_loss, total_loss)
 
 torch.set_num_threads(1)
 
@@ -145,7 +145,7 @@ def test_plddt_loss_targets_binned_lddt(backbone):
 
 def test_total_loss_on_network_outputs_backpropagates():
     from workflow_lib.model import ThreeTrackNetwork, preset
-    from workflow_lib.model.training import make_targets
+    from workflow_lib.training.examples import make_targets
 
     torch.manual_seed(0)
     model = ThreeTrackNetwork(preset("tiny"))

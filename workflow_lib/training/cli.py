@@ -1,6 +1,6 @@
-"""Sub-commands ``trackfold train-data`` and ``trackfold train`` (see :mod:`workflow_lib.model.training`), and the
-training workflow's glue (rules/train.smk): ``train-batch``, ``train-targets`` and ``train-card``
-(:mod:`workflow_lib.model.card`)."""
+"""Sub-commands ``trackfold train-data`` (:mod:`workflow_lib.training.data`) and ``trackfold train``
+(:mod:`workflow_lib.training.loop`), and the training workflow's glue (rules/train.smk): ``train-batch``,
+``train-targets`` and ``train-card`` (:mod:`workflow_lib.training.card`)."""
 
 from __future__ import annotations
 
@@ -18,14 +18,15 @@ import torch
 from workflow_lib.cli_args import positive_int
 from workflow_lib.errors import InputError
 from workflow_lib.model.config import PRESETS
-from workflow_lib.model.training import (TRAINING_CHAINS, TrainConfig, load_training_chains, prepare_training_data,
-                                         train, training_device, training_model_config)
 from workflow_lib.search.iterative import msa_statistics
 from workflow_lib.seqio.atomic import atomic_path, write_text_atomic
 from workflow_lib.seqio.fasta import safe_name, write_fasta
 from workflow_lib.seqio.msa import read_a3m
 from workflow_lib.seqio.schemas import MSA_STATS, read_frame, write_table
-
+from workflow_lib.training.config import TrainConfig, training_model_config
+from workflow_lib.training.data import TRAINING_CHAINS, prepare_training_data
+from workflow_lib.training.examples import load_training_chains
+from workflow_lib.training.loop import train, training_device
 
 
 def _override(text: str) -> tuple[str, Any]:
@@ -270,7 +271,7 @@ def run_train_targets(args: argparse.Namespace) -> int:
 
 
 def run_train_card(args: argparse.Namespace) -> int:
-    from workflow_lib.model.card import write_model_card
+    from workflow_lib.training.card import write_model_card
 
     try:
         settings = json.loads(args.settings)

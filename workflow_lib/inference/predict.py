@@ -9,30 +9,8 @@ checkpoint's config accepts them, ``coevolution`` and the templates (``template_
 at ``max_msa`` rows: the query plus a sample of the other rows drawn with ``numpy.random.default_rng(seed)``
 (kept in their file order), so a fixed seed gives the same rows every time.
 
-Crop-and-stitch (:func:`crop_plan`, :func:`stitch_pair`, :func:`stitch_backbone`), for ``L > window``, after
-RoseTTAFold's ``predict_e2e.py``, which for L > 300 runs every pair of 150-residue windows (shift 75) and
-averages the 6D probabilities by pair counts. Differences: segments here do not overlap each other (shift =
-segment, 21 crops at L = 1000 instead of 78), and RoseTTAFold re-runs its structure module on the averaged
-features of the whole chain, which this network has no entry point for, so coordinates are stitched instead:
-
-* The chain is cut into segments of ``S = window // 2`` residues starting at 0, S, 2S, ...; the last one is
-  moved back to end at residue L (it then overlaps its neighbour).
-* Every pair of segments ``i < j`` is one crop of at most ``window`` residues (their union, sorted). Every
-  residue pair ``(a, b)`` lies in at least one crop, so the 6D map is covered; a crop's residue numbers are
-  shifted to start at 0, as the training crops are, and keep their true differences (the relative-position
-  encoding sees the real separation of the two segments). In a crop, MSA rows with half or
-  more gaps in the crop's columns are dropped, as RoseTTAFold does, before the ``max_msa`` cap.
-* 6D probabilities (softmax of each crop's logits) are averaged: ``P[a, b] = mean over the crops holding a
-  and b`` (:func:`stitch_pair`). The exported pair embedding is averaged the same way.
-* Coordinates come from the *contiguous* crops ``(i, i + 1)``, which chain along the sequence and overlap
-  their neighbour by one segment: each is superposed (Kabsch on N, CA, C) onto the residues already placed,
-  and every residue keeps the N, CA, C of the crop in which it is most central, i.e. farthest from a crop end
-  (:func:`stitch_backbone`). Averaging the superposed copies instead was tried and rejected: where windows
-  disagree it shrinks bonds (N-CA down to 1.0 Å with an untrained model); choosing one crop per residue keeps
-  the network's residue geometry, and seams fall in the middle of the overlaps. pLDDT and the single
-  embedding come from the same chosen crop. O and Cβ are derived afterwards from N, CA, C. The relative
-  placement of segments that never share a contiguous crop comes only through this chain of superpositions
-  (domain packing beyond ``window`` residues is not refined against the stitched distogram).
+Crop-and-stitch for ``L > window`` (:mod:`workflow_lib.inference.stitch`): the network sees every pair of
+``window // 2``-residue segments; 6D probabilities are averaged and backbones chained by superposition.
 
 Memory: the network only ever sees ``window`` residues; the stitched 6D sums are float32 ``[L, L, 130]``
 (520 bytes per residue pair: 0.5 GB at L = 1000).
@@ -56,10 +34,10 @@ import torch
 
 from workflow_lib.errors import InputError, SchemaError
 from workflow_lib.features.schema import C_COEVOLUTION, C_TEMPLATE_1D, C_TEMPLATE_PAIR
+from workflow_lib.inference.stitch import MIN_WINDOW, Crop, PairMean, crop_plan, stitch_backbone
 from workflow_lib.model.config import ModelConfig
 from workflow_lib.model.network import ThreeTrackNetwork
 from workflow_lib.seqio.alphabet import GAP_CODE, decode
-from workflow_lib.structure.metrics import kabsch
 from workflow_lib.structure.pdb_writer import complete_backbone
 
 LOG = logging.getLogger(__name__)
@@ -68,7 +46,6 @@ DEFAULT_WINDOW = 300
 """Residues per network call; longer proteins are cropped (RoseTTAFold crops for L > 300)."""
 DEFAULT_MAX_MSA = 256
 """MSA rows (query included) given to the network per call."""
-MIN_WINDOW = 16
 GAPPY_ROW_FRACTION = 0.5
 """In a crop, rows with at least this fraction of gaps in the crop's columns are dropped (RoseTTAFold)."""
 HEADS_6D = ("dist", "omega", "theta", "phi")
@@ -103,14 +80,6 @@ class PredictOptions:
             raise InputError(f"predict: batch_size must be a positive integer, got {self.batch_size!r}")
         if self.chunk_size is not None and (not isinstance(self.chunk_size, int) or self.chunk_size < 1):
             raise InputError(f"predict: chunk_size must be None or a positive integer, got {self.chunk_size!r}")
-
-
-@dataclass(frozen=True)
-class Crop:
-    """Residue positions ``[n]`` (sorted, 0-based) of one network call; ``contiguous`` crops give coordinates."""
-
-    indices: np.ndarray
-    contiguous: bool
 
 
 @dataclass
@@ -267,110 +236,6 @@ def _collate_templates(items: Sequence[dict[str, np.ndarray]], n_res: int) -> di
     return {"templates_pair": pair, "templates_1d": one_d, "template_mask": mask}
 
 
-# --- crops and stitching ----------------------------------------------------------------------------------
-def crop_plan(length: int, window: int) -> list[Crop]:
-    """The crops of a protein of ``length`` residues (module docstring); one crop of all when it fits."""
-    if length < 1:
-        raise InputError("predict: a protein needs at least one residue")
-    if window < MIN_WINDOW:
-        raise InputError(f"predict: window must be at least {MIN_WINDOW}, got {window}")
-    if length <= window:
-        return [Crop(np.arange(length), True)]
-    segment = window // 2
-    starts = list(range(0, length - segment, segment)) + [length - segment]
-    crops = []
-    for i, start_i in enumerate(starts):
-        for j in range(i + 1, len(starts)):
-            indices = np.union1d(np.arange(start_i, start_i + segment), np.arange(starts[j], starts[j] + segment))
-            crops.append(Crop(indices, contiguous=(j == i + 1)))
-    return crops
-
-
-class PairMean:
-    """Running mean of pair arrays over crops: :meth:`add` ``[n, n, C]`` at positions ``[n]``, then :meth:`mean`.
-
-    Sums are float32 (float64 when a float64 array is added first); only the sums and one count matrix are
-    kept, so crops can be dropped as soon as they are added.
-    """
-
-    def __init__(self, length: int) -> None:
-        self.length = length
-        self.total: dict[str, np.ndarray] = {}
-        self.count = np.zeros((length, length), dtype=np.int32)
-
-    def add(self, indices: np.ndarray, values: Mapping[str, np.ndarray]) -> None:
-        grid = np.ix_(indices, indices)
-        for key, value in values.items():
-            if key not in self.total:
-                dtype = np.result_type(np.float32, value.dtype)
-                self.total[key] = np.zeros((self.length, self.length, value.shape[-1]), dtype=dtype)
-            self.total[key][grid] += value
-        self.count[grid] += 1
-
-    def mean(self) -> dict[str, np.ndarray]:
-        """The means (the sums are divided in place); :class:`ValueError` if a pair was never covered."""
-        if (self.count == 0).any():
-            raise ValueError("crops do not cover every residue pair")
-        for total in self.total.values():
-            total /= self.count[..., None]
-        return self.total
-
-
-def stitch_pair(length: int, crops: Sequence[np.ndarray], values: Sequence[np.ndarray]) -> np.ndarray:
-    """Mean over crops of pair arrays: ``values[k] [n_k, n_k, C]`` at positions ``crops[k]`` -> ``[L, L, C]``.
-
-    Every pair must be covered by some crop (else :class:`ValueError`).
-    """
-    accumulator = PairMean(length)
-    for indices, value in zip(crops, values):
-        accumulator.add(indices, {"value": value})
-    return accumulator.mean()["value"]
-
-
-def centrality(n: int) -> np.ndarray:
-    """Distance of each of ``n`` crop positions to the nearer crop end (0 at both ends)."""
-    positions = np.arange(n)
-    return np.minimum(positions, n - 1 - positions)
-
-
-def stitch_backbone(length: int, crops: Sequence[np.ndarray], coords: Sequence[np.ndarray],
-                    per_residue: Sequence[Sequence[np.ndarray]] = ()) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Chain overlapping crops into one backbone (module docstring).
-
-    ``crops[k]`` positions ``[n_k]``, each overlapping the crops before it by >= 3 residues (except the first);
-    ``coords[k] [n_k, 3, 3]`` N, CA, C. Crop k is superposed (Kabsch on N, CA, C) onto the residues already
-    placed; a residue takes its coordinates from the crop in which it is most central (:func:`centrality`;
-    the earlier crop on ties). Returns float64 ``[L, 3, 3]`` in the first crop's frame and, for each list of
-    per-crop arrays in ``per_residue`` (``[n_k, ...]``), the values of the same chosen crops.
-    """
-    placed = np.full((length, 3, 3), np.nan, dtype=np.float64)
-    best = np.full(length, -1, dtype=np.int64)
-    source = np.full(length, -1, dtype=np.int64)
-    for k, (indices, xyz) in enumerate(zip(crops, coords)):
-        xyz = np.asarray(xyz, dtype=np.float64)
-        have = best[indices] >= 0
-        if k > 0:
-            if have.sum() < 3:
-                raise ValueError(f"crop {k} overlaps the crops before it by fewer than 3 residues")
-            rotation, translation = kabsch(xyz[have].reshape(-1, 3), placed[indices[have]].reshape(-1, 3))
-            xyz = xyz @ rotation.T + translation
-        score = centrality(len(indices))
-        take = score > best[indices]
-        placed[indices[take]] = xyz[take]
-        best[indices[take]] = score[take]
-        source[indices[take]] = k
-    if (source < 0).any():
-        raise ValueError("crops do not cover every residue")
-    chosen = []
-    for arrays in per_residue:
-        out = np.zeros((length, *np.shape(arrays[0])[1:]), dtype=np.result_type(*[a.dtype for a in arrays]))
-        for k, (indices, value) in enumerate(zip(crops, arrays)):
-            mine = source[indices] == k
-            out[indices[mine]] = value[mine]
-        chosen.append(out)
-    return placed, chosen
-
-
 # --- running the network ----------------------------------------------------------------------------------
 def _outputs(out: dict[str, torch.Tensor], b: int, n: int, embeddings: bool) -> dict[str, np.ndarray]:
     """Protein ``b`` of a batched output, its first ``n`` residues, as float32 numpy (6D as probabilities)."""
@@ -408,7 +273,7 @@ def _finish(features: Mapping[str, np.ndarray], backbone_3: np.ndarray, plddt: n
 
 def _predict_cropped(model: ThreeTrackNetwork, features: Mapping[str, np.ndarray], options: PredictOptions,
                      device: torch.device, crops: Sequence[Crop]) -> Prediction:
-    """Run every crop and stitch (module docstring); crop outputs are folded in as they come."""
+    """Run every crop and stitch (:mod:`workflow_lib.inference.stitch`); crop outputs are folded in as they come."""
     length = features["msa"].shape[1]
     pair_mean = PairMean(length)
     chained: list[np.ndarray] = []

@@ -1,8 +1,4 @@
-"""Sub-command ``trackfold predict`` and the inference outputs, declared once here.
-
-``trackfold predict --model CKPT --out-dir DIR [--device auto|cpu|cuda] [--window N] [--seed N]
-[--max-msa N] [--batch-size N] [--threads N] [--embeddings] FEATURES.npz|A3M...`` writes per protein (the
-file stem: ``X.npz`` / ``X.a3m`` -> ``X``), each atomically:
+"""The files ``trackfold predict`` writes per protein, declared once here, and the writer.
 
 * ``{protein}.pdb`` -- N, CA, C, O, Cβ (no Cβ for glycine), pLDDT (0-100) in the B-factor column, residues
   numbered ``residue_index + 1`` (:func:`~workflow_lib.structure.pdb_writer.write_pdb`).
@@ -13,39 +9,21 @@ file stem: ``X.npz`` / ``X.a3m`` -> ``X``), each atomically:
 * with ``--embeddings``: ``{protein}.embeddings.npz`` -- :data:`EMBEDDINGS` (query-row single and pair
   representations of the last block, for downstream tasks).
 
-A3M inputs are turned into features on the fly with the feature stage's defaults
-(:func:`~workflow_lib.features.build.build_features`).
+Each file is written atomically.
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
 import shutil
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import torch
 
-from workflow_lib.cli_args import positive_int, unique_outputs
 from workflow_lib.errors import ToolError
-from workflow_lib.features.build import build_features, read_features
-from workflow_lib.features.cli import feature_stem
-from workflow_lib.model.checkpoint import load_checkpoint
-from workflow_lib.model.predict import (
-    DEFAULT_MAX_MSA,
-    DEFAULT_WINDOW,
-    MIN_WINDOW,
-    Prediction,
-    PredictOptions,
-    check_feature_widths,
-    predict_many,
-    resolve_device,
-)
-from workflow_lib.search.allocator import NEVER_TRIM, keep_freed_memory
+from workflow_lib.inference.predict import Prediction
 from workflow_lib.seqio.alphabet import encode
 from workflow_lib.seqio.schemas import ArraySpec, NpzSchema, TableSchema, write_npz, write_table
 from workflow_lib.structure.dssp import reduce_to_three, run_dssp
@@ -63,13 +41,13 @@ PREDICTION = NpzSchema("prediction", 1, {
     "aatype": ArraySpec("int8", ("L",), "query residue codes (workflow_lib.seqio.alphabet)"),
     "residue_index": ArraySpec("int32", ("L",), "residue index of the feature file (PDB number - 1)"),
     "n_crops": ArraySpec("int32", (), "network calls stitched (1: the protein fit one window)"),
-}, "Per-protein prediction of trackfold predict (workflow_lib.model.predict_cli).")
+}, "Per-protein prediction of trackfold predict (workflow_lib.inference.outputs).")
 
 EMBEDDINGS = NpzSchema("embeddings", 1, {
     "single": ArraySpec("float32", ("L", "C_m"), "query-row MSA representation after the last block"),
     "pair": ArraySpec("float16", ("L", "L", "C_z"), "pair representation after the last block"),
     "residue_index": ArraySpec("int32", ("L",), "residue index of the feature file"),
-}, "Optional embeddings of trackfold predict --embeddings (workflow_lib.model.predict_cli).")
+}, "Optional embeddings of trackfold predict --embeddings (workflow_lib.inference.outputs).")
 
 PREDICTED_RESIDUES = TableSchema("predicted_residues", 1, pa.schema([
     ("protein", pa.string()),
@@ -80,22 +58,6 @@ PREDICTED_RESIDUES = TableSchema("predicted_residues", 1, pa.schema([
     ("ss8", pa.string()),            # DSSP 8-state of the predicted model (H G I E B T S P C, '-' unassigned); null
     ("ss3", pa.string()),            # H / E / C reduction; null without mkdssp
 ]), "Per-residue confidence and secondary structure of a predicted model.")
-
-
-def protein_name(path: str | Path) -> str:
-    """Output stem: ``X.npz`` -> ``X``; A3M names as the feature stage (``X.a3m[.gz]`` -> ``X``)."""
-    name = Path(path).name
-    if name.endswith(".npz") and len(name) > 4:
-        return name[:-4]
-    return feature_stem(path)
-
-
-def load_inputs(path: str | Path) -> dict[str, np.ndarray]:
-    """Feature file (``.npz``, validated) or A3M (features built now with the default options)."""
-    path = Path(path)
-    if path.name.endswith(".npz"):
-        return read_features(path)
-    return build_features(path)
 
 
 def predicted_secondary_structure(pdb_path: Path, residue_numbers: np.ndarray) -> tuple[list, list]:
@@ -142,57 +104,3 @@ def write_prediction(out_dir: str | Path, name: str, prediction: Prediction) -> 
         write_npz(paths["embeddings"], {"single": prediction.single, "pair": prediction.pair.astype(np.float16),
                                         "residue_index": prediction.residue_index.astype(np.int32)}, EMBEDDINGS)
     return paths
-
-
-def _window(text: str) -> int:
-    value = int(text)
-    if value < MIN_WINDOW:
-        raise argparse.ArgumentTypeError(f"must be at least {MIN_WINDOW}, got {value}")
-    return value
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    predict = subparsers.add_parser("predict", help="feature files or A3Ms -> predicted structures (PDB, 6D, pLDDT)")
-    predict.add_argument("inputs", nargs="+", help="feature files ({protein}.npz) or A3M alignments")
-    predict.add_argument("--model", required=True, help="checkpoint (.pt) written by trackfold train")
-    predict.add_argument("--out-dir", required=True, help="directory for {protein}.pdb, .pred.npz, .residues.parquet")
-    predict.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
-                         help="auto: CUDA when present, else CPU (default auto)")
-    predict.add_argument("--window", type=_window, default=DEFAULT_WINDOW,
-                         help=f"residues per network call; longer proteins are cropped and stitched "
-                              f"(default {DEFAULT_WINDOW})")
-    predict.add_argument("--max-msa", type=positive_int, default=DEFAULT_MAX_MSA,
-                         help=f"MSA rows per network call, query included (default {DEFAULT_MAX_MSA})")
-    predict.add_argument("--seed", type=int, default=0, help="seed of the MSA row sample and of torch")
-    predict.add_argument("--batch-size", type=positive_int, default=1,
-                         help="proteins of similar length per forward pass (default 1)")
-    predict.add_argument("--chunk-size", type=positive_int, default=None,
-                         help="attention chunk size (less memory, same result); default: the checkpoint's")
-    predict.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's)")
-    predict.add_argument("--embeddings", action="store_true",
-                         help="also write {protein}.embeddings.npz (single and pair representations)")
-    predict.set_defaults(handler=run_predict)
-
-
-def run_predict(args: argparse.Namespace) -> int:
-    names = unique_outputs(args.inputs, protein_name, ".pdb")
-    keep_freed_memory(trim_threshold=NEVER_TRIM)  # each crop reuses the last one's freed activations
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    options = PredictOptions(window=args.window, max_msa=args.max_msa, seed=args.seed, device=args.device,
-                             batch_size=args.batch_size, chunk_size=args.chunk_size, embeddings=args.embeddings)
-    device = resolve_device(options.device)
-    model, _ = load_checkpoint(args.model, map_location=device)
-    check_feature_widths(model.config, where=str(args.model))
-    out_dir = Path(args.out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    # Without batching, one feature file is held in memory at a time.
-    groups = ([list(names.items())] if options.batch_size > 1 else [[item] for item in names.items()])
-    start = time.perf_counter()
-    for group in groups:
-        items = [(name, load_inputs(path)) for name, path in group]
-        for name, prediction in predict_many(model, items, options):
-            paths = write_prediction(out_dir, name, prediction)
-            print(f"{paths['pdb']}: L={len(prediction.sequence)} crops={prediction.n_crops} "
-                  f"mean pLDDT={float(prediction.plddt.mean()):.1f} ({time.perf_counter() - start:.1f} s, {device})")
-    return 0

@@ -1,4 +1,4 @@
-"""Training loop (workflow_lib.model.training) with the tiny preset on real chains from tests/data/structure.
+"""Training (workflow_lib.training) with the tiny preset on real chains from tests/data/structure.
 
 Features are built at test time from query-only A3Ms of the chains (as ``trackfold train-data`` writes them).
 """
@@ -6,6 +6,7 @@ Features are built at test time from query-only A3Ms of the chains (as ``trackfo
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import numpy as np
@@ -17,9 +18,11 @@ from workflow_lib.errors import InputError, SchemaError
 from workflow_lib.features.build import build_features, write_features
 from workflow_lib.model.checkpoint import load_checkpoint, load_weights
 from workflow_lib.model.network import ThreeTrackNetwork
-from workflow_lib.model.training import (TRAINING_CHAINS, TrainConfig, collect_chains, evaluate,
-                                         learning_rate, load_training_chains, single_linkage, split_by_identity,
-                                         subsample_msa_rows, train, training_model_config)
+from workflow_lib.training.config import TrainConfig, training_model_config
+from workflow_lib.training.data import TRAINING_CHAINS, collect_chains, single_linkage, split_by_identity
+from workflow_lib.training.examples import load_training_chains, subsample_msa_rows
+from workflow_lib.training.loop import learning_rate, train
+from workflow_lib.training.validation import evaluate
 from workflow_lib.seqio.schemas import write_table
 
 torch.set_num_threads(1)
@@ -129,7 +132,7 @@ def test_schedule_split_and_msa_subsampling():
 
 
 def test_identity_split_keeps_homologues_together(data_dir):
-    from workflow_lib.model.training import ChainRecord
+    from workflow_lib.training.data import ChainRecord
 
     # two chains of 3BP8 (75 aa) differing at 10 positions (87% identical) and an unrelated chain (1ACB l)
     records, _ = collect_chains([data_dir / "structure" / f for f in FILES])
@@ -161,3 +164,39 @@ def test_warm_start_from_a_checkpoint(dataset, tmp_path):
     other = _config(steps=1, model={**_config().model, "c_z": 8}, init_model=str(first.model_path))
     with pytest.raises(SchemaError):
         train(other, train_chains, [0], [], tmp_path / "other", final_validation=False)
+
+
+def test_model_card_names_no_machine_path(dataset, data_dir, tmp_path, monkeypatch):
+    """A run under an absolute directory: the card writes paths relative to the working directory, or file names
+    when they lie outside it; never an absolute path (settings included)."""
+    from workflow_lib.evaluate.core import EVALUATION
+    from workflow_lib.training.card import model_card
+    from workflow_lib.training.data import prepare_training_data
+
+    table, features_dir = dataset
+    prepare_training_data([data_dir / "structure" / f for f in FILES], tmp_path / "data", val_fraction=0.5)
+    chains = load_training_chains(table, features_dir)
+    train(_config(steps=2, checkpoint_every=2), chains[:1], [0], chains[1:], tmp_path / "run")
+    (tmp_path / "evaluation").mkdir()
+    write_table(tmp_path / "evaluation" / "evaluation.parquet",
+                pd.DataFrame({"name": ["x"], "lddt_ca": [0.5], "tmalign_status": ["ok"]},
+                             columns=EVALUATION.schema.names), EVALUATION)
+    msa = str(tmp_path / "msa" / "b*")
+    settings = {"name": "ci", "msa_dir": [msa], "structures": [str(data_dir / "structure" / f) for f in FILES],
+                "structures_archive": str(tmp_path / "structures.tgz"),
+                "configfiles": [str(tmp_path / "config.yaml"), "config/train_ci.yaml"],
+                "train": {"msa_dir": [msa], "init_model": str(tmp_path / "init.pt"), "steps": 2}}
+    kwargs = dict(data_dir=tmp_path / "data", run_dir=tmp_path / "run", evaluation_dir=tmp_path / "evaluation",
+                  settings=settings)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    card = model_card(**kwargs)
+    assert str(tmp_path) not in card and "/work/" not in card
+    assert not re.search(r"(^|[\s`\"'(,])/[\w.~-]", card, re.MULTILINE), card
+    assert "| file | `model.pt`," in card and "`evaluation.parquet`" in card
+    assert "--configfile config.yaml --configfile config/train_ci.yaml" in card
+    assert '"init_model": "init.pt"' in card and '"msa_dir": ["b*"]' in card
+    monkeypatch.chdir(tmp_path)
+    card = model_card(**kwargs)
+    assert "| file | `run/model.pt`," in card and "`evaluation/evaluation.parquet`" in card
+    assert not re.search(r"(^|[\s`\"'(,])/[\w.~-]", card, re.MULTILINE), card

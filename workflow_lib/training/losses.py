@@ -169,7 +169,7 @@ def plddt_loss(plddt_logits: torch.Tensor, pred_ca: torch.Tensor, true_ca: torch
 
 def total_loss(outputs: dict[str, torch.Tensor], targets: dict[str, torch.Tensor],
                weights: LossWeights = LossWeights()) -> tuple[torch.Tensor, dict[str, float]]:
-    """Weighted sum of the three losses; ``targets`` as built by :func:`workflow_lib.model.training.make_targets`.
+    """Weighted sum of the three losses; ``targets`` as built by :func:`workflow_lib.training.examples.make_targets`.
 
     ``targets``: ``dist``/``omega``/``theta``/``phi`` int ``[B, L, L]``, ``pair_mask [B, L, L]``, ``coords``
     ``[B, L, 3, 3]`` (N, CA, C) and ``atom_mask [B, L, 3]``. Returns the loss and its parts as floats.

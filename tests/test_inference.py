@@ -1,4 +1,4 @@
-"""Inference (workflow_lib.model.predict, predict_cli): inputs, crop-and-stitch, outputs, determinism, errors.
+"""Inference (workflow_lib.inference): inputs, crop-and-stitch, outputs, determinism, errors.
 
 Real data: ``tests/data/predict/t1078_head64.a3m`` (a cut of the CASP14 T1078 HHblits MSA, see
 tests/data/README.md) and the SCOPe globin domain ``tests/data/structure/d1mbaa_.pdb.gz``. The model is a
@@ -22,19 +22,16 @@ from workflow_lib.cli import main
 from workflow_lib.features import build_features, write_features
 from workflow_lib.model import ThreeTrackNetwork, preset
 from workflow_lib.model.checkpoint import save_checkpoint
-from workflow_lib.model.predict import (
-    PairMean,
+from workflow_lib.inference.outputs import PREDICTED_RESIDUES, PREDICTION
+from workflow_lib.inference.predict import (
     PredictOptions,
-    crop_plan,
     model_inputs,
     predict_features,
     predict_many,
     run_network,
     select_rows,
-    stitch_backbone,
-    stitch_pair,
 )
-from workflow_lib.model.predict_cli import PREDICTED_RESIDUES, PREDICTION
+from workflow_lib.inference.stitch import PairMean, crop_plan, stitch_backbone, stitch_pair
 from workflow_lib.model.structure import IDEAL_BACKBONE
 from workflow_lib.seqio.schemas import read_frame, read_npz
 from workflow_lib.structure import read_chain

@@ -1,0 +1,56 @@
+"""Settings of a training run: :class:`TrainConfig` (training settings plus the model's config and loss weights)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from workflow_lib.errors import InputError
+from workflow_lib.model.config import ModelConfig, preset
+from workflow_lib.train_defaults import TrainSettings
+from workflow_lib.training.losses import LossWeights
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainConfig(TrainSettings):
+    """Settings of :func:`~workflow_lib.training.loop.train` (the model's own are in ``model``, a
+    :class:`ModelConfig` dict)."""
+
+    model: dict[str, Any]
+    loss_weights: dict[str, float] = dataclasses.field(default_factory=lambda: dataclasses.asdict(LossWeights()))
+
+    def __post_init__(self) -> None:
+        ModelConfig.from_dict(self.model)
+        for name in ("steps", "crop_size", "max_msa_rows", "checkpoint_every", "val_every", "val_max_chains",
+                     "val_crop", "redraw_every"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise InputError(f"training config: {name} must be a positive integer, got {value!r}")
+        if self.warmup_steps < 0 or not self.lr > 0 or self.clip_norm <= 0 or not 0 <= self.min_lr_fraction <= 1:
+            raise InputError("training config: need warmup_steps ≥ 0, lr > 0, clip_norm > 0, "
+                             "0 ≤ min_lr_fraction ≤ 1")
+        LossWeights(**self.loss_weights)
+
+    @property
+    def model_config(self) -> ModelConfig:
+        return ModelConfig.from_dict(self.model)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise InputError(f"training config: unknown key(s) {unknown}")
+        return cls(**data)
+
+
+def training_model_config(preset_name: str = "small", **overrides: Any) -> ModelConfig:
+    """A preset with the feature file's co-evolution (2) and template (131 / 26) channel widths."""
+    from workflow_lib.features.schema import C_COEVOLUTION, C_TEMPLATE_1D, C_TEMPLATE_PAIR
+
+    return preset(preset_name, **{"c_coevolution": C_COEVOLUTION, "c_template_pair": C_TEMPLATE_PAIR,
+                                  "c_template_1d": C_TEMPLATE_1D, **overrides})

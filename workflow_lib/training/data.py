@@ -1,0 +1,207 @@
+"""Training data: usable chains of structure files, identity clusters and a homology-aware split.
+
+``trackfold train-data`` (:mod:`workflow_lib.training.cli`): every protein chain of the structure files with
+``min_length ≤ L ≤ max_length``, at most 5% unknown residues and N, CA, C on at least 80% of its residues;
+identical sequences kept once. Chains are clustered by single linkage over pairwise sequence identity and whole
+clusters go to the validation split, so no validation chain is more than ``identity`` (30%) identical to a
+training chain. **Identity** of two chains = identical residues in the best local alignment (trackfold's own
+Viterbi, :func:`workflow_lib.aligner.align_queries`, the chain's single-sequence profile against the other
+chain) divided by the length of the *shorter* chain (the CD-HIT convention; an asymmetric pair counts when
+either direction exceeds the threshold). The table (:data:`TRAINING_CHAINS`) lists each chain's structure file
+and chain id; a query-only A3M per chain is written for ``trackfold features`` (replace it with a real MSA to
+train on alignments).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from workflow_lib.errors import InputError
+from workflow_lib.seqio.alphabet import encode
+from workflow_lib.seqio.atomic import write_text_atomic
+from workflow_lib.seqio.schemas import TableSchema, write_table
+from workflow_lib.structure.parse import Chain, read_structure
+
+TRAINING_CHAINS = TableSchema("training_chains", 1, pa.schema([
+    ("name", pa.string()),           # {entry}_{chain}; the A3M / feature stem
+    ("structure", pa.string()),      # structure file (PDB or mmCIF)
+    ("chain", pa.string()),          # author chain id
+    ("sequence", pa.string()),       # one-letter residues of the observed chain
+    ("length", pa.int32()),
+    ("cluster", pa.int32()),         # single-linkage identity cluster
+    ("split", pa.string()),          # "train" or "validation"
+]), "Chains for training: structure, chain, identity cluster and split (workflow_lib.training.data).")
+
+
+@dataclass(frozen=True)
+class ChainRecord:
+    """A chain selected for training."""
+
+    name: str
+    structure: str
+    chain: str
+    sequence: str
+
+
+def chain_ok(chain: Chain, *, min_length: int, max_length: int, max_unknown: float = 0.05,
+             min_backbone: float = 0.8) -> str:
+    """Why ``chain`` is not usable for training (``""`` when it is)."""
+    length = len(chain)
+    if length < min_length:
+        return f"shorter than {min_length}"
+    if length > max_length:
+        return f"longer than {max_length}"
+    if chain.sequence.count("X") > max_unknown * length:
+        return "too many unknown residues"
+    if chain.mask[:, :3].all(axis=1).mean() < min_backbone:
+        return "too many residues without N, CA, C"
+    return ""
+
+
+def collect_chains(paths: Iterable[str | Path], *, min_length: int = 40, max_length: int = 400
+                   ) -> tuple[list[ChainRecord], dict[str, int]]:
+    """Usable chains of the structure files (module docstring), identical sequences once; and skip counts."""
+    records: list[ChainRecord] = []
+    seen: set[str] = set()
+    skipped: dict[str, int] = {}
+    for path in sorted(str(p) for p in paths):
+        for chain in read_structure(path):
+            reason = chain_ok(chain, min_length=min_length, max_length=max_length)
+            if not reason and chain.sequence in seen:
+                reason = "identical sequence already taken"
+            if reason:
+                skipped[reason] = skipped.get(reason, 0) + 1
+                continue
+            seen.add(chain.sequence)
+            name = chain.name.replace(".", "_")
+            records.append(ChainRecord(name, path, chain.chain_id, chain.sequence))
+    names = [r.name for r in records]
+    if len(set(names)) != len(names):
+        dup = sorted({n for n in names if names.count(n) > 1})
+        raise InputError(f"two structure files give the same chain name(s) {dup[:5]}")
+    return records, skipped
+
+
+def identity_links(sequences: Sequence[str], threshold: float, *, cpus: int = 1) -> list[tuple[int, int, float]]:
+    """Pairs ``(i, j, identity)``, ``i < j``, whose identity (module docstring) exceeds ``threshold``."""
+    from workflow_lib.aligner import align_queries, profile_from_sequence
+
+    codes = [encode(s) for s in sequences]
+    profiles = [profile_from_sequence(s, name=str(k)) for k, s in enumerate(sequences)]
+    links: dict[tuple[int, int], float] = {}
+    hits = align_queries(profiles, codes, backtrace=True, cpus=cpus)
+    for i, row in enumerate(hits):
+        for j, hit in enumerate(row):
+            if i == j or hit is None or hit.aligned_columns == 0:
+                continue
+            pairs = hit.pairs
+            same = int(np.sum(codes[i][pairs[:, 0]] == codes[j][pairs[:, 1]]))
+            identity = same / min(len(sequences[i]), len(sequences[j]))
+            if identity > threshold:
+                key = (min(i, j), max(i, j))
+                links[key] = max(links.get(key, 0.0), identity)
+    return sorted((i, j, v) for (i, j), v in links.items())
+
+
+def single_linkage(n: int, links: Iterable[tuple[int, int, float]]) -> np.ndarray:
+    """Cluster labels 0..C−1 (in order of first member) of the connected components of ``links``."""
+    parent = list(range(n))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for i, j, _ in links:
+        ri, rj = find(i), find(j)
+        if ri != rj:
+            parent[max(ri, rj)] = min(ri, rj)
+    roots: dict[int, int] = {}
+    return np.array([roots.setdefault(find(k), len(roots)) for k in range(n)], dtype=np.int32)
+
+
+def split_by_identity(records: Sequence[ChainRecord], *, identity: float = 0.3, val_fraction: float = 0.1,
+                      seed: int = 0, cpus: int = 1) -> pd.DataFrame:
+    """The :data:`TRAINING_CHAINS` table: clusters at ``identity`` and whole clusters drawn for validation
+    (in a seeded random order, until ``val_fraction`` of the chains is reached; clusters larger than 5% of the
+    chains always stay in training)."""
+    if not 0.0 < val_fraction < 1.0:
+        raise InputError(f"val_fraction must be in (0, 1), got {val_fraction}")
+    labels = single_linkage(len(records), identity_links([r.sequence for r in records], identity, cpus=cpus))
+    sizes = np.bincount(labels)
+    rng = np.random.default_rng(seed)
+    wanted = val_fraction * len(records)
+    val_clusters: set[int] = set()
+    taken = 0
+    for cluster in rng.permutation(len(sizes)):
+        if taken >= wanted:
+            break
+        if sizes[cluster] > max(1, 0.05 * len(records)):
+            continue
+        val_clusters.add(int(cluster))
+        taken += int(sizes[cluster])
+    return pd.DataFrame({
+        "name": [r.name for r in records],
+        "structure": [r.structure for r in records],
+        "chain": [r.chain for r in records],
+        "sequence": [r.sequence for r in records],
+        "length": [len(r.sequence) for r in records],
+        "cluster": labels,
+        "split": ["validation" if int(c) in val_clusters else "train" for c in labels],
+    })
+
+
+def max_cross_identity(table: pd.DataFrame, *, cpus: int = 1) -> float:
+    """Highest identity (module docstring) between a validation chain and a training chain (0 if none)."""
+    from workflow_lib.aligner import align_queries, profile_from_sequence
+
+    val = table[table["split"] == "validation"]["sequence"].tolist()
+    train = table[table["split"] == "train"]["sequence"].tolist()
+    if not val or not train:
+        return 0.0
+    best = 0.0
+    train_codes = [encode(s) for s in train]
+    for direction in ((val, train, train_codes, False), (train, val, [encode(s) for s in val], True)):
+        queries, targets, codes, _ = direction
+        hits = align_queries([profile_from_sequence(s) for s in queries], codes, backtrace=True, cpus=cpus)
+        for qi, row in enumerate(hits):
+            q = encode(queries[qi])
+            for tj, hit in enumerate(row):
+                if hit.aligned_columns:
+                    same = int(np.sum(q[hit.pairs[:, 0]] == codes[tj][hit.pairs[:, 1]]))
+                    best = max(best, same / min(len(queries[qi]), len(targets[tj])))
+    return best
+
+
+def prepare_training_data(structures: Sequence[str | Path], out_dir: str | Path, *, min_length: int = 40,
+                          max_length: int = 400, identity: float = 0.3, val_fraction: float = 0.1, seed: int = 0,
+                          cpus: int = 1) -> pd.DataFrame:
+    """Write ``out_dir/chains.parquet`` (:data:`TRAINING_CHAINS`), ``out_dir/a3m/{name}.a3m`` (query only)
+    and ``out_dir/split.json`` (counts, settings, measured maximum cross-split identity)."""
+    out_dir = Path(out_dir)
+    records, skipped = collect_chains(structures, min_length=min_length, max_length=max_length)
+    if len(records) < 2:
+        raise InputError(f"only {len(records)} usable chain(s) in {len(structures)} structure file(s)")
+    table = split_by_identity(records, identity=identity, val_fraction=val_fraction, seed=seed, cpus=cpus)
+    write_table(out_dir / "chains.parquet", table, TRAINING_CHAINS)
+    for name, sequence in zip(table["name"], table["sequence"]):
+        write_text_atomic(out_dir / "a3m" / f"{name}.a3m", f">{name}\n{sequence}\n")
+    summary = {
+        "structures": len(structures), "chains": len(table), "skipped": skipped,
+        "clusters": int(table["cluster"].nunique()),
+        "train_chains": int((table["split"] == "train").sum()),
+        "validation_chains": int((table["split"] == "validation").sum()),
+        "validation_clusters": int(table[table["split"] == "validation"]["cluster"].nunique()),
+        "identity_threshold": identity, "min_length": min_length, "max_length": max_length, "seed": seed,
+        "max_cross_identity": max_cross_identity(table, cpus=cpus),
+    }
+    write_text_atomic(out_dir / "split.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    return table
