@@ -5,6 +5,7 @@ Two steps, each a command (:mod:`.cli`): ``trackfold train-data`` then ``trackfo
 - :mod:`.data` -- usable chains of structure files, identity clusters, the split (:data:`~.data.TRAINING_CHAINS`).
 - :mod:`.examples` -- a chain's true backbone; network inputs and loss targets of a crop.
 - :mod:`.losses` -- distogram cross-entropy, FAPE and pLDDT losses.
+- :mod:`.settings` -- optimisation and schedule settings shared with the workflow's ``train`` section (torch-free).
 - :mod:`.config` -- :class:`~.config.TrainConfig`.
 - :mod:`.loop` -- :func:`~.loop.train`: sampling, AdamW with warm-up and cosine decay, resume.
 - :mod:`.state` -- the resumable training state ``train_state.pt``.
@@ -12,4 +13,6 @@ Two steps, each a command (:mod:`.cli`): ``trackfold train-data`` then ``trackfo
 - :mod:`.metrics` -- the training curve (:data:`~.metrics.TRAINING_METRICS`, ``learning_curve.png``).
 - :mod:`.cli` -- ``trackfold train-data``, ``train``, ``train-batch``, ``train-targets``, ``train-card``.
 - :mod:`.card` -- the model card of a training-workflow run.
+
+This ``__init__`` imports nothing, so the workflow reads :mod:`.settings` without torch.
 """

@@ -8,7 +8,7 @@ from typing import Any
 
 from workflow_lib.errors import InputError
 from workflow_lib.model.config import ModelConfig, preset
-from workflow_lib.train_defaults import TrainSettings
+from workflow_lib.training.settings import TrainSettings
 from workflow_lib.training.losses import LossWeights
 
 

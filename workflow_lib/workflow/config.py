@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from workflow_lib.errors import InputError
-from workflow_lib.train_defaults import TrainSettings
+from workflow_lib.training.settings import TrainSettings
 
 T = TypeVar("T", bound="StageConfig")
 
@@ -234,7 +234,7 @@ class FeatureConfig(StageConfig):
 
 @dataclasses.dataclass(frozen=True)
 class PredictConfig(StageConfig):
-    """Structure prediction (config section ``predict``; see workflow_lib.model.predict)."""
+    """Structure prediction (config section ``predict``; see workflow_lib.inference.predict)."""
 
     model: str = "models/trackfold_small_v2.pt"
     window: int = 300
@@ -254,7 +254,7 @@ class PredictConfig(StageConfig):
 class TrainWorkflowConfig(StageConfig, TrainSettings):
     """The training workflow (config section ``train``; rules/train.smk): structures → chains and an identity
     split → MSAs (our search, or precomputed) → features → ``trackfold train`` → predictions and evaluation of
-    the held-out chains → a model card. Training settings mirror :class:`workflow_lib.model.training.TrainConfig`
+    the held-out chains → a model card. Training settings mirror :class:`workflow_lib.training.config.TrainConfig`
     (same names and defaults); ``threads``, ``mem_mb`` and ``runtime`` are the training job's resources."""
 
     name: str = "model"

@@ -1,9 +1,9 @@
-"""Training settings shared (names and defaults) by :class:`workflow_lib.model.training.TrainConfig`
+"""Training settings shared (names and defaults) by :class:`workflow_lib.training.config.TrainConfig`
 (``trackfold train``) and :class:`workflow_lib.workflow.config.TrainWorkflowConfig` (config section ``train``),
 which both inherit :class:`TrainSettings`.
 
-A torch-free module at the package top level, so the workflow's config (read by every ``snakemake``
-invocation, ``-n`` included) does not import torch; ``tests/test_train_workflow.py`` also checks these against
+Torch-free, like the package's ``__init__``: the workflow's config (read by every ``snakemake`` invocation,
+``-n`` included) imports it without importing torch; ``tests/test_train_workflow.py`` also checks these against
 ``config/schema.yaml``.
 """
 
