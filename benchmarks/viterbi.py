@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from workflow_lib.aligner import align_targets  # noqa: E402
 from workflow_lib.aligner.hmmer3 import read_hmmer3  # noqa: E402
-from workflow_lib.aligner.lanes import LANE_CELLS, resolve_cpus  # noqa: E402
+from workflow_lib.aligner.lanes import resolve_cpus  # noqa: E402
 from workflow_lib.seqio.alphabet import encode  # noqa: E402
 from workflow_lib.seqio.atomic import write_text_atomic  # noqa: E402
 from workflow_lib.seqio.fasta import iter_fasta  # noqa: E402

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from workflow_lib.errors import InputError
-from workflow_lib.seqio.alphabet import GAP_CODE, encode, first_invalid
+from workflow_lib.seqio.alphabet import encode, first_invalid
 from workflow_lib.seqio.atomic import atomic_path
 from workflow_lib.seqio.fasta import format_fasta, open_text
 

@@ -28,7 +28,7 @@ from typing import Literal
 
 import numpy as np
 
-from workflow_lib.errors import InputError, ToolError
+from workflow_lib.errors import ToolError
 from workflow_lib.seqio.atomic import write_bytes_atomic, write_text_atomic
 from workflow_lib.structure.parse import Chain, read_structure_bytes
 from workflow_lib.structure.pdb_writer import CRYST1, format_pdb

@@ -289,8 +289,6 @@ class TrainWorkflowConfig(StageConfig, TrainSettings):
         return super().from_dict(data, where=where or "config 'train'")
 
     def __post_init__(self) -> None:
-        import re
-
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", self.name):
             raise InputError(f"train.name must be a file-name-safe word, got {self.name!r}")
         if not 1 <= self.min_length <= self.max_length:
