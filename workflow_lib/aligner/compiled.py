@@ -54,8 +54,7 @@ def _make_kernel(numba, backtrace: bool):
     """The kernel, compiled for one value of ``backtrace`` (a closure constant: the other branch is gone).
 
     Per row i: an M + I pass over l, then a D pass; the innermost loops run over the lanes with selects only,
-    which LLVM vectorises. What kept it from vectorising (3–4× slower, measured, benchmarks/RESULTS.md session
-    38): DP buffers passed in as arguments or a row split into functions (LLVM cannot rule out overlaps), the
+    which LLVM vectorises. What kept it from vectorising (3–4× slower, measured): DP buffers passed in as arguments or a row split into functions (LLVM cannot rule out overlaps), the
     in-row left neighbours read from the row being written (hence the ``m_left``/``i_left`` lane buffers), and
     the best cell tracked inside the lane loop (hence a lane maximum per row, and the column of a better row
     maximum looked up after the row: a lane improves in few rows)."""

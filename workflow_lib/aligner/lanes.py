@@ -271,7 +271,7 @@ def align_pairs(profiles: Sequence[Profile | SequenceScores], pair_profile: Sequ
     profiles share buckets (:func:`pair_buckets`, :func:`~workflow_lib.aligner.torch_kernels.
     viterbi_mixed_lanes_torch`): a search hands the survivors of all its queries to the GPU in a few calls
     instead of one call per query. With NumPy each profile's pairs run as one :func:`align_targets` call in
-    this process (mixed buckets did not pay on the CPU: ``benchmarks/RESULTS.md``, session 22)."""
+    this process (mixed buckets did not pay on the CPU, measured)."""
     scores_list = [p if isinstance(p, SequenceScores) else sequence_scores(p) for p in profiles]
     checked = _check_targets(targets)
     pair_profile = np.asarray(pair_profile, dtype=np.int64)

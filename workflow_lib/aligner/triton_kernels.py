@@ -4,7 +4,7 @@ Vectorized Viterbi Algorithm"; recurrences, tie-breaking and backtrace bytes as 
 
 The torch kernel issues ~30 tensor operations per DP row, each reading and writing whole ``[Lt, W]`` rows of
 device memory: on an H100 it ran at 1 GCUPS score-only and 0.3 with backtrace (``benchmarks/RESULTS.md``,
-session 30). Here one GPU thread owns one lane and walks its DP matrix row by row, cell by cell, with the
+"Homology search on a GPU"). Here one GPU thread owns one lane and walks its DP matrix row by row, cell by cell, with the
 diagonal and left neighbours in registers; only the previous row's M, I, D values go through memory (one load
 and one store each per cell, contiguous across the lanes of a block), plus the residue code, its emission
 score, and the backtrace byte when asked for. Lanes may use different profiles (``lane_profile``), so one

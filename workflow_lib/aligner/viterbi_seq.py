@@ -72,7 +72,7 @@ def lane_max(values: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     NumPy reduces over the first axis with one inner loop of W elements per position, so a bucket of a few
     long targets (W = 8, n = 1,100) pays ~27 ns per position. Viewed as ``[n / 8, 8 · W]`` the inner loops are
     8× longer, and the last ``[8, W]`` maxima are a second, tiny reduction: 2–3× faster for W ≤ 40, the same
-    at W = 160 (measured in benchmarks/RESULTS.md, session 18). Maxima are exact, so the result is identical.
+    at W = 160 (measured). Maxima are exact, so the result is identical.
     """
     n, width = values.shape
     if n % LANE_MAX_FOLD or n == LANE_MAX_FOLD or not values.flags.c_contiguous:
@@ -91,8 +91,8 @@ def chain_steps(excess: int, step: int, n_positions: int) -> int:
     steps, each one array pass. Capped by the row: at most ``(n_positions − 1).bit_length()`` steps, which make
     the scan the full cumulative maximum.
 
-    Until session 20, rows needing more than 8 steps used a blocked full scan instead; its strided passes cost
-    2–2.5× more than 9–11 contiguous doubling passes (``benchmarks/RESULTS.md``).
+    A blocked full scan for rows needing more than 8 steps was measured and not taken: its strided passes cost
+    2–2.5× more than 9–11 contiguous doubling passes.
     """
     if excess <= 0:
         return 0
@@ -292,7 +292,7 @@ def _pack_seq_byte(out: np.ndarray, scratch: np.ndarray, m_beats_i: np.ndarray, 
     np.subtract(stop.view(np.uint8), 1, out=scratch)  # 0 where STOP, 255 elsewhere
     np.bitwise_and(out, scratch, out=out)
     # the bits by multiplication: NumPy's uint8 left_shift has no vectorised loop (29 µs against 2 µs for 120k
-    # bytes, session 32)
+    # bytes, measured)
     np.multiply(from_i.view(np.uint8), 1 << 2, out=scratch)
     np.bitwise_or(out, scratch, out=out)
     np.multiply(from_d.view(np.uint8), 1 << 3, out=scratch)
