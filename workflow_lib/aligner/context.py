@@ -23,7 +23,7 @@ in the columns of real MSAs: trackfold's *E. coli* K-12 proteome MSAs against th
 at most 50% identical to the query (``benchmarks/context_model.py`` rebuilds them and writes the provenance next
 to the weights). On held-out MSAs they predict those residues with 2.568 nats per residue, against 2.643 for
 the Gonnet matrix with the 0.9 admixture and 2.597 for a substitution matrix fitted to the same data
-(benchmarks/RESULTS.md, "context-specific pseudocounts"); on HH-suite's example family MSAs they do worse than
+(``benchmarks/context_model.py`` measures both); on HH-suite's example family MSAs they do worse than
 Gonnet (2.609 against 2.579), so the weights reflect the divergence of prokaryotic remote homologs.
 """
 

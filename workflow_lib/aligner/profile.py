@@ -13,7 +13,7 @@ Seed sections "Hidden-Markov Model Profiles" and "Initializing the Emission Prob
   comparison tests, and HH-suite's default for substitution-matrix pseudocounts); the default :data:`ADMIX_A`
   ``= 0.9`` is the overall admixture HH-suite uses with its context-specific pseudocounts, so a
   one-sequence profile keeps 10% of its own residue instead of being the pure substitution matrix
-  (measured on Pfam: benchmarks/RESULTS.md, "Pseudocount admixture").
+  (chosen on Pfam sequences disjoint from the benchmark's queries).
 - context-specific pseudocounts (optional, ``context=``): ``g_i`` predicted from the columns around ``i`` by a
   :class:`~workflow_lib.aligner.context.ContextModel` instead of ``Σ_a q_obs(a)·g(a, x)``, same admixture.
 - transitions: weighted match/insert/delete transition counts of the MSA, then HH-suite's transition
@@ -43,8 +43,8 @@ ADMIX_A = 0.9
 """Overall pseudocount admixture ``a``: at most this fraction of a column's emissions comes from the pseudocounts.
 0.9 is HH-suite's default for its context-specific pseudocounts (``-pc_hhm_contxt_a``; its substitution-matrix
 pseudocounts default to 1.0). 1.0 turns a one-sequence profile into the pure substitution
-matrix (the seed's wording); 0.9 finds more remote homologs on Pfam (benchmarks/RESULTS.md, "Pseudocount
-admixture")."""
+matrix (the seed's wording); 0.9 finds more remote homologs on Pfam (chosen on Pfam sequences disjoint
+from the benchmark's queries)."""
 
 CLUSTER_IDENTITY = 0.8
 """Sequences join a cluster when they share more than this fraction of identical residues with a member
