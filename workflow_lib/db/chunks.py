@@ -13,12 +13,30 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from workflow_lib.errors import InputError
 from workflow_lib.seqio.fasta import Record
+
+
+@dataclass(frozen=True)
+class ChunkSettings:
+    """How proteomes are cut into jobs (``trackfold chunk``; the workflow's config section ``chunks``)."""
+
+    proteins_per_chunk: int = 50
+    max_length: int = 5000
+    too_long: str = "skip"
+
+    def __post_init__(self) -> None:
+        if self.proteins_per_chunk < 1:
+            raise InputError(f"chunks.proteins_per_chunk must be at least 1, got {self.proteins_per_chunk}")
+        if self.max_length < 1:
+            raise InputError(f"chunks.max_length must be at least 1, got {self.max_length}")
+        if self.too_long not in ("skip", "error"):
+            raise InputError(f"chunks.too_long must be 'skip' or 'error', got {self.too_long!r}")
 
 
 def assign_chunks(lengths: Sequence[int] | np.ndarray, proteins_per_chunk: int) -> np.ndarray:

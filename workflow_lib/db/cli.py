@@ -7,14 +7,13 @@ import json
 from pathlib import Path
 
 from workflow_lib.db.build import DUPLICATE_POLICIES, build_database, read_manifest
-from workflow_lib.db.chunks import chunk_name, chunk_table
+from workflow_lib.db.chunks import ChunkSettings, chunk_name, chunk_table
 import pandas as pd
 
 from workflow_lib.errors import InputError
 from workflow_lib.search.kmer_index import DEFAULT_SHAPE, MAX_WEIGHT, contiguous_shape
 from workflow_lib.seqio.fasta import Record, read_fasta, write_fasta
 from workflow_lib.seqio.schemas import CHUNKS, read_frame, write_table
-from workflow_lib.workflow.config import ChunkConfig
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -47,9 +46,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     chunk.add_argument("--proteome", required=True, help="proteome name (as in the config)")
     chunk.add_argument("--out", required=True, help="chunk table (Parquet) to write")
     chunk.add_argument("--fasta-dir", help="also write chunk_NNNN.fasta files here")
-    chunk.add_argument("--proteins-per-chunk", type=int, default=ChunkConfig.proteins_per_chunk)
-    chunk.add_argument("--max-length", type=int, default=ChunkConfig.max_length)
-    chunk.add_argument("--too-long", choices=("skip", "error"), default=ChunkConfig.too_long)
+    chunk.add_argument("--proteins-per-chunk", type=int, default=ChunkSettings.proteins_per_chunk)
+    chunk.add_argument("--max-length", type=int, default=ChunkSettings.max_length)
+    chunk.add_argument("--too-long", choices=("skip", "error"), default=ChunkSettings.too_long)
     chunk.set_defaults(handler=run_chunk)
 
     extract = subparsers.add_parser("chunk-extract", help="write the FASTA of one chunk of a chunk table")
@@ -88,7 +87,7 @@ def run_db_info(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_chunk_table(fasta: str | Path, proteome: str, out: str | Path, settings: ChunkConfig,
+def write_chunk_table(fasta: str | Path, proteome: str, out: str | Path, settings: ChunkSettings,
                       fasta_dir: str | Path | None = None) -> int:
     """Write the chunk table (and optionally every chunk's FASTA); returns the number of chunks."""
     records = read_fasta(fasta)
@@ -117,7 +116,7 @@ def write_chunk_fasta(records: list[Record], table: pd.DataFrame, chunk: int, ou
 
 
 def run_chunk(args: argparse.Namespace) -> int:
-    settings = ChunkConfig(proteins_per_chunk=args.proteins_per_chunk, max_length=args.max_length,
+    settings = ChunkSettings(proteins_per_chunk=args.proteins_per_chunk, max_length=args.max_length,
                            too_long=args.too_long)
     n_chunks = write_chunk_table(args.fasta, args.proteome, args.out, settings, args.fasta_dir)
     print(json.dumps({"proteome": args.proteome, "chunks": n_chunks, "table": str(args.out)}))

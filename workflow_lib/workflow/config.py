@@ -15,6 +15,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+from workflow_lib.db.chunks import ChunkSettings
 from workflow_lib.errors import InputError
 from workflow_lib.training.settings import TrainSettings
 
@@ -112,20 +113,8 @@ class DatabaseConfig(StageConfig):
 
 
 @dataclasses.dataclass(frozen=True)
-class ChunkConfig(StageConfig):
-    """How proteomes are cut into jobs."""
-
-    proteins_per_chunk: int = 50
-    max_length: int = 5000
-    too_long: str = "skip"
-
-    def __post_init__(self) -> None:
-        if self.proteins_per_chunk < 1:
-            raise InputError(f"chunks.proteins_per_chunk must be at least 1, got {self.proteins_per_chunk}")
-        if self.max_length < 1:
-            raise InputError(f"chunks.max_length must be at least 1, got {self.max_length}")
-        if self.too_long not in ("skip", "error"):
-            raise InputError(f"chunks.too_long must be 'skip' or 'error', got {self.too_long!r}")
+class ChunkConfig(StageConfig, ChunkSettings):
+    """Config section ``chunks``: :class:`~workflow_lib.db.chunks.ChunkSettings` read from the config."""
 
 
 @dataclasses.dataclass(frozen=True)
