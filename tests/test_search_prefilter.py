@@ -10,7 +10,7 @@ from workflow_lib.aligner import profile_from_sequence
 from workflow_lib.aligner.context import load_context_model
 from workflow_lib.db.build import load_kmer_index, load_shard
 from workflow_lib.search.gapped import gapped_scores
-from workflow_lib.search.kmer_index import build_kmer_index
+from workflow_lib.db.kmer_index import build_kmer_index
 from workflow_lib.search.prefilter import (CONTEXT_PREFILTER_COMPOSITION, gapless_prefilter, prefilter_background,
                                            profile_scores_bits)
 from workflow_lib.seqio.alphabet import encode
@@ -33,7 +33,7 @@ def query_scores(example_dir):
 @pytest.mark.parametrize("shape", ["111", "1111", "1010011", "11011"])
 def test_index_entries_match_a_loop(small_db, shape):
     """Entries per code, for contiguous and spaced shapes; the database's own index has the default shape."""
-    from workflow_lib.search.kmer_index import DEFAULT_SHAPE, index_shape
+    from workflow_lib.db.kmer_index import DEFAULT_SHAPE, index_shape
 
     shard = load_shard(small_db, 1)
     if shape == DEFAULT_SHAPE:
@@ -130,7 +130,7 @@ def test_seed_counting_paths_equal_a_dictionary_count(small_db, query_scores, sh
     or from one gather) and the sorting path, from the dense k-mer table and from the enumerated neighbourhood,
     against a plain dictionary over the seeds (a seed at query window i and index window p: diagonal p - i)."""
     from workflow_lib.search import prefilter
-    from workflow_lib.search.kmer_index import index_offsets
+    from workflow_lib.db.kmer_index import index_offsets
     from workflow_lib.search.prefilter import count_seeds, kmer_neighbourhood, kmer_scores, seed_diagonals
 
     monkeypatch.setattr(prefilter, "SLICE_MIN_ENTRIES", slice_min_entries)
@@ -172,7 +172,7 @@ def test_blocked_seed_count_equals_counting_then_choosing(small_db, query_scores
     wider than a block), of a few, of the whole shard; seeds in window order and (positive thresholds, where
     the sums are exact) in k-mer code order; ties among the ranks included (integer-valued seed scores)."""
     pytest.importorskip("numba")
-    from workflow_lib.search.kmer_index import index_offsets
+    from workflow_lib.db.kmer_index import index_offsets
     from workflow_lib.search.prefilter import best_diagonals, count_seeds, kmer_neighbourhood
     from workflow_lib.search.prefilter_compiled import seed_best_diagonals_compiled, seed_blocks
 
@@ -235,7 +235,7 @@ def test_neighbourhood_is_the_dense_table_above_the_threshold(query_scores, shap
     """Branch and bound gives every (window, code) the dense table has at or above the threshold, the same
     scores and order, for contiguous and spaced shapes; also for a random profile with large positive and
     negative scores. The table's entries are checked against sums of the shape's columns."""
-    from workflow_lib.search.kmer_index import shape_offsets
+    from workflow_lib.db.kmer_index import shape_offsets
     from workflow_lib.search.prefilter import kmer_neighbourhood, kmer_scores
 
     offsets = shape_offsets(shape)
@@ -258,7 +258,7 @@ def test_neighbourhood_is_the_dense_table_above_the_threshold(query_scores, shap
 
 def test_bad_seed_shapes_are_refused(small_db):
     from workflow_lib.errors import InputError
-    from workflow_lib.search.kmer_index import shape_offsets
+    from workflow_lib.db.kmer_index import shape_offsets
 
     shard = load_shard(small_db, 0)
     for shape in ("", "0111", "1110", "11a1", "1111111", "1" + "0" * 15 + "1"):
@@ -271,7 +271,7 @@ def test_bad_seed_shapes_are_refused(small_db):
 def test_default_seed_threshold_follows_the_index_shape(small_db, query_scores, tmp_path):
     """1.5 (k - 1) bits for contiguous k-mers, half a bit more for a spaced shape; an index written before shapes
     existed (no ``shape`` array) is read as contiguous."""
-    from workflow_lib.search.kmer_index import KMER_INDEX, index_is_spaced, index_shape
+    from workflow_lib.db.kmer_index import KMER_INDEX, index_is_spaced, index_shape
     from workflow_lib.search.prefilter import default_kmer_threshold
     from workflow_lib.seqio.schemas import read_npz, write_npz
 

@@ -30,7 +30,7 @@ from workflow_lib.search.engine import (HIT_COLUMNS, SENSITIVE_PREFILTER, Databa
 from workflow_lib.search.iterative import (PSEUDOCOUNTS, MsaSettings, build_msas, msa_statistics, msa_step,
                                           output_alignment, profile_for)
 from workflow_lib.search.evalue import CALIBRATIONS
-from workflow_lib.search.kmer_index import DEFAULT_SHAPE
+from workflow_lib.db.kmer_index import DEFAULT_SHAPE
 from workflow_lib.search.prefilter import CONTEXT_PREFILTER_COMPOSITION, SPACED_EXTRA_BITS, default_kmer_threshold
 from workflow_lib.search.query_store import read_search_queries, write_search_queries
 from workflow_lib.seqio.atomic import atomic_path, write_text_atomic

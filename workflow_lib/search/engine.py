@@ -63,7 +63,7 @@ from workflow_lib.search.evalue import (CALIBRATIONS, REVERSED_LAMBDA_SCALE, Cal
 from workflow_lib.search.gapped import (BAND_GATE_BITS, BAND_OFFSET_BITS, BAND_SURE_PASS_BITS, BAND_WIDTH,
                                         GAP_EXTEND_BITS, GAP_OPEN_BITS, GAPPED_MAX_EVALUE, band_decide, band_split,
                                         banded_scores_many, gapped_pass)
-from workflow_lib.search.kmer_index import index_is_spaced
+from workflow_lib.db.kmer_index import index_is_spaced
 from workflow_lib.search.prefilter import (DIAGONALS_PER_TARGET, SENSITIVE_PREFILTER, GaplessHits,
                                            check_prefilter_values, default_kmer_threshold,
                                            gapless_prefilter, prefilter_background, profile_scores_bits)

@@ -5,7 +5,7 @@ the best gapless (single-diagonal) local alignment with the query profile and pa
 ``2.5 + log2(Nq · Nt)`` bits to the gapped stage. Here the diagonals are not all scanned: a diagonal is
 considered only when it holds at least ``min_hits`` k-mer seeds, each a query window whose profile score for
 a database k-mer is at least ``kmer_threshold`` bits (BLAST/MMseqs2-style seeding from
-:mod:`workflow_lib.search.kmer_index`; the k-mers are read through the index's seed shape, spaced by default,
+:mod:`workflow_lib.db.kmer_index`; the k-mers are read through the index's seed shape, spaced by default,
 and a seed at query window ``i`` and database window ``p`` lies on diagonal ``p - i``), and only the
 ``diagonals_per_target`` diagonals of a target with the highest summed seed scores are scored. The score on a seeded diagonal is exact: the best-scoring segment of
 the whole diagonal (maximum subarray, Kadane over many diagonals at once), the same number an exhaustive scan
@@ -23,7 +23,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from workflow_lib.aligner.compiled import available as compiled_available
-from workflow_lib.search.kmer_index import index_is_spaced, index_offsets
+from workflow_lib.db.kmer_index import index_is_spaced, index_offsets
 from workflow_lib.search.prefilter_compiled import (best_in_sorted_compiled, diagonal_scores_compiled, seed_blocks,
                                                     seed_best_diagonals_compiled)
 from workflow_lib.seqio.alphabet import N_AMINO
@@ -37,7 +37,7 @@ single-sequence profiles against an exhaustive Viterbi (benchmarks/RESULTS.md, "
 homologs lost"): 4-mers at 4.5 bits lose no more of the homologs Viterbi finds than 3-mers at 3 bits (Pfam 1.0%
 at E ≤ 10, CATH the same), and count 4.4–4.6× fewer seeds, which is what the prefilter's cost grows with."""
 SPACED_EXTRA_BITS = 0.5
-"""A spaced shape's seeds (:mod:`~workflow_lib.search.kmer_index`) start this many bits higher: 5.0 bits for
+"""A spaced shape's seeds (:mod:`~workflow_lib.db.kmer_index`) start this many bits higher: 5.0 bits for
 the default ``1010011``, about half the seeds of contiguous 4-mers at 4.5 bits. Measured (benchmarks/RESULTS.md,
 "spaced seeds"): the same Pfam benchmark scores (ROC AUC 0.953, 1,210 pairs) and 11% less CPU for a proteome
 ``search_shard`` job; at 5.5 bits (3.5× fewer seeds) the first round passes as many labelled homologs, but the
