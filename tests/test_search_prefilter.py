@@ -11,8 +11,8 @@ from workflow_lib.aligner.context import load_context_model
 from workflow_lib.db.build import load_kmer_index, load_shard
 from workflow_lib.search.gapped import gapped_scores
 from workflow_lib.db.kmer_index import build_kmer_index
-from workflow_lib.search.prefilter import (CONTEXT_PREFILTER_COMPOSITION, gapless_prefilter, prefilter_background,
-                                           profile_scores_bits)
+from workflow_lib.search.prefilter import gapless_prefilter, prefilter_background, profile_scores_bits
+from workflow_lib.search.settings import CONTEXT_PREFILTER_COMPOSITION
 from workflow_lib.seqio.alphabet import encode
 from workflow_lib.seqio.fasta import read_fasta
 
@@ -209,7 +209,7 @@ def test_gapless_prefilter_is_the_same_with_either_kernel_family(small_db, query
     """Survivors, scores, diagonals and seed counts of the whole gapless stage, default and sensitive settings,
     NumPy against compiled kernels (the blocked seed count, its layout cache per query-length class)."""
     pytest.importorskip("numba")
-    from workflow_lib.search.engine import SENSITIVE_PREFILTER
+    from workflow_lib.search.settings import SENSITIVE_PREFILTER
 
     shard = load_shard(small_db, 0)
     index = load_kmer_index(small_db, 0)
@@ -272,7 +272,7 @@ def test_default_seed_threshold_follows_the_index_shape(small_db, query_scores, 
     """1.5 (k - 1) bits for contiguous k-mers, half a bit more for a spaced shape; an index written before shapes
     existed (no ``shape`` array) is read as contiguous."""
     from workflow_lib.db.kmer_index import KMER_INDEX, index_is_spaced, index_shape
-    from workflow_lib.search.prefilter import default_kmer_threshold
+    from workflow_lib.search.settings import default_kmer_threshold
     from workflow_lib.seqio.schemas import read_npz, write_npz
 
     assert [default_kmer_threshold(4), default_kmer_threshold(4, spaced=True),
@@ -296,7 +296,7 @@ def test_default_seed_threshold_follows_the_index_shape(small_db, query_scores, 
 
 def test_sensitive_settings_pass_a_superset(small_db, query_scores):
     """More diagonals per target and a lower gapless pass keep every target the default keeps, and more."""
-    from workflow_lib.search.engine import SENSITIVE_PREFILTER
+    from workflow_lib.search.settings import SENSITIVE_PREFILTER
     shard = load_shard(small_db, 0)
     index = load_kmer_index(small_db, 0)
     default = gapless_prefilter(query_scores, index, shard.residues, shard.offsets, kmer_threshold=3.0)
@@ -374,14 +374,11 @@ def test_prefilter_composition_settings(tmp_path, capsys):
     refused by the settings, the CLI and the workflow config, naming the setting."""
     from workflow_lib.cli import main
     from workflow_lib.errors import InputError
-    from workflow_lib.search.cli import prefilter_composition_for
-    from workflow_lib.search.engine import SearchSettings
+    from workflow_lib.search.settings import SearchSettings, Settings
     from workflow_lib.workflow.config import SearchConfig
-    assert prefilter_composition_for("auto", "context") == CONTEXT_PREFILTER_COMPOSITION == 0.5
-    assert prefilter_composition_for("auto", "substitution") == 0.0
-    assert prefilter_composition_for("0.25", "substitution") == 0.25
-    with pytest.raises(InputError, match="--prefilter-composition must be auto or a weight"):
-        prefilter_composition_for("half", "context")
+    assert Settings().search.prefilter_composition == CONTEXT_PREFILTER_COMPOSITION == 0.5
+    assert Settings(pseudocounts="substitution").search.prefilter_composition == 0.0
+    assert Settings(pseudocounts="substitution", prefilter_composition=0.25).search.prefilter_composition == 0.25
     with pytest.raises(ValueError, match="prefilter_composition must be a weight in"):
         SearchSettings(prefilter_composition=1.5)
     assert "--prefilter-composition" not in SearchConfig().cli_options()

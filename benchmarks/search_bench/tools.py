@@ -454,9 +454,10 @@ class Trackfold(Tool):
 
     def config(self) -> str:
         # the code itself changes while it is developed: key the cache on the search and aligner sources (the
-        # aligner builds the profiles and runs Viterbi)
+        # aligner builds the profiles and runs Viterbi) and the database's k-mer index
         sources = sorted([*(ROOT / "workflow_lib" / "search").glob("**/*.py"),
-                          *(ROOT / "workflow_lib" / "aligner").glob("**/*.py")])
+                          *(ROOT / "workflow_lib" / "aligner").glob("**/*.py"),
+                          ROOT / "workflow_lib" / "db" / "kmer_index.py"])
         return (f"trackfold --iterations {self.iterations} --cpus {self.cpus} " + digest(*sources)
                 + "".join(f" {option}" for option in self.extra_arguments))
 
@@ -480,7 +481,7 @@ class Trackfold(Tool):
 
 class TrackfoldVariant(Trackfold):
     """``trackfold search`` with other settings than the defaults (context pseudocounts and the sensitive
-    prefilter, :data:`workflow_lib.search.cli.CLI_PSEUDOCOUNTS`), given explicitly."""
+    prefilter, :data:`workflow_lib.search.settings.DEFAULT`), given explicitly."""
 
     def __init__(self, python: Path | None = None, iterations: int = 3, cpus: int = 1) -> None:
         super().__init__(python, iterations, cpus)
@@ -488,15 +489,15 @@ class TrackfoldVariant(Trackfold):
 
 
 class TrackfoldFast(TrackfoldVariant):
-    """The fast settings: substitution pseudocounts, the fast prefilter in every iteration (the default until
-    session 39)."""
+    """The fast settings (:data:`workflow_lib.search.settings.FAST`): substitution pseudocounts, the fast prefilter
+    in every iteration."""
 
     name = "trackfold_fast"
     extra_arguments = ("--pseudocounts", "substitution", "--no-sensitive")
 
 
 class TrackfoldSensitive(TrackfoldVariant):
-    """Substitution pseudocounts with the sensitive prefilter (workflow_lib.search.prefilter.SENSITIVE_PREFILTER)."""
+    """Substitution pseudocounts with the sensitive prefilter (workflow_lib.search.settings.SENSITIVE_PREFILTER)."""
 
     name = "trackfold_sensitive"
     extra_arguments = ("--pseudocounts", "substitution", "--sensitive")

@@ -57,104 +57,17 @@ from workflow_lib.aligner.lanes import resolve_cpus
 from workflow_lib.aligner.torch_kernels import NUMPY, resolve_device
 from workflow_lib.db.build import Shard, load_kmer_index, load_shard, read_manifest
 from workflow_lib.search.bias import composition_bias_bits
-from workflow_lib.search.evalue import (CALIBRATIONS, REVERSED_LAMBDA_SCALE, Calibration, calibration_samples,
+from workflow_lib.search.evalue import (REVERSED_LAMBDA_SCALE, Calibration, calibration_samples,
                                         decoy_windows, fit_mu, gumbel_lambda, length_slope, load_decoy_pool,
                                         profile_seed, random_sequences)
-from workflow_lib.search.gapped import (BAND_GATE_BITS, BAND_OFFSET_BITS, BAND_SURE_PASS_BITS, BAND_WIDTH,
-                                        GAP_EXTEND_BITS, GAP_OPEN_BITS, GAPPED_MAX_EVALUE, band_decide, band_split,
-                                        banded_scores_many, gapped_pass)
+from workflow_lib.search.gapped import band_decide, band_split, banded_scores_many, gapped_pass
 from workflow_lib.db.kmer_index import index_is_spaced
-from workflow_lib.search.prefilter import (DIAGONALS_PER_TARGET, SENSITIVE_PREFILTER, GaplessHits,
-                                           check_prefilter_values, default_kmer_threshold,
-                                           gapless_prefilter, prefilter_background, profile_scores_bits)
+from workflow_lib.search.prefilter import GaplessHits, gapless_prefilter, prefilter_background, profile_scores_bits
+from workflow_lib.search.settings import SearchSettings
 from workflow_lib.seqio.alphabet import decode
 
 HIT_COLUMNS = ("query", "target", "evalue", "bitscore", "qstart", "qend", "tstart", "tend", "qlen", "tlen",
                "identity", "aligned_cols", "alignment", "iteration", "database", "tseq")
-
-
-@dataclass(frozen=True)
-class SearchSettings:
-    """Thresholds of one search pass (defaults: the seed's prefilter, HHblits' reporting)."""
-
-    kmer_threshold: float | None = None  # None: default_kmer_threshold(k and shape of the database's index, kmer_slack)
-    kmer_slack: float = 0.0
-    diagonals_per_target: int = DIAGONALS_PER_TARGET
-    gapless_offset: float = BAND_SURE_PASS_BITS
-    """Stage 1: a gapless score above ``this + log2(Lq · Lt)`` bits passes directly (the seed's is 2.5)."""
-    band_gate: float = BAND_GATE_BITS
-    """Stage 1b: gapless scores above ``this + log2(Lq · Lt)`` (and not passing directly) get a banded score;
-    at or above ``gapless_offset`` the stage is off."""
-    band_offset: float = BAND_OFFSET_BITS
-    """Stage 1b: pass when the banded score is above ``this + log2(Lq · Lt)`` bits."""
-    band_width: int = BAND_WIDTH
-    prefilter_composition: float = 0.0
-    """Stages 1–2 score the profile against ``f^(1 − w) · c^w``, ``c`` its mean emissions
-    (:func:`~workflow_lib.search.prefilter.prefilter_background`); the CLI's ``auto`` is
-    :data:`~workflow_lib.search.prefilter.CONTEXT_PREFILTER_COMPOSITION` for context-specific profiles, else 0."""
-    gap_open: float = GAP_OPEN_BITS
-    gap_extend: float = GAP_EXTEND_BITS
-    gapped_max_evalue: float = GAPPED_MAX_EVALUE
-    max_evalue: float = 10.0
-    calibration_samples: int | None = None
-    """Sequences per calibration (None: :func:`~workflow_lib.search.evalue.calibration_samples` of ``calibration``)."""
-    calibration: str = "random"
-    """E-value calibration against ``random`` (i.i.d.) or ``reversed`` (reversed real proteins) sequences
-    (:mod:`workflow_lib.search.evalue`)."""
-    first_iteration_prefilter: tuple[tuple[str, float], ...] = ()
-    """Prefilter values that replace the ones above in iteration 1 of a search of several iterations
-    (:meth:`for_iteration`); ``--sensitive`` puts the default prefilter's here (:func:`prefilter_settings`)."""
-
-    def __post_init__(self) -> None:
-        if self.calibration not in CALIBRATIONS:
-            raise ValueError(f"calibration must be one of {', '.join(CALIBRATIONS)}, got {self.calibration!r}")
-        check_prefilter_values(prefilter_composition=self.prefilter_composition)
-
-    def defers(self, iteration: int, iterations: int) -> bool:
-        """Whether iteration ``iteration`` of ``iterations`` searches with :attr:`first_iteration_prefilter`."""
-        return bool(self.first_iteration_prefilter) and iteration == 1 and iterations > 1
-
-    def for_iteration(self, iteration: int, iterations: int) -> SearchSettings:
-        """The settings iteration ``iteration`` (1-based) of a search of ``iterations`` searches with."""
-        if not self.defers(iteration, iterations):
-            return self
-        return dataclasses.replace(self, **dict(self.first_iteration_prefilter), first_iteration_prefilter=())
-
-    def seed_threshold(self, k: int, spaced: bool = False) -> float:
-        """The seed threshold (bits) on an index of weight ``k`` (``spaced``: its shape has gaps): the one
-        given, else the default for that index."""
-        if self.kmer_threshold is not None:
-            return self.kmer_threshold
-        return default_kmer_threshold(k, self.kmer_slack, spaced=spaced)
-
-
-def prefilter_settings(*, sensitive: bool = False, kmer_threshold: float | None = None,
-                       diagonals_per_target: int | None = None, gapless_offset: float | None = None,
-                       band_gate: float | None = None, band_offset: float | None = None,
-                       **other) -> SearchSettings:
-    """:class:`SearchSettings` from the default or the sensitive prefilter, with any value given overriding it.
-
-    The sensitive prefilter searches from iteration 2 on, and in a search of one iteration; iteration 1 of an
-    iterated search keeps the default prefilter's values for the knobs not given here
-    (:attr:`SearchSettings.first_iteration_prefilter`). Iteration 1 searches with the query sequence alone, and
-    only its hits at the inclusion E-value (1e-3) shape what follows; the homologs the sensitive prefilter adds
-    are weak ones. On the Pfam benchmark the deferred sensitive search finds the same pairs at the same ROC AUC for
-    a quarter less CPU (benchmarks/RESULTS.md, session 37). A query that converges in iteration 1 is searched again
-    with the sensitive prefilter (:func:`~workflow_lib.search.iterative.msa_step`), so every query's last search
-    is a sensitive one.
-
-    Raises ``ValueError`` for a non-finite threshold or fewer than one diagonal per target."""
-    base = SearchSettings(**SENSITIVE_PREFILTER) if sensitive else SearchSettings()
-    given = {"kmer_threshold": kmer_threshold, "diagonals_per_target": diagonals_per_target,
-             "gapless_offset": gapless_offset, "band_gate": band_gate, "band_offset": band_offset}
-    check_prefilter_values(**given)
-    values = {key: value for key, value in given.items() if value is not None}
-    if sensitive:
-        default = SearchSettings()
-        first = tuple((key, getattr(default, key)) for key in SENSITIVE_PREFILTER
-                      if getattr(default, key) != getattr(base, key) and given.get(key) is None)
-        values["first_iteration_prefilter"] = first
-    return dataclasses.replace(base, **values, **other)
 
 
 @dataclass(frozen=True)

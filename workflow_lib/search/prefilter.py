@@ -26,44 +26,15 @@ from workflow_lib.aligner.compiled import available as compiled_available
 from workflow_lib.db.kmer_index import index_is_spaced, index_offsets
 from workflow_lib.search.prefilter_compiled import (best_in_sorted_compiled, diagonal_scores_compiled, seed_blocks,
                                                     seed_best_diagonals_compiled)
+from workflow_lib.search.settings import DIAGONALS_PER_TARGET, default_kmer_threshold
 from workflow_lib.seqio.alphabet import N_AMINO
 
 GAPLESS_OFFSET_BITS = 2.5
 """The seed's threshold: keep targets scoring above 2.5 + log2(Lq · Lt) bits."""
-KMER_BITS_PER_EXTRA_RESIDUE = 1.5
-"""Default seed threshold: a query window seeds a database k-mer when its profile score is at least
-``1.5 · (k - 1)`` bits (:func:`default_kmer_threshold`): 3 bits for 3-mers, 4.5 for 4-mers. Measured with
-single-sequence profiles against an exhaustive Viterbi (benchmarks/RESULTS.md, "Prefilter: reduction and
-homologs lost"): 4-mers at 4.5 bits lose no more of the homologs Viterbi finds than 3-mers at 3 bits (Pfam 1.0%
-at E ≤ 10, CATH the same), and count 4.4–4.6× fewer seeds, which is what the prefilter's cost grows with."""
-SPACED_EXTRA_BITS = 0.5
-"""A spaced shape's seeds (:mod:`~workflow_lib.db.kmer_index`) start this many bits higher: 5.0 bits for
-the default ``1010011``, about half the seeds of contiguous 4-mers at 4.5 bits. Measured (benchmarks/RESULTS.md,
-"spaced seeds"): the same Pfam benchmark scores (ROC AUC 0.953, 1,210 pairs) and 11% less CPU for a proteome
-``search_shard`` job; at 5.5 bits (3.5× fewer seeds) the first round passes as many labelled homologs, but the
-iterated search lost 8 Pfam pairs."""
-DIAGONALS_PER_TARGET = 4
-"""Diagonals scored exactly per target: the ones with the highest summed seed scores."""
-SENSITIVE_KMER_SLACK = 0.5
-"""The ``--sensitive`` seed threshold is this many bits below the default (2.5 bits for 3-mers, 4 for 4-mers)."""
-SENSITIVE_PREFILTER = {"kmer_slack": SENSITIVE_KMER_SLACK, "diagonals_per_target": 8, "gapless_offset": 0.0}
-"""The ``--sensitive`` prefilter (``search.sensitive``): more seeds (threshold 0.5 bits lower), 8 diagonals scored
-per target and the gapless pass at ``log2(Lq · Lt)`` bits instead of the seed's ``2.5 + log2(Lq · Lt)``. Each
-of the three recovers homologs the default prefilter drops (benchmarks/RESULTS.md, "where the remaining misses
-are lost"). An iterated search uses it from iteration 2 on (iteration 1 keeps the default prefilter,
-:func:`workflow_lib.search.engine.prefilter_settings`). 8 diagonals rather than 16 (until session 38): on the whole
-Pfam benchmark with context profiles the same 4,828 pairs and ROC AUC for 12% less CPU; 4 lost 3 pairs."""
 DENSE_BINS_PER_SEED = 8
 """Count seeds in a dense (sequence, diagonal) array when it has at most this many bins per seed (+ 2**20)."""
 X_SCORE_BITS = -1.0
 """Score of an unknown residue (X) in any column: a small penalty, so runs of X never seed or extend."""
-
-
-def default_kmer_threshold(k: int, slack: float = 0.0, *, spaced: bool = False) -> float:
-    """The seed threshold (bits) for an index of weight ``k``: :data:`KMER_BITS_PER_EXTRA_RESIDUE` per residue
-    after the first, plus :data:`SPACED_EXTRA_BITS` for a spaced shape, less ``slack``
-    (:data:`SENSITIVE_KMER_SLACK` for the sensitive prefilter)."""
-    return KMER_BITS_PER_EXTRA_RESIDUE * (k - 1) + (SPACED_EXTRA_BITS if spaced else 0.0) - slack
 
 
 def _offsets(k: int, shape: np.ndarray | None) -> np.ndarray:
@@ -71,26 +42,6 @@ def _offsets(k: int, shape: np.ndarray | None) -> np.ndarray:
     if offsets.size != k:
         raise ValueError(f"a seed shape of weight {k} needs {k} offsets, got {offsets.size}")
     return offsets
-
-
-def check_prefilter_values(*, kmer_threshold: float | None = None, diagonals_per_target: int | None = None,
-                           gapless_offset: float | None = None, band_gate: float | None = None,
-                           band_offset: float | None = None, prefilter_composition: float | None = None) -> None:
-    """Raise ``ValueError`` naming the setting for a non-finite threshold, fewer than one diagonal per target or a
-    composition weight outside [0, 1] (``None``: not given, nothing to check)."""
-    for key, value in (("kmer_threshold", kmer_threshold), ("gapless_offset", gapless_offset),
-                       ("band_gate", band_gate), ("band_offset", band_offset)):
-        if value is not None and not np.isfinite(value):
-            raise ValueError(f"{key} must be a finite number of bits, got {value}")
-    if diagonals_per_target is not None and diagonals_per_target < 1:
-        raise ValueError(f"diagonals_per_target must be at least 1, got {diagonals_per_target}")
-    if prefilter_composition is not None and not 0.0 <= prefilter_composition <= 1.0:
-        raise ValueError(f"prefilter_composition must be a weight in [0, 1], got {prefilter_composition}")
-
-
-CONTEXT_PREFILTER_COMPOSITION = 0.5
-"""The prefilter's composition weight (:func:`prefilter_background`) for context-specific profiles: chosen on the
-whole Pfam benchmark among 0.3, 0.5, 0.75 and 1 (benchmarks/RESULTS.md, session 35); Gonnet profiles use 0."""
 
 
 def prefilter_background(emissions: np.ndarray, background: np.ndarray, weight: float) -> np.ndarray:
