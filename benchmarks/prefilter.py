@@ -47,7 +47,7 @@ from workflow_lib.db.build import build_database, load_kmer_index, load_shard  #
 from workflow_lib.search.bias import composition_bias_bits  # noqa: E402
 from workflow_lib.search.engine import DatabaseTotals, make_query, prefilter_query_shard  # noqa: E402
 from workflow_lib.db.kmer_index import DEFAULT_SHAPE, build_kmer_index  # noqa: E402
-from workflow_lib.search.prefilter import GAPLESS_OFFSET_BITS  # noqa: E402
+from workflow_lib.search.gapless import GAPLESS_OFFSET_BITS  # noqa: E402
 from workflow_lib.search.settings import DIAGONALS_PER_TARGET, FAST, default_kmer_threshold  # noqa: E402
 from workflow_lib.seqio.alphabet import encode  # noqa: E402
 from workflow_lib.seqio.atomic import write_text_atomic  # noqa: E402

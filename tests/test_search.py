@@ -23,7 +23,8 @@ from workflow_lib.db.build import load_kmer_index, load_shard
 from workflow_lib.search.gapped import (band_pass, banded_reference, banded_scores, banded_scores_many, gapped_evalues,
                                         gapped_pass, gapped_scores, smith_waterman_reference)
 from workflow_lib.search.iterative import filter_alignment, hit_row, iterate, msa_step, output_alignment, stop_reason
-from workflow_lib.search.prefilter import gapless_prefilter, profile_scores_bits
+from workflow_lib.search.gapless import gapless_prefilter
+from workflow_lib.search.seeds import profile_scores_bits
 from workflow_lib.search.settings import FAST, SENSITIVE_PREFILTER, MsaSettings, SearchSettings, Settings
 from workflow_lib.seqio.alphabet import encode
 from workflow_lib.seqio.fasta import read_fasta

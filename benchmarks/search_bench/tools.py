@@ -421,7 +421,7 @@ class MMseqs(Tool):
 
 class Trackfold(Tool):
     """``trackfold search`` with its defaults: context-specific pseudocounts and the sensitive prefilter from
-    iteration 2 on (since session 39)."""
+    iteration 2 on (:data:`workflow_lib.search.settings.DEFAULT`)."""
 
     name = "trackfold"
     label = "trackfold search --iterations 3"
