@@ -53,7 +53,7 @@ def test_two_shards_merged_are_the_whole_database(databases, queries, settings):
     prepared = sharded.queries(queries)
     parts = [sharded.search_shard(prepared, shard)[0] for shard in range(2)]
     assert all(len(part) for part in parts)
-    merged = Hits.merge(parts, [q.id for q in queries])
+    merged = Hits.merge(parts, query_order=[q.id for q in queries])
     assert len(merged) == len(whole) > 0
     pd.testing.assert_frame_equal(merged.to_frame().drop(columns="database"),
                                   whole.to_frame().drop(columns="database"))
@@ -94,5 +94,5 @@ def test_iterate_gives_the_msa_and_search_commands_outputs(tmp_path, databases, 
     for record, result in zip(records, results):
         assert read_a3m(tmp_path / "msa" / f"{record.safe_id}.a3m").rows == result.alignment.rows
     table = read_frame(tmp_path / "hits.parquet", HITS)
-    pd.testing.assert_frame_equal(table, Hits.from_iterations(results, [r.id for r in records]).to_frame(),
+    pd.testing.assert_frame_equal(table, Hits.from_iterations(results, query_order=[r.id for r in records]).to_frame(),
                                   check_dtype=False)

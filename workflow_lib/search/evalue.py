@@ -73,11 +73,11 @@ residues, +0.66 at 100 on six example proteins), and the reversed calibration wa
 REVERSED_LAMBDA_SCALE = 0.9
 """λ of a profile calibrated on reversed proteins (``calibration = "reversed"``, the context-specific profiles'
 default) is :func:`gumbel_lambda` times this. Context profiles score real unrelated proteins with a heavier tail
-than i.i.d. sequences (λ 0.43 on reversed proteins against 0.64 on i.i.d. ones, 12 Pfam queries, measured in benchmarks/RESULTS.md),
-so μ fitted on reversed proteins with the i.i.d. λ left E-values ~2.5× optimistic at E ≤ 1 on the whole Pfam
-benchmark (14 false pairs where 5.6 are expected), while λ fitted on the reversed proteins themselves made them
-~7× conservative and lost pairs. On the whole Pfam benchmark 0.9 gives 4 / 47 false pairs at E ≤ 1 / 10
-(expected 5.6 / 56) and 0.8 gives 1 / 28 (measured in benchmarks/RESULTS.md, with CATH as the check)."""
+than i.i.d. sequences (λ 0.43 on reversed proteins against 0.64 on i.i.d. ones, 12 Pfam queries, measured in
+benchmarks/RESULTS.md), so μ fitted on reversed proteins with the i.i.d. λ left E-values ~2.5× optimistic at E ≤ 1
+on the whole Pfam benchmark (14 false pairs where 5.6 are expected), while λ fitted on the reversed proteins
+themselves made them ~7× conservative and lost pairs. On the whole Pfam benchmark 0.9 gives 4 / 47 false pairs at E
+≤ 1 / 10 (expected 5.6 / 56) and 0.8 gives 1 / 28 (measured in benchmarks/RESULTS.md, with CATH as the check)."""
 CALIBRATION_SAMPLES = 128
 """Random sequences per calibration. With λ given, the maximum-likelihood μ has a standard error of
 ``1 / (λ √N)`` ≈ 0.13 bits at N = 128 (E-values within ×1.09 at one standard error; HMMER calibrates with

@@ -81,7 +81,7 @@ class Hits:
         return self._frame.copy()
 
     @classmethod
-    def from_frames(cls, frames: Iterable[pd.DataFrame], query_order: list[str] | None = None, *,
+    def from_frames(cls, frames: Iterable[pd.DataFrame], *, query_order: list[str] | None = None,
                     totals: DatabaseTotals | None = None,
                     inclusion_evalue: float = MsaSettings.inclusion_evalue) -> Hits:
         """The hits of ``frames`` (of one iteration) together, ranked (:func:`~workflow_lib.search.engine.rank_hits`:
@@ -91,7 +91,7 @@ class Hits:
         return cls(rank_hits(merged, query_order), totals=totals, inclusion_evalue=inclusion_evalue)
 
     @classmethod
-    def merge(cls, parts: Iterable[Hits], query_order: list[str] | None = None) -> Hits:
+    def merge(cls, parts: Iterable[Hits], *, query_order: list[str] | None = None) -> Hits:
         """The hits of searches of the shards of one database (same queries and iteration), as one search of the
         whole database: concatenated and ranked. The E-values are already the whole database's; parts from
         different databases (different totals) raise ``ValueError``."""
@@ -100,11 +100,11 @@ class Hits:
         if len(totals) > 1:
             raise ValueError(f"cannot merge hits of different databases: {sorted(t.name for t in totals)}")
         inclusion = parts[0].inclusion_evalue if parts else MsaSettings.inclusion_evalue
-        return cls.from_frames([part._frame for part in parts], query_order, totals=next(iter(totals), None),
-                               inclusion_evalue=inclusion)
+        return cls.from_frames([part._frame for part in parts], query_order=query_order,
+                               totals=next(iter(totals), None), inclusion_evalue=inclusion)
 
     @classmethod
-    def from_iterations(cls, results: list, query_order: list[str] | None = None) -> Hits:
+    def from_iterations(cls, results: list, *, query_order: list[str] | None = None) -> Hits:
         """Every iteration's hits of :class:`~workflow_lib.search.iterative.MsaResult` ``results``: ranked within
         each iteration, iteration 1 first (the table ``trackfold search`` writes)."""
         frames = [it.hits for result in results for it in result.iterations if not it.hits.empty]

@@ -40,8 +40,8 @@ import pandas as pd
 
 from workflow_lib.aligner import Profile, profile_from_alignment, profile_from_sequence
 from workflow_lib.aligner.context import ContextModel
-from workflow_lib.seqio.alphabet import GAP_CODE
 from workflow_lib.search.settings import MsaSettings, SearchSettings
+from workflow_lib.seqio.alphabet import GAP_CODE
 from workflow_lib.seqio.msa import Alignment
 
 
@@ -50,11 +50,12 @@ class IterationResult:
     """One iteration: the profile searched with, its hits, the MSA after inclusion and filters.
 
     ``alignment`` is the output MSA (coverage-filtered); ``search_alignment`` the one the next profile is built
-    from (see the module docstring).
+    from (see the module docstring). ``profile`` is None where the step was taken without it (the workflow's
+    merge job, whose profiles were built by another job).
     """
 
     iteration: int
-    profile: Profile
+    profile: Profile | None
     hits: pd.DataFrame
     alignment: Alignment
     included: int

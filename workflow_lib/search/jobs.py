@@ -55,7 +55,7 @@ def search_job(queries: str | Path, db: str | Path, *, out: str | Path, settings
     records = read_fasta(queries)
     searcher = Searcher(db, settings=settings, cpus=cpus, device=device)
     results = searcher.iterate(records, on_iteration=_log_iteration)
-    hits = Hits.from_iterations(results, [record.id for record in records])
+    hits = Hits.from_iterations(results, query_order=[record.id for record in records])
     hits.write_parquet(out)
     if m8:
         hits.write_m8(m8)
@@ -207,7 +207,7 @@ def msa_merge_job(queries: str | Path, *, iteration: int, hits: list[str | Path]
     records = read_fasta(queries)
     msa = settings.msa
     previous = read_state(state, records)
-    merged = Hits.merge([Hits.read_parquet(path) for path in hits], [r.id for r in records]).to_frame()
+    merged = Hits.merge([Hits.read_parquet(path) for path in hits], query_order=[r.id for r in records]).to_frame()
     shard_times = pd.concat([read_frame(path, SEARCH_TIMES) for path in times], ignore_index=True)
     seconds = shard_times.groupby("query")["seconds"].sum().to_dict()
     grouped = dict(tuple(merged.groupby("query", sort=False))) if not merged.empty else {}

@@ -80,7 +80,7 @@ class Searcher:
         queries = self.queries(queries, iteration=iteration)
         parts = [self.search_shard(queries, shard, iteration=iteration)[0]
                  for shard in (range(self.shards) if shards is None else shards)]
-        return Hits.merge(parts, [query.name for query in queries])
+        return Hits.merge(parts, query_order=[query.name for query in queries])
 
     def search_shard(self, queries: list[SearchQuery], shard: int, *,
                      iteration: int | None = None) -> tuple[Hits, list[QueryResult]]:
@@ -89,7 +89,7 @@ class Searcher:
         results = search_shard(queries, load_shard(self.database, shard), load_kmer_index(self.database, shard),
                                self.totals, self._pass_settings(iteration), iteration=iteration or 1, cpus=self.cpus,
                                device=self.device)
-        hits = Hits.from_frames([result.hits for result in results], [query.name for query in queries],
+        hits = Hits.from_frames([result.hits for result in results], query_order=[query.name for query in queries],
                                 totals=self.totals, inclusion_evalue=self.settings.inclusion_evalue)
         return hits, results
 
