@@ -33,13 +33,25 @@ def queries(databases, example_dir):
     return [records[5], proteome[10], proteome[4]]
 
 
-def test_presets_are_the_product_default_and_the_fast_setting():
+def test_presets_are_the_product_default_the_fast_setting_and_the_benchmark_variants(root):
     assert PRESETS["default"] == DEFAULT == Settings()
     assert (DEFAULT.sensitive, DEFAULT.pseudocounts) == (True, "context")
     assert (FAST.sensitive, FAST.pseudocounts) == (False, "substitution")
     assert FAST.search.first_iteration_prefilter == () and DEFAULT.search.first_iteration_prefilter
     with pytest.raises(ValueError, match="profile_min_coverage"):
         Settings(profile_min_coverage=0.9)
+    # the search benchmark's trackfold variants are the presets, their options read back to them
+    import argparse
+    import sys
+
+    sys.path.insert(0, str(root / "benchmarks"))
+    from search_bench.tools import Trackfold, TrackfoldContext, TrackfoldFast, TrackfoldSensitive
+    from workflow_lib.search.settings import add_settings_arguments, settings_from_args
+    parser = argparse.ArgumentParser()
+    add_settings_arguments(parser)
+    for tool, name in ((Trackfold, "default"), (TrackfoldFast, "fast"), (TrackfoldSensitive, "sensitive"),
+                       (TrackfoldContext, "context")):
+        assert settings_from_args(parser.parse_args(list(tool.extra_arguments))) == PRESETS[name], name
     with pytest.raises(dataclasses.FrozenInstanceError):
         DEFAULT.iterations = 2  # type: ignore[misc]
 

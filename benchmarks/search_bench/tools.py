@@ -497,14 +497,16 @@ class TrackfoldFast(TrackfoldVariant):
 
 
 class TrackfoldSensitive(TrackfoldVariant):
-    """Substitution pseudocounts with the sensitive prefilter (workflow_lib.search.settings.SENSITIVE_PREFILTER)."""
+    """Substitution pseudocounts with the sensitive prefilter (:data:`workflow_lib.search.settings.PRESETS`
+    ``sensitive``)."""
 
     name = "trackfold_sensitive"
     extra_arguments = ("--pseudocounts", "substitution", "--sensitive")
 
 
 class TrackfoldContext(TrackfoldVariant):
-    """Context-specific pseudocounts (workflow_lib.aligner.context) with the fast prefilter."""
+    """Context-specific pseudocounts (workflow_lib.aligner.context) with the fast prefilter
+    (:data:`workflow_lib.search.settings.PRESETS` ``context``)."""
 
     name = "trackfold_context"
     extra_arguments = ("--pseudocounts", "context", "--no-sensitive")

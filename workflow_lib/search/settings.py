@@ -268,11 +268,15 @@ class Settings:
 PRESETS = {
     "default": Settings(),
     "fast": Settings(sensitive=False, pseudocounts="substitution"),
+    "sensitive": Settings(sensitive=True, pseudocounts="substitution"),
+    "context": Settings(sensitive=False, pseudocounts="context"),
 }
-"""Named settings. ``default``: the product's (context pseudocounts, the sensitive prefilter). ``fast``
-(``--no-sensitive --pseudocounts substitution``; the library's defaults before the sensitive search became
-the default): 1/2 the CPU on Pfam and 1/2.7 on E. coli proteins, 0.006 lower ROC AUC on Pfam
-(benchmarks/RESULTS.md, "peers")."""
+"""Named settings (the search benchmark's trackfold variants, benchmarks/search_bench/tools.py). ``default``: the
+product's (context pseudocounts, the sensitive prefilter). ``fast`` (``--no-sensitive --pseudocounts
+substitution``; the library's defaults before the sensitive search became the default): 1/2 the CPU on Pfam and
+1/2.7 on E. coli proteins, 0.006 lower ROC AUC on Pfam (benchmarks/RESULTS.md, "peers"). ``sensitive``
+(``--sensitive --pseudocounts substitution``) and ``context`` (``--no-sensitive --pseudocounts context``): one
+of the default's two choices each."""
 DEFAULT = PRESETS["default"]
 FAST = PRESETS["fast"]
 
