@@ -876,7 +876,8 @@ def test_search_shard_with_stored_profiles_equals_building_them_in_the_job(tmp_p
 @pytest.mark.parametrize("sensitive", [False, True], ids=["fast", "sensitive"])
 def test_workflow_jobs_give_the_msas_of_the_msa_command(tmp_path, db_three, queries, sensitive):
     """search-profiles → search-shard (3 shards) → msa-merge per iteration → msa-final, as the rules chain them,
-    writes the same A3Ms as `trackfold msa`: the search MSA travels in the state, the output filter comes last.
+    writes the same A3Ms as `trackfold msa`. Both take the same step (:func:`advance`, tested alone above); this
+    checks the jobs' plumbing: the search MSA travels in the state, the output filter comes last.
     With ``--sensitive`` the jobs defer the sensitive prefilter to iteration 2 as the command does (a reversed
     protein, which converges in iteration 1, is searched again)."""
     from workflow_lib.seqio.fasta import Record
