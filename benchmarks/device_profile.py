@@ -26,7 +26,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from device_search import PROTEOME_DATABASE  # noqa: E402
 from workflow_lib.db.build import build_database  # noqa: E402
-from workflow_lib.search.iterative import MsaSettings, build_msas  # noqa: E402
+from workflow_lib.search.iterative import build_msas  # noqa: E402
+from workflow_lib.search.settings import FAST  # noqa: E402
 from workflow_lib.seqio.fasta import read_fasta  # noqa: E402
 
 
@@ -50,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     profile = cProfile.Profile()
     started = time.perf_counter()
     profile.enable()
-    build_msas(records, db, settings=MsaSettings(iterations=args.iterations), cpus=args.cpus, device=args.device)
+    settings = FAST.replace(iterations=args.iterations)
+    build_msas(records, db, settings.search, settings.msa, cpus=args.cpus, device=args.device)
     profile.disable()
     text = io.StringIO()
     text.write(f"{args.device}: {len(records)} queries, {args.iterations} iterations, --cpus {args.cpus}, "

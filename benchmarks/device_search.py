@@ -47,9 +47,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from search_bench import datasets  # noqa: E402
 from workflow_lib.aligner import align_pairs, align_targets, profile_from_sequence  # noqa: E402
 from workflow_lib.db.build import build_database  # noqa: E402
-from workflow_lib.search.cli import calibration_for, prefilter_composition_for  # noqa: E402
-from workflow_lib.search.engine import DatabaseTotals, SearchSettings, calibration_targets  # noqa: E402
-from workflow_lib.search.iterative import MsaSettings, build_msas  # noqa: E402
+from workflow_lib.search.engine import DatabaseTotals, calibration_targets  # noqa: E402
+from workflow_lib.search.iterative import build_msas  # noqa: E402
+from workflow_lib.search.settings import FAST  # noqa: E402
 from workflow_lib.seqio.alphabet import encode  # noqa: E402
 from workflow_lib.seqio.fasta import Record, safe_name  # noqa: E402
 
@@ -226,11 +226,8 @@ def search_runs(records: list[Record], db: Path, device: str, cpus: int, iterati
         timer = BucketTimer() if bucket_timing and backend != "numpy" else None
         cpu0, wall0 = cpu_seconds(), time.perf_counter()
         with timer or contextlib.nullcontext():
-            results = build_msas(records, db, SearchSettings(calibration=calibration_for("auto", pseudocounts),
-                                                             prefilter_composition=prefilter_composition_for(
-                                                                 "auto", pseudocounts)),
-                                 MsaSettings(iterations=iterations, pseudocounts=pseudocounts), cpus=cpus,
-                                 device=backend)
+            settings = FAST.replace(iterations=iterations, pseudocounts=pseudocounts)  # the fast prefilter
+            results = build_msas(records, db, settings.search, settings.msa, cpus=cpus, device=backend)
         synchronize(backend)
         wall, cpu = time.perf_counter() - wall0, cpu_seconds() - cpu0
         frames = [it.hits for r in results for it in r.iterations if not it.hits.empty]

@@ -1,4 +1,4 @@
-"""Prefilter benchmark: how much each stage cuts the database, and which homologs it loses.
+"""Prefilter benchmark (issue 4, "Prefilter"): how much each stage cuts the database, and which homologs it loses.
 
 For a deterministic subsample of queries of the Pfam and CATH sets (:mod:`search_bench.datasets`), with the
 query's single-sequence profile (what iteration 1 searches with):
@@ -28,6 +28,7 @@ Seed: "Iterative MSA Alignment" (the two-stage HHblits prefilter) — this scrip
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -44,9 +45,10 @@ from search_bench.tools import write_records  # noqa: E402
 from workflow_lib.aligner import align_targets, profile_from_sequence  # noqa: E402
 from workflow_lib.db.build import build_database, load_kmer_index, load_shard  # noqa: E402
 from workflow_lib.search.bias import composition_bias_bits  # noqa: E402
-from workflow_lib.search.engine import DatabaseTotals, SearchSettings, make_query, prefilter_query_shard  # noqa: E402
-from workflow_lib.search.kmer_index import DEFAULT_SHAPE, build_kmer_index  # noqa: E402
-from workflow_lib.search.prefilter import DIAGONALS_PER_TARGET, GAPLESS_OFFSET_BITS, default_kmer_threshold  # noqa: E402
+from workflow_lib.search.engine import DatabaseTotals, make_query, prefilter_query_shard  # noqa: E402
+from workflow_lib.db.kmer_index import DEFAULT_SHAPE, build_kmer_index  # noqa: E402
+from workflow_lib.search.gapless import GAPLESS_OFFSET_BITS  # noqa: E402
+from workflow_lib.search.settings import DIAGONALS_PER_TARGET, FAST, default_kmer_threshold  # noqa: E402
 from workflow_lib.seqio.atomic import write_text_atomic  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
@@ -94,7 +96,7 @@ def run_set(name: str, n_queries: int) -> dict:
         if not truth:
             continue
         profile = profile_from_sequence(sequence)
-        query = make_query(query_id, profile, totals)
+        query = make_query(query_id, profile, totals, FAST.search)
         # exhaustive Viterbi (no prefilter): score-only on every target, then the backtrace + bias correction
         # on those within E ≤ 10 before correction (the correction only lowers scores), as the search does
         raw = np.array([h.score for h in align_targets(profile, targets, cpus=1)])
@@ -111,8 +113,8 @@ def run_set(name: str, n_queries: int) -> dict:
         row = {"query": query_id, "length": len(sequence), "homologs": len(truth),
                "detectable": len(detectable), "includable": len(includable), "settings": {}}
         for shape, threshold, diagonals, band in GRID:
-            settings = SearchSettings(kmer_threshold=threshold, diagonals_per_target=diagonals,
-                                      **({} if band else SEED_PASS))
+            settings = dataclasses.replace(FAST.search, kmer_threshold=threshold, diagonals_per_target=diagonals,
+                                           **({} if band else SEED_PASS))
             started = time.process_time()
             prefiltered = prefilter_query_shard(query, shard, indices[shape], totals, settings)
             seconds = time.process_time() - started

@@ -14,7 +14,7 @@ from workflow_lib.aligner.context_train import (WINDOW_OUTSIDE, column_counts, c
 from workflow_lib.aligner.profile import ADMIX_A, profile_from_alignment, profile_from_sequence
 from workflow_lib.aligner.substitution import DEFAULT_BACKGROUND
 from workflow_lib.errors import InputError
-from workflow_lib.search.iterative import MsaSettings
+from workflow_lib.search.settings import MsaSettings
 from workflow_lib.seqio.alphabet import encode
 from workflow_lib.seqio.msa import Alignment, read_a3m
 from workflow_lib.workflow.config import SearchConfig
@@ -140,7 +140,7 @@ def test_bad_model_files_name_the_file(tmp_path):
 def test_settings_and_config_validate_the_choice():
     with pytest.raises(ValueError, match="pseudocounts"):
         MsaSettings(pseudocounts="blosum")
-    assert MsaSettings().context() is None
+    assert MsaSettings(pseudocounts="substitution").context() is None
     assert MsaSettings(pseudocounts="context").context() is load_context_model()
     with pytest.raises(InputError, match="search.pseudocounts"):
         SearchConfig(pseudocounts="blosum")

@@ -104,7 +104,7 @@ def test_seed_shape_is_stored_and_a_changed_shape_rebuilds(tmp_path):
     build setting, so asking for another one rebuilds instead of reporting the database up to date."""
     from workflow_lib.cli import main
     from workflow_lib.db.build import load_kmer_index
-    from workflow_lib.search.kmer_index import DEFAULT_SHAPE, index_shape
+    from workflow_lib.db.kmer_index import DEFAULT_SHAPE, index_shape
 
     (tmp_path / "in.fasta").write_text(">a\nMKVLAAGIVGLLLAWQERTY\n>b\nMKVLSAGIVGLLLAWQDRTY\n")
     out = str(tmp_path / "db")

@@ -14,17 +14,18 @@ from workflow_lib.aligner.profile import profile_from_alignment
 from workflow_lib.cli import main
 from workflow_lib.db.build import build_database
 from workflow_lib.errors import InputError
-from workflow_lib.search.engine import (DatabaseTotals, SearchSettings, calibrate, calibrate_many, make_query,
-                                        prefilter_query_shard, rank_hits, search_database)
+from workflow_lib.search.engine import (DatabaseTotals, calibrate, calibrate_many, make_query, prefilter_query_shard,
+                                        rank_hits, search_database)
 from workflow_lib.search.evalue import (CALIBRATION_MAX_LENGTH, DECOY_WINDOW_LENGTH, LAMBDA, Calibration,
                                         calibration_length, fit_gumbel, fit_mu, gumbel_lambda, iid_sequences,
                                         length_slope, random_sequences)
 from workflow_lib.db.build import load_kmer_index, load_shard
 from workflow_lib.search.gapped import (band_pass, banded_reference, banded_scores, banded_scores_many, gapped_evalues,
                                         gapped_pass, gapped_scores, smith_waterman_reference)
-from workflow_lib.search.iterative import (MsaSettings, filter_alignment, hit_row, iterate, msa_step,
-                                           output_alignment, stop_reason)
-from workflow_lib.search.prefilter import gapless_prefilter, profile_scores_bits
+from workflow_lib.search.iterative import filter_alignment, hit_row, iterate, msa_step, output_alignment, stop_reason
+from workflow_lib.search.gapless import gapless_prefilter
+from workflow_lib.search.seeds import profile_scores_bits
+from workflow_lib.search.settings import FAST, SENSITIVE_PREFILTER, MsaSettings, SearchSettings, Settings
 from workflow_lib.seqio.alphabet import encode
 from workflow_lib.seqio.fasta import read_fasta
 from workflow_lib.seqio.msa import Alignment, read_a3m
@@ -221,12 +222,13 @@ def test_search_with_the_band_stage_off_is_the_single_gapless_pass(db_one, queri
     totals = DatabaseTotals.from_manifest(db_one)
     shard, index = load_shard(db_one, 0), load_kmer_index(db_one, 0)
     for record in queries:
-        query = make_query(record.id, profile_from_sequence(record.sequence), totals)
-        off = prefilter_query_shard(query, shard, index, totals, SearchSettings(gapless_offset=2.5, band_gate=2.5))
+        query = make_query(record.id, profile_from_sequence(record.sequence), totals, FAST.search)
+        single_pass = dataclasses.replace(FAST.search, gapless_offset=2.5, band_gate=2.5)
+        off = prefilter_query_shard(query, shard, index, totals, single_pass)
         scores = profile_scores_bits(query.profile.emissions, query.profile.background)
         seed = gapless_prefilter(scores, index, shard.residues, shard.offsets, offset_bits=2.5)
         np.testing.assert_array_equal(off.gapless.sequence, seed.sequence)
-        on = prefilter_query_shard(query, shard, index, totals, SearchSettings())
+        on = prefilter_query_shard(query, shard, index, totals, FAST.search)
         direct = gapless_prefilter(scores, index, shard.residues, shard.offsets, offset_bits=4.5)
         assert set(direct.sequence) <= set(on.gapless.sequence)
 
@@ -351,7 +353,7 @@ def test_false_hits_per_query_stay_near_the_evalue(tmp_path, db_records, queries
     (tmp_path / "shuffled.fasta").write_text("".join(f">s{k}\n{s}\n" for k, s in enumerate(shuffled)))
     build_database([tmp_path / "shuffled.fasta"], tmp_path / "db", shards=1)
     totals = DatabaseTotals.from_manifest(tmp_path / "db")
-    settings = SearchSettings(gapless_offset=-100.0, gapped_max_evalue=np.inf, max_evalue=10.0)
+    settings = dataclasses.replace(FAST.search, gapless_offset=-100.0, gapped_max_evalue=np.inf, max_evalue=10.0)
     found = []
     for record in queries[1:]:
         query = make_query(record.id, profile_from_sequence(record.sequence), totals, settings)
@@ -368,9 +370,9 @@ def test_false_hits_per_query_stay_near_the_evalue(tmp_path, db_records, queries
 def test_sharded_ranking_equals_unsharded(db_one, db_three, queries):
     totals = DatabaseTotals.from_manifest(db_one)
     assert totals.sequences == DatabaseTotals.from_manifest(db_three).sequences
-    prepared = [make_query(r.id, profile_from_sequence(r.sequence), totals) for r in queries]
-    one, _ = search_database(prepared, db_one)
-    three, _ = search_database(prepared, db_three)
+    prepared = [make_query(r.id, profile_from_sequence(r.sequence), totals, FAST.search) for r in queries]
+    one, _ = search_database(prepared, db_one, FAST.search)
+    three, _ = search_database(prepared, db_three, FAST.search)
     columns = ["query", "target", "evalue", "bitscore", "qstart", "qend", "tstart", "tend", "alignment"]
     pd.testing.assert_frame_equal(one[columns], three[columns])
     # the database members find themselves first, with a tiny E-value
@@ -380,7 +382,7 @@ def test_sharded_ranking_equals_unsharded(db_one, db_three, queries):
         assert own.iloc[0]["evalue"] < 1e-20
         assert own.iloc[0]["identity"] == pytest.approx(1.0)
     # shards searched one by one and merged give the same ranking
-    parts = [search_database(prepared, db_three, shards=[s])[0] for s in range(3)]
+    parts = [search_database(prepared, db_three, FAST.search, shards=[s])[0] for s in range(3)]
     merged = rank_hits(pd.concat(parts, ignore_index=True), [q.name for q in prepared])
     pd.testing.assert_frame_equal(merged[columns], three[columns])
 
@@ -391,13 +393,13 @@ def test_search_hits_do_not_depend_on_processes_or_query_batches(db_one, queries
     import workflow_lib.search.engine as engine
 
     totals = DatabaseTotals.from_manifest(db_one)
-    prepared = [make_query(r.id, profile_from_sequence(r.sequence), totals) for r in queries]
+    prepared = [make_query(r.id, profile_from_sequence(r.sequence), totals, FAST.search) for r in queries]
     assert engine._batches(5, 1) == [range(0, 5)]
     assert engine._batches(40, 2) == [range(0, 10), range(10, 20), range(20, 30), range(30, 40)]
-    one, _ = search_database(prepared, db_one, cpus=1)
-    two, _ = search_database(prepared, db_one, cpus=2)
+    one, _ = search_database(prepared, db_one, FAST.search, cpus=1)
+    two, _ = search_database(prepared, db_one, FAST.search, cpus=2)
     monkeypatch.setattr(engine, "QUERY_BATCH", 1)
-    single, _ = search_database(prepared, db_one, cpus=1)
+    single, _ = search_database(prepared, db_one, FAST.search, cpus=1)
     columns = ["query", "target", "evalue", "bitscore", "qstart", "qend", "tstart", "tend", "alignment"]
     pd.testing.assert_frame_equal(one[columns], two[columns])
     pd.testing.assert_frame_equal(one[columns], single[columns])
@@ -410,7 +412,7 @@ def test_search_shard_searches_shortest_first_and_returns_the_given_order(db_one
     from workflow_lib.db.build import load_kmer_index, load_shard
 
     totals = DatabaseTotals.from_manifest(db_one)
-    prepared = [make_query(r.id, profile_from_sequence(r.sequence), totals) for r in queries]
+    prepared = [make_query(r.id, profile_from_sequence(r.sequence), totals, FAST.search) for r in queries]
     lengths = [q.profile.length for q in prepared]
     assert lengths != sorted(lengths)                       # the fixture's order is not already by length
     shard, index = load_shard(db_one, 0), load_kmer_index(db_one, 0)
@@ -422,13 +424,13 @@ def test_search_shard_searches_shortest_first_and_returns_the_given_order(db_one
         return original(batch, *args, **kwargs)
 
     monkeypatch.setattr(engine, "prefilter_queries_shard", recording)
-    together = engine.search_shard(prepared, shard, index, totals)
+    together = engine.search_shard(prepared, shard, index, totals, FAST.search)
     assert seen == sorted(lengths)
     assert sum(len(result.hits) for result in together) > len(prepared)
     assert engine.by_length(prepared) == sorted(range(len(prepared)), key=lambda k: lengths[k])
     columns = ["query", "target", "evalue", "bitscore", "qstart", "qend", "tstart", "tend", "alignment"]
     for query, result in zip(prepared, together):
-        alone = engine.search_shard([query], shard, index, totals)[0]
+        alone = engine.search_shard([query], shard, index, totals, FAST.search)[0]
         assert set(result.hits["query"]) <= {query.name}
         pd.testing.assert_frame_equal(result.hits[columns].reset_index(drop=True),
                                       alone.hits[columns].reset_index(drop=True))
@@ -436,9 +438,10 @@ def test_search_shard_searches_shortest_first_and_returns_the_given_order(db_one
 
 def test_prefilter_thresholds_cut_the_candidates(db_one, queries):
     totals = DatabaseTotals.from_manifest(db_one)
-    query = make_query(queries[0].id, profile_from_sequence(queries[0].sequence), totals)
-    loose, _ = search_database([query], db_one, SearchSettings(max_evalue=1e6))
-    strict, _ = search_database([query], db_one, SearchSettings(max_evalue=1e6, gapped_max_evalue=1e-8))
+    query = make_query(queries[0].id, profile_from_sequence(queries[0].sequence), totals, FAST.search)
+    loose, _ = search_database([query], db_one, dataclasses.replace(FAST.search, max_evalue=1e6))
+    strict, _ = search_database([query], db_one,
+                                dataclasses.replace(FAST.search, max_evalue=1e6, gapped_max_evalue=1e-8))
     assert len(strict) < len(loose)
     assert set(strict["target"]) <= set(loose["target"])
     assert queries[0].id in set(strict["target"])
@@ -527,6 +530,43 @@ def test_hits_the_redundancy_filter_drops_are_not_new():
     assert second[2:5] == (0, True, "no new sequences")
 
 
+def test_the_iteration_loop_searches_the_active_queries_and_advances_each(monkeypatch):
+    """:func:`iterations`, the one loop (``build_msas``, ``iterate``; the workflow's jobs take its step,
+    :func:`advance`): each iteration searches only the queries not yet converged, with the profile of the last
+    search MSA; a deferred iteration does not stop a query for "no new sequences"; times add up per query."""
+    from workflow_lib.search.iterative import QueryState, advance, iterations
+    query = "ACDEFGHIKL"
+    rows = {"a": [_hit("t1", 1e-20, 1, 10, "M" * 10, "ACDEWGHIKV")],        # new in iteration 1, then nothing new
+            "b": []}                                                           # no homologs
+    searched = []
+
+    def search(names, profiles, iteration):
+        searched.append((iteration, list(names), [p.length for p in profiles]))
+        frame = pd.DataFrame([{**hit, "query": name, "iteration": iteration} for name in names for hit in rows[name]],
+                             columns=list(HITS.schema.names))
+        return frame, {name: 1.0 for name in names}
+
+    settings = FAST.replace(iterations=3).msa
+    states = [QueryState("a", "", query), QueryState("b", "", query)]
+    steps = list(iterations(states, search, settings))
+    assert [iteration for iteration, _ in steps] == [1, 2]
+    assert searched[0][1] == ["a", "b"] and searched[1][1] == ["a"]       # b converged in iteration 1
+    first = dict(steps[0][1])
+    assert (first[0].included, first[0].new, first[0].converged) == (1, 1, False)
+    assert (first[1].new, first[1].converged, first[1].reason) == (0, True, "no new sequences")
+    assert steps[1][1][0][1].reason == "no new sequences" and states[0].alignment.names == ("a", "t1")
+    assert states[0].iteration == 2 and states[0].seconds == sum(r.seconds for _, it in steps for k, r in it if k == 0)
+    # deferred: iteration 1 does not stop b, which is searched again
+    states = [QueryState("a", "", query), QueryState("b", "", query)]
+    searched.clear()
+    list(iterations(states, search, settings, defers=lambda iteration: iteration == 1))
+    assert searched[1][1] == ["a", "b"] and states[1].iteration == 2
+    # the workflow's merge job takes the same step
+    state = QueryState("a", "", query)
+    result = advance(state, pd.DataFrame(rows["a"]), 1, settings, seconds=0.5)
+    assert (result.included, state.converged, state.seconds, state.alignment.names) == (1, False, 0.5, ("a", "t1"))
+
+
 def test_profile_coverage_settings_are_checked(tmp_path, capsys):
     from workflow_lib.workflow.config import SearchConfig
     fasta = tmp_path / "q.fasta"
@@ -542,43 +582,49 @@ def test_profile_coverage_settings_are_checked(tmp_path, capsys):
 def test_sensitive_prefilter_settings(tmp_path, capsys):
     import argparse
 
-    from workflow_lib.search.cli import _settings, _settings_arguments
-    from workflow_lib.search.engine import SENSITIVE_PREFILTER, SearchSettings, prefilter_settings
+    from workflow_lib.search.settings import FAST_PREFILTER, add_settings_arguments, settings_from_args
     from workflow_lib.workflow.config import SearchConfig
-    assert prefilter_settings() == SearchSettings()
-    sensitive = prefilter_settings(sensitive=True)
+    fast = FAST.search
+    assert (fast.kmer_slack, fast.diagonals_per_target, fast.gapless_offset) == (0.0, 4, 4.5)
+    assert (fast.calibration, fast.prefilter_composition, fast.first_iteration_prefilter) == ("random", 0.0, ())
+    sensitive = FAST.replace(sensitive=True).search
     assert (sensitive.kmer_threshold, sensitive.diagonals_per_target, sensitive.gapless_offset) == (None, 8, 0.0)
-    # the sensitive prefilter from iteration 2 on and in a one-iteration search; iteration 1 of several: the default
+    # the sensitive prefilter from iteration 2 on and in a one-iteration search; iteration 1 of several: the fast one
     for iteration, iterations in ((2, 3), (3, 3), (1, 1)):
         assert sensitive.for_iteration(iteration, iterations) is sensitive
         assert not sensitive.defers(iteration, iterations)
-    assert sensitive.defers(1, 3) and sensitive.for_iteration(1, 3) == SearchSettings()
-    assert dataclasses.replace(sensitive, first_iteration_prefilter=()) == SearchSettings(**SENSITIVE_PREFILTER)
-    assert not SearchSettings().defers(1, 3) and SearchSettings().for_iteration(1, 3) == SearchSettings()
+    assert sensitive.defers(1, 3) and sensitive.for_iteration(1, 3) == fast
+    assert dataclasses.replace(sensitive, first_iteration_prefilter=()) == \
+        dataclasses.replace(fast, **SENSITIVE_PREFILTER)
+    assert not fast.defers(1, 3) and fast.for_iteration(1, 3) == fast
+    # the library's default is the product's: context pseudocounts and the sensitive prefilter
+    assert SearchSettings() == Settings().search and MsaSettings() == Settings().msa
+    assert SearchSettings().first_iteration_prefilter == tuple(FAST_PREFILTER.items())
+    assert Settings().search == dataclasses.replace(sensitive, calibration="reversed", prefilter_composition=0.5)
     # a value given explicitly holds in every iteration
-    offset = prefilter_settings(sensitive=True, gapless_offset=1.0).for_iteration(1, 3)
+    offset = FAST.replace(sensitive=True, gapless_offset=1.0).search.for_iteration(1, 3)
     assert (offset.gapless_offset, offset.diagonals_per_target, offset.seed_threshold(4)) == (1.0, 4, 4.5)
     # the seed threshold follows the index's k: 1.5 (k - 1) bits, 0.5 lower when sensitive, unless one is given
-    assert [SearchSettings().seed_threshold(k) for k in (3, 4)] == [3.0, 4.5]
+    assert [fast.seed_threshold(k) for k in (3, 4)] == [3.0, 4.5]
     assert [sensitive.seed_threshold(k) for k in (3, 4)] == [2.5, 4.0]
-    mixed = prefilter_settings(sensitive=True, kmer_threshold=3.0, max_evalue=1.0)
+    mixed = Settings(kmer_threshold=3.0, max_evalue=1.0).search
     assert (mixed.kmer_threshold, mixed.diagonals_per_target, mixed.max_evalue) == (3.0, 8, 1.0)
     assert mixed.seed_threshold(4) == 3.0
     with pytest.raises(ValueError, match="diagonals_per_target must be at least 1"):
-        prefilter_settings(diagonals_per_target=0)
+        Settings(diagonals_per_target=0)
     with pytest.raises(ValueError, match="kmer_threshold must be a finite"):
-        prefilter_settings(kmer_threshold=float("-inf"))
+        Settings(kmer_threshold=float("-inf"))
 
     parser = argparse.ArgumentParser()
-    _settings_arguments(parser)
-    search, _ = _settings(parser.parse_args(["--sensitive", "--gapless-offset", "1.0"]))
+    add_settings_arguments(parser)
+    search = settings_from_args(parser.parse_args(["--sensitive", "--gapless-offset", "1.0"])).search
     assert (search.seed_threshold(3), search.diagonals_per_target, search.gapless_offset) == (2.5, 8, 1.0)
-    # the command line's default is the sensitive prefilter (with context pseudocounts); --no-sensitive with
-    # substitution pseudocounts gives the library's fast default
+    # the command line's default is the library's (the sensitive prefilter, context pseudocounts); --no-sensitive
+    # with substitution pseudocounts gives the fast preset
+    assert settings_from_args(parser.parse_args([])) == Settings()
     substitution = ["--pseudocounts", "substitution"]
-    assert _settings(parser.parse_args(substitution))[0] == prefilter_settings(sensitive=True)
-    assert _settings(parser.parse_args([*substitution, "--no-sensitive"]))[0] == SearchSettings()
-    assert _settings(parser.parse_args([]))[1].pseudocounts == "context"
+    assert settings_from_args(parser.parse_args(substitution)).search == FAST.replace(sensitive=True).search
+    assert settings_from_args(parser.parse_args([*substitution, "--no-sensitive"])) == FAST
 
     fasta = tmp_path / "q.fasta"
     fasta.write_text(">q\nACDEFGHIKL\n")
@@ -589,8 +635,8 @@ def test_sensitive_prefilter_settings(tmp_path, capsys):
         assert main(["search", str(fasta), "--db", str(tmp_path), "--out", str(tmp_path / "h.parquet"),
                      option, "nan"]) != 0
         assert f"{option} must be a finite number of bits" in capsys.readouterr().err
-    band = _settings(parser.parse_args(["--band-gate", "-3", "--band-offset", "7", "--no-sensitive"]))[0]
-    assert (band.band_gate, band.band_offset, band.gapless_offset) == (-3.0, 7.0, SearchSettings().gapless_offset)
+    band = settings_from_args(parser.parse_args(["--band-gate", "-3", "--band-offset", "7", "--no-sensitive"])).search
+    assert (band.band_gate, band.band_offset, band.gapless_offset) == (-3.0, 7.0, fast.gapless_offset)
     with pytest.raises(InputError, match="search.band_gate must be a finite"):
         SearchConfig(band_gate=float("inf"))
     assert "--band-gate -3.0 --band-offset 7.0" in SearchConfig(band_gate=-3.0, band_offset=7.0).cli_options()
@@ -599,13 +645,59 @@ def test_sensitive_prefilter_settings(tmp_path, capsys):
     assert "--kmer-threshold" not in SearchConfig().cli_options()
     options = SearchConfig(kmer_threshold=3.0).cli_options()
     assert options.endswith(" --sensitive --pseudocounts context --kmer-threshold 3.0")
-    assert _settings(parser.parse_args(options.split()))[0].diagonals_per_target == 8
-    fast = _settings(parser.parse_args(SearchConfig(sensitive=False).cli_options().split()))[0]
-    assert fast.diagonals_per_target == SearchSettings().diagonals_per_target
+    assert settings_from_args(parser.parse_args(options.split())).search.diagonals_per_target == 8
+    config_fast = settings_from_args(parser.parse_args(SearchConfig(sensitive=False).cli_options().split()))
+    assert config_fast.search.diagonals_per_target == fast.diagonals_per_target
     with pytest.raises(InputError, match="search.diagonals_per_target must be at least 1"):
         SearchConfig(diagonals_per_target=0)
     with pytest.raises(InputError, match="search.gapless_offset must be a finite"):
         SearchConfig(gapless_offset=float("nan"))
+
+
+def test_config_options_round_trip_and_keep_their_text():
+    """The workflow's options (what the rules pass, unchanged so that no job reruns) read back to the config's
+    settings."""
+    import argparse
+
+    from workflow_lib.search.settings import add_settings_arguments, settings_from_args
+    from workflow_lib.workflow.config import SearchConfig
+    assert SearchConfig().cli_options() == (
+        "--iterations 3 --inclusion-evalue 0.001 --max-evalue 1.0 --max-identity 0.9 --min-coverage 0.5 "
+        "--profile-min-coverage 0.0 --max-sequences 10000 --sensitive --pseudocounts context")
+    parser = argparse.ArgumentParser()
+    add_settings_arguments(parser)
+    for config in (SearchConfig(), SearchConfig(sensitive=False, pseudocounts="substitution"),
+                   SearchConfig(calibration="random", prefilter_composition=0.25, band_gate=-1.0, kmer_threshold=4.0,
+                                diagonals_per_target=6, gapless_offset=1.0, band_offset=5.0, iterations=2)):
+        assert settings_from_args(parser.parse_args(config.cli_options().split())) == config.settings()
+
+
+def test_library_schema_and_cli_defaults_agree(root):
+    """One default per setting: the library's (:class:`Settings`), the workflow config's (schema and dataclass)
+    and the command line's; the workflow's max_evalue is its own (WORKFLOW_MAX_EVALUE)."""
+    import argparse
+
+    import yaml
+
+    from workflow_lib.search.settings import SETTING_NAMES, WORKFLOW_MAX_EVALUE, add_settings_arguments
+    from workflow_lib.workflow.config import SearchConfig
+    library = dataclasses.asdict(Settings())
+    schema = yaml.safe_load((root / "config" / "schema.yaml").read_text())
+    properties = schema["properties"]["search"]["properties"]
+    config = SearchConfig()
+    parser = argparse.ArgumentParser()
+    add_settings_arguments(parser)
+    cli = vars(parser.parse_args([]))
+    cli["prefilter_composition"] = None if cli["prefilter_composition"] == "auto" else cli["prefilter_composition"]
+    for name in SETTING_NAMES:
+        expected = WORKFLOW_MAX_EVALUE if name == "max_evalue" else library[name]
+        assert cli[name] == library[name], name
+        if hasattr(config, name):
+            assert getattr(config, name) == expected, name
+            if "default" in properties.get(name, {}):
+                assert properties[name]["default"] == expected, name
+    assert {"iterations", "sensitive", "pseudocounts", "calibration"} <= {
+        name for name in SETTING_NAMES if "default" in properties.get(name, {})}
 
 
 def test_iterate_grows_the_msa_and_stops(db_one, queries):
@@ -613,15 +705,16 @@ def test_iterate_grows_the_msa_and_stops(db_one, queries):
     record = queries[0]
 
     def search(profile, iteration):
-        return search_database([make_query(record.id, profile, totals)], db_one, iteration=iteration)[0]
+        return search_database([make_query(record.id, profile, totals, FAST.search)], db_one, FAST.search,
+                               iteration=iteration)[0]
 
-    results = list(iterate(record.id, record.description, record.sequence, search, MsaSettings(iterations=3)))
+    results = list(iterate(record.id, record.description, record.sequence, search, FAST.replace(iterations=3).msa))
     assert 1 <= len(results) <= 3
     assert results[-1].converged and all(not r.converged for r in results[:-1])
     depths = [r.search_alignment.depth for r in results]
     assert depths == sorted(depths)            # the search MSA only grows
     for result in results:                     # the output MSA is its coverage-filtered subset
-        assert result.alignment.names == output_alignment(result.search_alignment, MsaSettings()).names
+        assert result.alignment.names == output_alignment(result.search_alignment, FAST.msa).names
     assert results[-1].alignment.query == record.sequence
     assert results[0].profile.neff == pytest.approx(1.0, abs=0.2)
 
@@ -630,15 +723,14 @@ def test_sensitive_search_defers_to_iteration_2_and_ends_every_query_on_it(db_on
     """``--sensitive`` over 3 iterations: iteration 1 searches with the default prefilter, later ones with the
     sensitive one; a query that converges in iteration 1 (a reversed protein: no homologs) is searched again with
     the same profile and the sensitive prefilter, which finds the weak hits the default prefilter drops."""
-    from workflow_lib.search.engine import prefilter_settings
     from workflow_lib.search.iterative import build_msas
     from workflow_lib.seqio.fasta import Record
     orphan = queries[0].sequence[::-1]
     records = [*queries[:2], Record("reversed", "", orphan, "reversed")]
-    sensitive = prefilter_settings(sensitive=True)
-    deferred = build_msas(records, db_one, sensitive, MsaSettings(iterations=3))
-    default = build_msas(records, db_one, SearchSettings(), MsaSettings(iterations=3))
-    one_pass = build_msas(records, db_one, sensitive, MsaSettings(iterations=1))
+    sensitive = FAST.replace(sensitive=True).search
+    deferred = build_msas(records, db_one, sensitive, FAST.replace(iterations=3).msa)
+    default = build_msas(records, db_one, FAST.search, FAST.replace(iterations=3).msa)
+    one_pass = build_msas(records, db_one, sensitive, FAST.replace(iterations=1).msa)
     columns = ["target", "evalue", "bitscore", "alignment"]
     for mine, plain, once in zip(deferred, default, one_pass):
         first = mine.iterations[0].hits
@@ -705,7 +797,7 @@ def test_search_with_context_pseudocounts(tmp_path, db_three, queries, capsys):
 
 
 def test_precomputed_msa_must_match_the_protein(tmp_path, queries):
-    from workflow_lib.search.cli import load_precomputed
+    from workflow_lib.search.jobs import load_precomputed
     record = queries[2]
     good = tmp_path / "good.a3m"
     good.write_text(f">{record.id}\n{record.sequence}\n>other\n{record.sequence[:-1]}-\n")
@@ -764,7 +856,7 @@ def test_search_shard_with_stored_profiles_equals_building_them_in_the_job(tmp_p
     loaded = read_search_queries(stored, records)
     totals = DatabaseTotals.from_manifest(db_three)
     for query, record in zip(loaded, records):
-        fresh = make_query(record.id, profile_from_sequence(record.sequence), totals)
+        fresh = make_query(record.id, profile_from_sequence(record.sequence), totals, FAST.search)
         assert query.calibration == fresh.calibration
         np.testing.assert_array_equal(query.profile.transitions, fresh.profile.transitions)
     swapped = [records[1], records[0], *records[2:]]
@@ -784,7 +876,8 @@ def test_search_shard_with_stored_profiles_equals_building_them_in_the_job(tmp_p
 @pytest.mark.parametrize("sensitive", [False, True], ids=["fast", "sensitive"])
 def test_workflow_jobs_give_the_msas_of_the_msa_command(tmp_path, db_three, queries, sensitive):
     """search-profiles → search-shard (3 shards) → msa-merge per iteration → msa-final, as the rules chain them,
-    writes the same A3Ms as `trackfold msa`: the search MSA travels in the state, the output filter comes last.
+    writes the same A3Ms as `trackfold msa`. Both take the same step (:func:`advance`, tested alone above); this
+    checks the jobs' plumbing: the search MSA travels in the state, the output filter comes last.
     With ``--sensitive`` the jobs defer the sensitive prefilter to iteration 2 as the command does (a reversed
     protein, which converges in iteration 1, is searched again)."""
     from workflow_lib.seqio.fasta import Record

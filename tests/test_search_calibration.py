@@ -9,10 +9,10 @@ import pytest
 from workflow_lib.aligner import profile_from_sequence
 from workflow_lib.aligner.context import load_context_model
 from workflow_lib.errors import InputError
-from workflow_lib.search.cli import calibration_for
-from workflow_lib.search.engine import DatabaseTotals, SearchSettings, calibrate, calibration_targets
+from workflow_lib.search.engine import DatabaseTotals, calibrate, calibration_targets
 from workflow_lib.search.evalue import (DECOY_WINDOW_LENGTH, DECOY_POOL_PATH, REVERSED_LAMBDA_SCALE, decoy_windows,
                                         gumbel_lambda, load_decoy_pool, write_decoy_pool)
+from workflow_lib.search.settings import SearchSettings, Settings
 from workflow_lib.seqio.fasta import read_fasta
 from workflow_lib.workflow.config import SearchConfig
 
@@ -54,9 +54,9 @@ def test_bad_pool_files_name_the_file(tmp_path):
 def test_settings_choose_the_calibration():
     with pytest.raises(ValueError, match="calibration"):
         SearchSettings(calibration="shuffled")
-    assert calibration_for("auto", "context") == "reversed"
-    assert calibration_for("auto", "substitution") == "random"
-    assert calibration_for("random", "context") == "random"
+    assert Settings(calibration="auto", pseudocounts="context").search.calibration == "reversed"
+    assert Settings(calibration="auto", pseudocounts="substitution").search.calibration == "random"
+    assert Settings(calibration="random", pseudocounts="context").search.calibration == "random"
     assert "--calibration" not in SearchConfig().cli_options()
     assert "--calibration reversed" in SearchConfig(calibration="reversed").cli_options()
     with pytest.raises(InputError, match="search.calibration"):

@@ -25,7 +25,8 @@ from workflow_lib.aligner.viterbi_seq import pack_targets  # noqa: E402
 from workflow_lib.cli import main  # noqa: E402
 from workflow_lib.errors import InputError  # noqa: E402
 from workflow_lib.search.engine import DatabaseTotals, calibrate, make_queries  # noqa: E402
-from workflow_lib.search.iterative import MsaSettings, build_msas  # noqa: E402
+from workflow_lib.search.iterative import build_msas  # noqa: E402
+from workflow_lib.search.settings import FAST  # noqa: E402
 from workflow_lib.seqio.alphabet import encode  # noqa: E402
 from workflow_lib.seqio.fasta import read_fasta  # noqa: E402
 
@@ -222,7 +223,7 @@ def test_batched_calibration_equals_one_by_one(small_db, device):
     db, records = small_db
     totals = DatabaseTotals.from_manifest(db)
     profiles = [profile_from_sequence(r.sequence) for r in records]
-    batched = make_queries([r.id for r in records], profiles, totals, device=device)
+    batched = make_queries([r.id for r in records], profiles, totals, FAST.search, device=device)
     for query, profile in zip(batched, profiles):
         assert query.calibration == calibrate(profile, totals, device="numpy")
 
@@ -232,10 +233,10 @@ def test_search_on_a_torch_device_equals_numpy(small_db, device):
     """Two iterations over two shards: the same hits, E-values, alignments and MSAs, with the prefilter in one
     process and in two forked ones (which never touch the device)."""
     db, records = small_db
-    settings = MsaSettings(iterations=2)
-    reference = build_msas(records, db, settings=settings, cpus=1, device="numpy")
+    search, settings = FAST.search, FAST.replace(iterations=2).msa
+    reference = build_msas(records, db, search, settings, cpus=1, device="numpy")
     for cpus in (1, 2):
-        result = build_msas(records, db, settings=settings, cpus=cpus, device=device)
+        result = build_msas(records, db, search, settings, cpus=cpus, device=device)
         for mine, theirs in zip(result, reference):
             assert len(mine.iterations) == len(theirs.iterations)
             for a, b in zip(mine.iterations, theirs.iterations):
@@ -265,10 +266,12 @@ def test_cli_device_option(small_db, tmp_path, capsys):
     assert not (tmp_path / "x.parquet").exists()
 
 
-def test_config_device_key():
-    from workflow_lib.workflow.config import SearchConfig
-    assert SearchConfig().device_option() == "--device numpy"
-    assert SearchConfig(device="cuda:1").device_option() == "--device cuda:1"
-    assert "--device" not in SearchConfig(device="cuda").cli_options()  # msa-merge and msa-final take no device
-    with pytest.raises(InputError, match="search.device"):
-        SearchConfig(device="gpu")
+def test_device_is_a_job_resource_not_a_config_key():
+    """Where the search runs is the profile's business: ``search.device`` names the resource to set instead."""
+    from workflow_lib.workflow.config import SearchConfig, check_moved_keys
+    assert "--device" not in SearchConfig().cli_options()   # the rules add --device from the job's resources
+    with pytest.raises(InputError, match="unknown key"):
+        SearchConfig.from_dict({"device": "cuda"})
+    with pytest.raises(InputError, match=r"'search.device' is no longer .*--set-resources search_profiles:gpu=1"):
+        check_moved_keys({"search": {"device": "cuda"}})
+    check_moved_keys({"search": {"iterations": 2}, "predict": {}})

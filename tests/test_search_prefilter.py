@@ -10,9 +10,10 @@ from workflow_lib.aligner import profile_from_sequence
 from workflow_lib.aligner.context import load_context_model
 from workflow_lib.db.build import load_kmer_index, load_shard
 from workflow_lib.search.gapped import gapped_scores
-from workflow_lib.search.kmer_index import build_kmer_index
-from workflow_lib.search.prefilter import (CONTEXT_PREFILTER_COMPOSITION, gapless_prefilter, prefilter_background,
-                                           profile_scores_bits)
+from workflow_lib.db.kmer_index import build_kmer_index
+from workflow_lib.search.gapless import gapless_prefilter
+from workflow_lib.search.seeds import prefilter_background, profile_scores_bits
+from workflow_lib.search.settings import CONTEXT_PREFILTER_COMPOSITION
 from workflow_lib.seqio.alphabet import encode
 from workflow_lib.seqio.fasta import read_fasta
 
@@ -33,7 +34,7 @@ def query_scores(example_dir):
 @pytest.mark.parametrize("shape", ["111", "1111", "1010011", "11011"])
 def test_index_entries_match_a_loop(small_db, shape):
     """Entries per code, for contiguous and spaced shapes; the database's own index has the default shape."""
-    from workflow_lib.search.kmer_index import DEFAULT_SHAPE, index_shape
+    from workflow_lib.db.kmer_index import DEFAULT_SHAPE, index_shape
 
     shard = load_shard(small_db, 1)
     if shape == DEFAULT_SHAPE:
@@ -97,7 +98,7 @@ def test_threshold_is_the_seeds(small_db, query_scores):
 def test_best_diagonals_equals_a_two_key_sort_with_ties_and_negative_ranks(per_target, cpu_kernels):
     """Every path (segment passes for sorted targets, on the strong diagonals first when targets hold many;
     the integer sort otherwise) against a lexsort."""
-    from workflow_lib.search.prefilter import best_diagonals
+    from workflow_lib.search.diagonals import best_diagonals
 
     rng = np.random.default_rng(3)
     for n in (5000, 5000, 5000, 60000, 60000):
@@ -129,11 +130,12 @@ def test_seed_counting_paths_equal_a_dictionary_count(small_db, query_scores, sh
     """Dense count (one weighted pass for positive thresholds, two passes otherwise; bins from per-k-mer slices
     or from one gather) and the sorting path, from the dense k-mer table and from the enumerated neighbourhood,
     against a plain dictionary over the seeds (a seed at query window i and index window p: diagonal p - i)."""
-    from workflow_lib.search import prefilter
-    from workflow_lib.search.kmer_index import index_offsets
-    from workflow_lib.search.prefilter import count_seeds, kmer_neighbourhood, kmer_scores, seed_diagonals
+    from workflow_lib.db.kmer_index import index_offsets
+    from workflow_lib.search import diagonals
+    from workflow_lib.search.diagonals import count_seeds, seed_diagonals
+    from workflow_lib.search.seeds import kmer_neighbourhood, kmer_scores
 
-    monkeypatch.setattr(prefilter, "SLICE_MIN_ENTRIES", slice_min_entries)
+    monkeypatch.setattr(diagonals, "SLICE_MIN_ENTRIES", slice_min_entries)
     shard = load_shard(small_db, 0)
     index = build_kmer_index(shard.residues, shard.offsets, shape=shape)
     k, offsets_of_shape = int(index["k"]), index_offsets(index)
@@ -172,8 +174,9 @@ def test_blocked_seed_count_equals_counting_then_choosing(small_db, query_scores
     wider than a block), of a few, of the whole shard; seeds in window order and (positive thresholds, where
     the sums are exact) in k-mer code order; ties among the ranks included (integer-valued seed scores)."""
     pytest.importorskip("numba")
-    from workflow_lib.search.kmer_index import index_offsets
-    from workflow_lib.search.prefilter import best_diagonals, count_seeds, kmer_neighbourhood
+    from workflow_lib.db.kmer_index import index_offsets
+    from workflow_lib.search.diagonals import best_diagonals, count_seeds
+    from workflow_lib.search.seeds import kmer_neighbourhood
     from workflow_lib.search.prefilter_compiled import seed_best_diagonals_compiled, seed_blocks
 
     shard = load_shard(small_db, 0)
@@ -209,15 +212,19 @@ def test_gapless_prefilter_is_the_same_with_either_kernel_family(small_db, query
     """Survivors, scores, diagonals and seed counts of the whole gapless stage, default and sensitive settings,
     NumPy against compiled kernels (the blocked seed count, its layout cache per query-length class)."""
     pytest.importorskip("numba")
-    from workflow_lib.search.engine import SENSITIVE_PREFILTER
+    from workflow_lib.search.settings import SENSITIVE_PREFILTER
+
+    from workflow_lib.search.shard_cache import ShardCache
 
     shard = load_shard(small_db, 0)
     index = load_kmer_index(small_db, 0)
-    results = {}
+    keys = set(index)
+    results, caches = {}, {}
     for kernels in ("numpy", "compiled"):
         monkeypatch.setenv("TRACKFOLD_KERNELS", kernels)
+        cache = caches[kernels] = ShardCache()
         results[kernels] = [gapless_prefilter(scores, index, shard.residues, shard.offsets, kmer_threshold=threshold,
-                                              diagonals_per_target=diagonals, offset_bits=offset)
+                                              diagonals_per_target=diagonals, offset_bits=offset, cache=cache)
                             for scores in (query_scores, query_scores[:40], query_scores[:200])
                             for threshold, diagonals, offset in ((None, 4, 2.5),
                                                                  (4.5, SENSITIVE_PREFILTER["diagonals_per_target"],
@@ -227,6 +234,12 @@ def test_gapless_prefilter_is_the_same_with_either_kernel_family(small_db, query
         for field in ("sequence", "score", "diagonal", "seeds", "seeded_targets"):
             np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
     assert any(r.sequence.size > 20 for r in results["compiled"])
+    # the layouts live in the shard's cache, one per query-length class, never in the caller's index
+    assert set(index) == keys
+    assert len(caches["numpy"]) >= 2 and len(caches["compiled"]) >= 2
+    cache = ShardCache()
+    built = [cache.get("padded", pad, lambda pad=pad: pad) for pad in (64, 128, 256, 64)]
+    assert built == [64, 128, 256, 64] and len(cache) == ShardCache.LIMITS["padded"]
 
 
 @pytest.mark.parametrize("shape, threshold", [("1", 1.0), ("11", 1.5), ("111", 3.0), ("111", -30.0),
@@ -235,8 +248,8 @@ def test_neighbourhood_is_the_dense_table_above_the_threshold(query_scores, shap
     """Branch and bound gives every (window, code) the dense table has at or above the threshold, the same
     scores and order, for contiguous and spaced shapes; also for a random profile with large positive and
     negative scores. The table's entries are checked against sums of the shape's columns."""
-    from workflow_lib.search.kmer_index import shape_offsets
-    from workflow_lib.search.prefilter import kmer_neighbourhood, kmer_scores
+    from workflow_lib.db.kmer_index import shape_offsets
+    from workflow_lib.search.seeds import kmer_neighbourhood, kmer_scores
 
     offsets = shape_offsets(shape)
     k = offsets.size
@@ -258,7 +271,7 @@ def test_neighbourhood_is_the_dense_table_above_the_threshold(query_scores, shap
 
 def test_bad_seed_shapes_are_refused(small_db):
     from workflow_lib.errors import InputError
-    from workflow_lib.search.kmer_index import shape_offsets
+    from workflow_lib.db.kmer_index import shape_offsets
 
     shard = load_shard(small_db, 0)
     for shape in ("", "0111", "1110", "11a1", "1111111", "1" + "0" * 15 + "1"):
@@ -271,8 +284,8 @@ def test_bad_seed_shapes_are_refused(small_db):
 def test_default_seed_threshold_follows_the_index_shape(small_db, query_scores, tmp_path):
     """1.5 (k - 1) bits for contiguous k-mers, half a bit more for a spaced shape; an index written before shapes
     existed (no ``shape`` array) is read as contiguous."""
-    from workflow_lib.search.kmer_index import KMER_INDEX, index_is_spaced, index_shape
-    from workflow_lib.search.prefilter import default_kmer_threshold
+    from workflow_lib.db.kmer_index import KMER_INDEX, index_is_spaced, index_shape
+    from workflow_lib.search.settings import default_kmer_threshold
     from workflow_lib.seqio.schemas import read_npz, write_npz
 
     assert [default_kmer_threshold(4), default_kmer_threshold(4, spaced=True),
@@ -296,7 +309,7 @@ def test_default_seed_threshold_follows_the_index_shape(small_db, query_scores, 
 
 def test_sensitive_settings_pass_a_superset(small_db, query_scores):
     """More diagonals per target and a lower gapless pass keep every target the default keeps, and more."""
-    from workflow_lib.search.engine import SENSITIVE_PREFILTER
+    from workflow_lib.search.settings import SENSITIVE_PREFILTER
     shard = load_shard(small_db, 0)
     index = load_kmer_index(small_db, 0)
     default = gapless_prefilter(query_scores, index, shard.residues, shard.offsets, kmer_threshold=3.0)
@@ -315,11 +328,11 @@ def test_diagonal_scores_are_the_best_segment_of_each_diagonal(small_db, query_s
     """Any diagonal, including ones that start or end in the padding, in blocks smaller than the batch, with
     the query's columns gathered in spans and chunks that do not divide its length (NumPy kernel; the compiled
     one advances its own lanes of diagonals)."""
-    from workflow_lib.search import prefilter
-    from workflow_lib.search.prefilter import _padded_residues, diagonal_scores
+    from workflow_lib.search import gapless
+    from workflow_lib.search.gapless import diagonal_scores, padded_residues
 
-    monkeypatch.setattr(prefilter, "COLUMN_SPAN", span)
-    monkeypatch.setattr(prefilter, "COLUMN_CHUNK", chunk)
+    monkeypatch.setattr(gapless, "COLUMN_SPAN", span)
+    monkeypatch.setattr(gapless, "COLUMN_CHUNK", chunk)
 
     shard = load_shard(small_db, 0)
     index = load_kmer_index(small_db, 0)
@@ -327,8 +340,8 @@ def test_diagonal_scores_are_the_best_segment_of_each_diagonal(small_db, query_s
     sequence = rng.integers(0, len(shard), 40)
     lengths = shard.lengths[sequence]
     diagonal = np.array([rng.integers(-query_scores.shape[0] + 1, n) for n in lengths])
-    got = diagonal_scores(query_scores, *_padded_residues(index, shard.residues, shard.offsets,
-                                                          query_scores.shape[0]), sequence, diagonal, block=block)
+    got = diagonal_scores(query_scores, *padded_residues(shard.residues, shard.offsets, query_scores.shape[0]),
+                          sequence, diagonal, block=block)
     for s, d, score in zip(sequence, diagonal, got):
         target = shard.sequence(int(s)).astype(int)
         running = best = 0.0
@@ -374,14 +387,11 @@ def test_prefilter_composition_settings(tmp_path, capsys):
     refused by the settings, the CLI and the workflow config, naming the setting."""
     from workflow_lib.cli import main
     from workflow_lib.errors import InputError
-    from workflow_lib.search.cli import prefilter_composition_for
-    from workflow_lib.search.engine import SearchSettings
+    from workflow_lib.search.settings import SearchSettings, Settings
     from workflow_lib.workflow.config import SearchConfig
-    assert prefilter_composition_for("auto", "context") == CONTEXT_PREFILTER_COMPOSITION == 0.5
-    assert prefilter_composition_for("auto", "substitution") == 0.0
-    assert prefilter_composition_for("0.25", "substitution") == 0.25
-    with pytest.raises(InputError, match="--prefilter-composition must be auto or a weight"):
-        prefilter_composition_for("half", "context")
+    assert Settings().search.prefilter_composition == CONTEXT_PREFILTER_COMPOSITION == 0.5
+    assert Settings(pseudocounts="substitution").search.prefilter_composition == 0.0
+    assert Settings(pseudocounts="substitution", prefilter_composition=0.25).search.prefilter_composition == 0.25
     with pytest.raises(ValueError, match="prefilter_composition must be a weight in"):
         SearchSettings(prefilter_composition=1.5)
     assert "--prefilter-composition" not in SearchConfig().cli_options()

@@ -1,4 +1,4 @@
-"""Run the search tools of the side-by-side benchmark with timing, and read their hits back.
+"""Run the search tools of the side-by-side benchmark (issue 4) with timing, and read their hits back.
 
 Each tool is a :class:`Tool`: ``prepare`` builds its database from the benchmark's FASTA (timed apart from
 the search), ``search`` runs every query with wall time, CPU time and peak RSS measured per child process
@@ -421,7 +421,7 @@ class MMseqs(Tool):
 
 class Trackfold(Tool):
     """``trackfold search`` with its defaults: context-specific pseudocounts and the sensitive prefilter from
-    iteration 2 on."""
+    iteration 2 on (:data:`workflow_lib.search.settings.DEFAULT`)."""
 
     name = "trackfold"
     label = "trackfold search --iterations 3"
@@ -454,9 +454,10 @@ class Trackfold(Tool):
 
     def config(self) -> str:
         # the code itself changes while it is developed: key the cache on the search and aligner sources (the
-        # aligner builds the profiles and runs Viterbi)
+        # aligner builds the profiles and runs Viterbi) and the database's k-mer index
         sources = sorted([*(ROOT / "workflow_lib" / "search").glob("**/*.py"),
-                          *(ROOT / "workflow_lib" / "aligner").glob("**/*.py")])
+                          *(ROOT / "workflow_lib" / "aligner").glob("**/*.py"),
+                          ROOT / "workflow_lib" / "db" / "kmer_index.py"])
         return (f"trackfold --iterations {self.iterations} --cpus {self.cpus} " + digest(*sources)
                 + "".join(f" {option}" for option in self.extra_arguments))
 
@@ -480,7 +481,7 @@ class Trackfold(Tool):
 
 class TrackfoldVariant(Trackfold):
     """``trackfold search`` with other settings than the defaults (context pseudocounts and the sensitive
-    prefilter, :data:`workflow_lib.search.cli.CLI_PSEUDOCOUNTS`), given explicitly."""
+    prefilter, :data:`workflow_lib.search.settings.DEFAULT`), given explicitly."""
 
     def __init__(self, python: Path | None = None, iterations: int = 3, cpus: int = 1) -> None:
         super().__init__(python, iterations, cpus)
@@ -488,22 +489,24 @@ class TrackfoldVariant(Trackfold):
 
 
 class TrackfoldFast(TrackfoldVariant):
-    """The fast settings: substitution pseudocounts, the fast prefilter in every iteration (the former
-    default)."""
+    """The fast settings (:data:`workflow_lib.search.settings.FAST`): substitution pseudocounts, the fast prefilter
+    in every iteration."""
 
     name = "trackfold_fast"
     extra_arguments = ("--pseudocounts", "substitution", "--no-sensitive")
 
 
 class TrackfoldSensitive(TrackfoldVariant):
-    """Substitution pseudocounts with the sensitive prefilter (workflow_lib.search.prefilter.SENSITIVE_PREFILTER)."""
+    """Substitution pseudocounts with the sensitive prefilter (:data:`workflow_lib.search.settings.PRESETS`
+    ``sensitive``)."""
 
     name = "trackfold_sensitive"
     extra_arguments = ("--pseudocounts", "substitution", "--sensitive")
 
 
 class TrackfoldContext(TrackfoldVariant):
-    """Context-specific pseudocounts (workflow_lib.aligner.context) with the fast prefilter."""
+    """Context-specific pseudocounts (workflow_lib.aligner.context) with the fast prefilter
+    (:data:`workflow_lib.search.settings.PRESETS` ``context``)."""
 
     name = "trackfold_context"
     extra_arguments = ("--pseudocounts", "context", "--no-sensitive")

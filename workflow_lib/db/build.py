@@ -5,7 +5,7 @@ Layout of ``DIR`` (``results/db/{database}/`` in the workflow):
 - ``shard_000.parquet`` … ``shard_{N-1}.parquet``: table :data:`~workflow_lib.seqio.schemas.SHARD`
   (id, description, residue codes, length), contiguous runs of the input in input order, cut so that every
   shard holds about the same number of residues;
-- ``shard_000.kmer.npz`` …: the k-mer index of each shard (:mod:`workflow_lib.search.kmer_index`), which the
+- ``shard_000.kmer.npz`` …: the k-mer index of each shard (:mod:`workflow_lib.db.kmer_index`), which the
   prefilter reads instead of scanning every residue;
 - ``manifest.json``: format version, totals (sequences, residues), per-shard counts and SHA-256, per-input
   SHA-256 and counts. Every later stage computes E-values from the manifest *totals*, never from one shard,
@@ -36,7 +36,7 @@ from workflow_lib.errors import InputError, SchemaError
 from workflow_lib.seqio.alphabet import encode
 from workflow_lib.seqio.atomic import write_text_atomic
 from workflow_lib.seqio.fasta import iter_fasta
-from workflow_lib.search.kmer_index import DEFAULT_SHAPE, KMER_INDEX, build_kmer_index, shape_offsets
+from workflow_lib.db.kmer_index import DEFAULT_SHAPE, KMER_INDEX, build_kmer_index, shape_offsets
 from workflow_lib.seqio.schemas import SHARD, read_npz, read_table, write_npz, write_table
 
 FORMAT_VERSION = 2  # 2: shards carry a k-mer index
@@ -121,7 +121,7 @@ def build_database(fasta_paths: Sequence[str | Path], out_dir: str | Path, *, sh
     """Build (or confirm up to date) a database; returns ``(manifest, rebuilt)``.
 
     See the module docstring for duplicate IDs. The number of shards is capped at the number of sequences.
-    ``seed_shape``: the k-mer index's seed shape (:mod:`workflow_lib.search.kmer_index`; ``"1111"`` for plain
+    ``seed_shape``: the k-mer index's seed shape (:mod:`workflow_lib.db.kmer_index`; ``"1111"`` for plain
     4-mers).
     """
     if duplicate_ids not in DUPLICATE_POLICIES:

@@ -11,7 +11,7 @@ from workflow_lib.db.chunks import ChunkSettings, chunk_name, chunk_table
 import pandas as pd
 
 from workflow_lib.errors import InputError
-from workflow_lib.search.kmer_index import DEFAULT_SHAPE, MAX_WEIGHT, contiguous_shape
+from workflow_lib.db.kmer_index import DEFAULT_SHAPE, MAX_WEIGHT, contiguous_shape
 from workflow_lib.seqio.fasta import Record, read_fasta, write_fasta
 from workflow_lib.seqio.schemas import CHUNKS, read_frame, write_table
 

@@ -1,12 +1,12 @@
 """Keep freed array memory inside a search process instead of handing it back to the kernel after every query.
 
-The prefilter's seed counting (:func:`workflow_lib.search.prefilter.count_seeds`) allocates and frees a few
+The prefilter's seed counting (:func:`workflow_lib.search.diagonals.count_seeds`) allocates and frees a few
 arrays of 50–250 MB per query and shard: the seeds' bins and weights (8 bytes per seed, millions of seeds) and
 the dense (sequence, diagonal) counts (8 bytes per bin, residues + sequences × query length). glibc serves every
 allocation above its mmap threshold (at most 32 MiB) with a private ``mmap`` and returns it with ``munmap`` when
 NumPy frees it, so the next query faults the same amount of memory in again and the kernel zeroes it page by
 page. On 40 *E. coli* proteins against the 15,351-sequence proteome database that was 15–20 s of system time in
-160 CPU s, nearly all of it under ``count_seeds`` (benchmarks/RESULTS.md, session 17).
+160 CPU s, nearly all of it under ``count_seeds`` (measured in benchmarks/RESULTS.md).
 
 :func:`keep_freed_memory` sets two glibc options for the running process (inherited by forked workers):
 ``M_MMAP_MAX = 0`` serves large blocks from the heap, and ``M_TRIM_THRESHOLD`` (1 GiB) keeps freed heap memory
@@ -21,7 +21,7 @@ The search commands (``trackfold search``, ``msa``, ``search-shard``) call it; l
 allocated again for the next, some 3 GB at L ≈ 300, more than a trim threshold of 1 GiB (or any ``int``,
 the type ``mallopt`` takes) would keep. Measured on the bundled example's longest protein (344 residues, two
 crops, 1 thread): the same output files, wall 69 → 43 s, system time 31 → 7 s, peak RSS 2.8 → 3.5 GB
-(benchmarks/RESULTS.md, session 26).
+(measured in benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations

@@ -2,17 +2,17 @@
 
 Seed "Iterative MSA Alignment" (HHblits): for each query profile and each database shard,
 
-1. gapless prefilter on k-mer-seeded diagonals (:mod:`workflow_lib.search.prefilter`). The seed passes a target
+1. gapless prefilter on k-mer-seeded diagonals (:mod:`workflow_lib.search.gapless`). The seed passes a target
    whose best diagonal scores above ``2.5 + log2(Lq · Lt)`` bits. Here a target passes directly above
    ``gapless_offset`` (4.5) and, between ``band_gate`` (−2) and that, only when
 1b. its banded Smith–Waterman score (a band of ``band_width`` = 16 diagonals around its best gapless diagonal,
    :func:`workflow_lib.search.gapped.banded_scores_many`) is above ``band_offset + log2(Lq · Lt)`` (6) bits.
    A remote homolog's alignment is split by indels over nearby diagonals, so its best single diagonal can
    score low; the band sums the pieces. At the same CPU this finds more homologs than the seed's single
-   pass (benchmarks/RESULTS.md, session 33). ``band_gate >= gapless_offset`` turns 1b off (the seed's stage 1
+   pass (measured in benchmarks/RESULTS.md). ``band_gate >= gapless_offset`` turns 1b off (the seed's stage 1
    at ``gapless_offset``). The queries of one task share the banded kernel's rows;
    Stages 1 and 2 score the profile against a null model with some of the profile's own mean composition
-   (``prefilter_composition``, :func:`workflow_lib.search.prefilter.prefilter_background`; context-specific
+   (``prefilter_composition``, :func:`workflow_lib.search.seeds.prefilter_background`; context-specific
    profiles only, by default), so that targets whose score comes from composition, which step 4 would take
    away, do not reach the Viterbi;
 2. gapped Smith–Waterman with the query profile (:mod:`workflow_lib.search.gapped`), pass if
@@ -37,7 +37,7 @@ the shard in shared buckets (:func:`workflow_lib.aligner.align_pairs`; on CUDA t
 traceback on the device); the calibration of all queries of a batch is batched the same way
 (:func:`make_queries`). The hits are identical on every backend. (A CUDA context cannot cross ``fork``: the
 worker processes never touch the device.) NumPy is the default because it is the faster one measured on a GPU
-machine's 16 cores (``benchmarks/RESULTS.md``, session 30): the device path used a third fewer CPU seconds
+machine's 16 cores (measured in ``benchmarks/RESULTS.md``): the device path used a third fewer CPU seconds
 per query but took longer.
 """
 
@@ -56,105 +56,20 @@ from workflow_lib.aligner import Hit, Profile, align_pairs, align_targets
 from workflow_lib.aligner.lanes import resolve_cpus
 from workflow_lib.aligner.torch_kernels import NUMPY, resolve_device
 from workflow_lib.db.build import Shard, load_kmer_index, load_shard, read_manifest
+from workflow_lib.db.kmer_index import index_is_spaced
 from workflow_lib.search.bias import composition_bias_bits
-from workflow_lib.search.evalue import (CALIBRATIONS, REVERSED_LAMBDA_SCALE, Calibration, calibration_samples,
+from workflow_lib.search.evalue import (REVERSED_LAMBDA_SCALE, Calibration, calibration_samples,
                                         decoy_windows, fit_mu, gumbel_lambda, length_slope, load_decoy_pool,
                                         profile_seed, random_sequences)
-from workflow_lib.search.gapped import (BAND_GATE_BITS, BAND_OFFSET_BITS, BAND_SURE_PASS_BITS, BAND_WIDTH,
-                                        GAP_EXTEND_BITS, GAP_OPEN_BITS, GAPPED_MAX_EVALUE, band_decide, band_split,
-                                        banded_scores_many, gapped_pass)
-from workflow_lib.search.kmer_index import index_is_spaced
-from workflow_lib.search.prefilter import (DIAGONALS_PER_TARGET, SENSITIVE_PREFILTER, GaplessHits,
-                                           check_prefilter_values, default_kmer_threshold,
-                                           gapless_prefilter, prefilter_background, profile_scores_bits)
+from workflow_lib.search.gapless import GaplessHits, gapless_prefilter
+from workflow_lib.search.gapped import band_decide, band_split, banded_scores_many, gapped_pass
+from workflow_lib.search.seeds import prefilter_background, profile_scores_bits
+from workflow_lib.search.settings import SearchSettings
+from workflow_lib.search.shard_cache import ShardCache
 from workflow_lib.seqio.alphabet import decode
 
 HIT_COLUMNS = ("query", "target", "evalue", "bitscore", "qstart", "qend", "tstart", "tend", "qlen", "tlen",
                "identity", "aligned_cols", "alignment", "iteration", "database", "tseq")
-
-
-@dataclass(frozen=True)
-class SearchSettings:
-    """Thresholds of one search pass (defaults: the seed's prefilter, HHblits' reporting)."""
-
-    kmer_threshold: float | None = None  # None: default_kmer_threshold(k and shape of the database's index, kmer_slack)
-    kmer_slack: float = 0.0
-    diagonals_per_target: int = DIAGONALS_PER_TARGET
-    gapless_offset: float = BAND_SURE_PASS_BITS
-    """Stage 1: a gapless score above ``this + log2(Lq · Lt)`` bits passes directly (the seed's is 2.5)."""
-    band_gate: float = BAND_GATE_BITS
-    """Stage 1b: gapless scores above ``this + log2(Lq · Lt)`` (and not passing directly) get a banded score;
-    at or above ``gapless_offset`` the stage is off."""
-    band_offset: float = BAND_OFFSET_BITS
-    """Stage 1b: pass when the banded score is above ``this + log2(Lq · Lt)`` bits."""
-    band_width: int = BAND_WIDTH
-    prefilter_composition: float = 0.0
-    """Stages 1–2 score the profile against ``f^(1 − w) · c^w``, ``c`` its mean emissions
-    (:func:`~workflow_lib.search.prefilter.prefilter_background`); the CLI's ``auto`` is
-    :data:`~workflow_lib.search.prefilter.CONTEXT_PREFILTER_COMPOSITION` for context-specific profiles, else 0."""
-    gap_open: float = GAP_OPEN_BITS
-    gap_extend: float = GAP_EXTEND_BITS
-    gapped_max_evalue: float = GAPPED_MAX_EVALUE
-    max_evalue: float = 10.0
-    calibration_samples: int | None = None
-    """Sequences per calibration (None: :func:`~workflow_lib.search.evalue.calibration_samples` of ``calibration``)."""
-    calibration: str = "random"
-    """E-value calibration against ``random`` (i.i.d.) or ``reversed`` (reversed real proteins) sequences
-    (:mod:`workflow_lib.search.evalue`)."""
-    first_iteration_prefilter: tuple[tuple[str, float], ...] = ()
-    """Prefilter values that replace the ones above in iteration 1 of a search of several iterations
-    (:meth:`for_iteration`); ``--sensitive`` puts the default prefilter's here (:func:`prefilter_settings`)."""
-
-    def __post_init__(self) -> None:
-        if self.calibration not in CALIBRATIONS:
-            raise ValueError(f"calibration must be one of {', '.join(CALIBRATIONS)}, got {self.calibration!r}")
-        check_prefilter_values(prefilter_composition=self.prefilter_composition)
-
-    def defers(self, iteration: int, iterations: int) -> bool:
-        """Whether iteration ``iteration`` of ``iterations`` searches with :attr:`first_iteration_prefilter`."""
-        return bool(self.first_iteration_prefilter) and iteration == 1 and iterations > 1
-
-    def for_iteration(self, iteration: int, iterations: int) -> SearchSettings:
-        """The settings iteration ``iteration`` (1-based) of a search of ``iterations`` searches with."""
-        if not self.defers(iteration, iterations):
-            return self
-        return dataclasses.replace(self, **dict(self.first_iteration_prefilter), first_iteration_prefilter=())
-
-    def seed_threshold(self, k: int, spaced: bool = False) -> float:
-        """The seed threshold (bits) on an index of weight ``k`` (``spaced``: its shape has gaps): the one
-        given, else the default for that index."""
-        if self.kmer_threshold is not None:
-            return self.kmer_threshold
-        return default_kmer_threshold(k, self.kmer_slack, spaced=spaced)
-
-
-def prefilter_settings(*, sensitive: bool = False, kmer_threshold: float | None = None,
-                       diagonals_per_target: int | None = None, gapless_offset: float | None = None,
-                       band_gate: float | None = None, band_offset: float | None = None,
-                       **other) -> SearchSettings:
-    """:class:`SearchSettings` from the default or the sensitive prefilter, with any value given overriding it.
-
-    The sensitive prefilter searches from iteration 2 on, and in a search of one iteration; iteration 1 of an
-    iterated search keeps the default prefilter's values for the knobs not given here
-    (:attr:`SearchSettings.first_iteration_prefilter`). Iteration 1 searches with the query sequence alone, and
-    only its hits at the inclusion E-value (1e-3) shape what follows; the homologs the sensitive prefilter adds
-    are weak ones. On the Pfam benchmark the deferred sensitive search finds the same pairs at the same ROC AUC for
-    a quarter less CPU (benchmarks/RESULTS.md, session 37). A query that converges in iteration 1 is searched again
-    with the sensitive prefilter (:func:`~workflow_lib.search.iterative.msa_step`), so every query's last search
-    is a sensitive one.
-
-    Raises ``ValueError`` for a non-finite threshold or fewer than one diagonal per target."""
-    base = SearchSettings(**SENSITIVE_PREFILTER) if sensitive else SearchSettings()
-    given = {"kmer_threshold": kmer_threshold, "diagonals_per_target": diagonals_per_target,
-             "gapless_offset": gapless_offset, "band_gate": band_gate, "band_offset": band_offset}
-    check_prefilter_values(**given)
-    values = {key: value for key, value in given.items() if value is not None}
-    if sensitive:
-        default = SearchSettings()
-        first = tuple((key, getattr(default, key)) for key in SENSITIVE_PREFILTER
-                      if getattr(default, key) != getattr(base, key) and given.get(key) is None)
-        values["first_iteration_prefilter"] = first
-    return dataclasses.replace(base, **values, **other)
 
 
 @dataclass(frozen=True)
@@ -275,9 +190,10 @@ class Prefiltered:
 
 
 def prefilter_query_shard(query: SearchQuery, shard: Shard, index: dict[str, np.ndarray], totals: DatabaseTotals,
-                          settings: SearchSettings = SearchSettings()) -> Prefiltered:
+                          settings: SearchSettings = SearchSettings(), *,
+                          cache: ShardCache | None = None) -> Prefiltered:
     """Steps 1–2 of the module docstring for one query (:func:`prefilter_queries_shard`)."""
-    return prefilter_queries_shard([query], shard, index, totals, settings)[0]
+    return prefilter_queries_shard([query], shard, index, totals, settings, cache=cache)[0]
 
 
 @dataclass
@@ -291,12 +207,14 @@ class _GaplessStage:
 
 
 def prefilter_queries_shard(queries: list[SearchQuery], shard: Shard, index: dict[str, np.ndarray],
-                            totals: DatabaseTotals, settings: SearchSettings = SearchSettings()) -> list[Prefiltered]:
+                            totals: DatabaseTotals, settings: SearchSettings = SearchSettings(), *,
+                            cache: ShardCache | None = None) -> list[Prefiltered]:
     """Steps 1–2 of the module docstring for several queries: the gapless stage per query, the banded stage
     (1b) for all of them in one kernel call (its cost is per DP row, so the lanes of many queries share the
     rows), then the gapped stage per query. A query's seconds include its share of the banded call (by
-    cells)."""
-    stages = [_gapless_stage(query, shard, index, settings) for query in queries]
+    cells). ``cache``: the shard's prefilter layouts (:class:`~workflow_lib.search.shard_cache.ShardCache`)."""
+    cache = ShardCache.of(cache)
+    stages = [_gapless_stage(query, shard, index, settings, cache) for query in queries]
     if settings.band_gate < settings.gapless_offset and stages:
         _band_stage(stages, settings)
     out = []
@@ -311,7 +229,7 @@ def prefilter_queries_shard(queries: list[SearchQuery], shard: Shard, index: dic
 
 
 def _gapless_stage(query: SearchQuery, shard: Shard, index: dict[str, np.ndarray],
-                   settings: SearchSettings) -> _GaplessStage:
+                   settings: SearchSettings, cache: ShardCache) -> _GaplessStage:
     """Stage 1, down to the band gate when stage 1b is on (else to the direct pass)."""
     started = time.perf_counter()
     profile = query.profile
@@ -320,7 +238,7 @@ def _gapless_stage(query: SearchQuery, shard: Shard, index: dict[str, np.ndarray
     gapless = gapless_prefilter(scores, index, shard.residues, shard.offsets,
                                 kmer_threshold=settings.seed_threshold(int(index["k"]), index_is_spaced(index)),
                                 diagonals_per_target=settings.diagonals_per_target,
-                                offset_bits=min(settings.gapless_offset, settings.band_gate))
+                                offset_bits=min(settings.gapless_offset, settings.band_gate), cache=cache)
     candidates = [shard.sequence(int(s)) for s in gapless.sequence]
     return _GaplessStage(scores, gapless, candidates, time.perf_counter() - started)
 
@@ -399,17 +317,19 @@ def _result(frame: pd.DataFrame, prefiltered: Prefiltered, seconds: float) -> Qu
 
 def search_query_shard(query: SearchQuery, shard: Shard, index: dict[str, np.ndarray], totals: DatabaseTotals,
                        settings: SearchSettings = SearchSettings(), *, iteration: int = 1,
-                       device: str | None = NUMPY) -> QueryResult:
+                       device: str | None = NUMPY, cache: ShardCache | None = None) -> QueryResult:
     """Prefilter → Viterbi → E-values for one query on one shard (see the module docstring)."""
-    return search_queries_shard([query], shard, index, totals, settings, iteration=iteration, device=device)[0]
+    return search_queries_shard([query], shard, index, totals, settings, iteration=iteration, device=device,
+                                cache=cache)[0]
 
 
 def search_queries_shard(queries: list[SearchQuery], shard: Shard, index: dict[str, np.ndarray],
                          totals: DatabaseTotals, settings: SearchSettings = SearchSettings(), *, iteration: int = 1,
-                         device: str | None = NUMPY) -> list[QueryResult]:
+                         device: str | None = NUMPY, cache: ShardCache | None = None) -> list[QueryResult]:
     """:func:`search_query_shard` for several queries, prefiltered together (:func:`prefilter_queries_shard`)."""
     results = []
-    for query, prefiltered in zip(queries, prefilter_queries_shard(queries, shard, index, totals, settings)):
+    for query, prefiltered in zip(queries, prefilter_queries_shard(queries, shard, index, totals, settings,
+                                                                   cache=cache)):
         started = time.perf_counter()
         targets = survivors(shard, prefiltered)
         hits = align_targets(query.profile, targets, backtrace=True, cpus=1, device=device,
@@ -450,7 +370,8 @@ def _batches(count: int, workers: int) -> list[range]:
 def _query_task(batch: range) -> list[QueryResult]:
     return search_queries_shard([_WORKER["queries"][k] for k in batch], _WORKER["shard"],  # type: ignore[index]
                                 _WORKER["index"], _WORKER["totals"], _WORKER["settings"],  # type: ignore[arg-type]
-                                iteration=_WORKER["iteration"], device=NUMPY)  # type: ignore[arg-type]
+                                iteration=_WORKER["iteration"], device=NUMPY,  # type: ignore[arg-type]
+                                cache=_WORKER["cache"])  # type: ignore[arg-type]
 
 
 def _calibration_task(position: int) -> list[float]:
@@ -460,7 +381,8 @@ def _calibration_task(position: int) -> list[float]:
 
 def _prefilter_task(batch: range) -> list[Prefiltered]:
     return prefilter_queries_shard([_WORKER["queries"][k] for k in batch], _WORKER["shard"],  # type: ignore[index]
-                                   _WORKER["index"], _WORKER["totals"], _WORKER["settings"])  # type: ignore[arg-type]
+                                   _WORKER["index"], _WORKER["totals"], _WORKER["settings"],  # type: ignore[arg-type]
+                                   cache=_WORKER["cache"])  # type: ignore[arg-type]
 
 
 def _map(task, items: list, workers: int) -> list:
@@ -482,20 +404,23 @@ def by_length(queries: list[SearchQuery]) -> list[int]:
 
 def search_shard(queries: list[SearchQuery], shard: Shard, index: dict[str, np.ndarray], totals: DatabaseTotals,
                  settings: SearchSettings = SearchSettings(), *, iteration: int = 1,
-                 cpus: int | None = 1, device: str | None = NUMPY) -> list[QueryResult]:
+                 cpus: int | None = 1, device: str | None = NUMPY, cache: ShardCache | None = None
+                 ) -> list[QueryResult]:
     """All queries against one loaded shard (the shard is read once for the whole batch); query order kept.
 
     The queries are searched shortest first (:func:`by_length`): the prefilter's per-shard layouts are built
-    per query-length class (:func:`workflow_lib.search.prefilter._padded_residues`), so in that order each is
+    per query-length class and kept in ``cache`` (:class:`~workflow_lib.search.shard_cache.ShardCache`, one for
+    the shard; None: a new one for this call), so in that order each is
     built once per class instead of again whenever the class changes, and a batch's banded stage shares rows
     among similar lengths. NumPy: each process searches whole queries. A torch device: the processes
     prefilter, then this process aligns every query's survivors together
     (:func:`workflow_lib.aligner.align_pairs`); a query's seconds are its prefilter time plus its share of the
     shared Viterbi time (by its survivors' cells)."""
+    cache = ShardCache.of(cache)
     order = by_length(queries)
     if order != list(range(len(queries))):
         results = search_shard([queries[k] for k in order], shard, index, totals, settings, iteration=iteration,
-                               cpus=cpus, device=device)
+                               cpus=cpus, device=device, cache=cache)
         out: list[QueryResult] = [None] * len(queries)  # type: ignore[list-item]
         for k, result in zip(order, results):
             out[k] = result
@@ -503,7 +428,7 @@ def search_shard(queries: list[SearchQuery], shard: Shard, index: dict[str, np.n
     workers = min(resolve_cpus(cpus), max(len(queries), 1))
     backend = resolve_device(device)
     _WORKER.update(queries=queries, shard=shard, index=index, totals=totals, settings=settings,
-                   iteration=iteration)
+                   iteration=iteration, cache=cache)
     try:
         if backend == NUMPY:
             return _map_batches(_query_task, len(queries), workers)

@@ -32,8 +32,8 @@ is deterministic and sharding does not change any number.
 (helix and strand periodicity, low-complexity stretches) of real ones. Context-specific pseudocounts reward that
 local structure in every protein, related or not, so against i.i.d. sequences their μ came out 1.24 bits too low
 on 25 Pfam queries (E-values of unrelated hits ~2.4× optimistic); for Gonnet profiles the two differ by 0.17 bits
-(``benchmarks/RESULTS.md``, session 30). Their score tail is also heavier against real proteins, so with reversed
-decoys step 3 takes λ as :func:`gumbel_lambda` × :data:`REVERSED_LAMBDA_SCALE` (session 34).
+(measured in ``benchmarks/RESULTS.md``). Their score tail is also heavier against real proteins, so with reversed
+decoys step 3 takes λ as :func:`gumbel_lambda` × :data:`REVERSED_LAMBDA_SCALE` (measured in benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -61,11 +61,11 @@ SLOPE_MODEL = (-0.237, 0.033, 0.038)
 SLOPE_RANGE = (0.0, 0.35)
 CALIBRATION_MAX_LENGTH = 100
 """Calibration sequences are at most this long: μ extrapolates to other lengths through :func:`length_slope`.
-Measured (benchmarks/RESULTS.md, session 31): 10 Pfam and 4 *E. coli* MSA profiles (Neff 2.3–5.7, 101–413
+Measured (benchmarks/RESULTS.md): 10 Pfam and 4 *E. coli* MSA profiles (Neff 2.3–5.7, 101–413
 columns) fitted on 1,024 sequences each at 100, 200 and 400 residues give μ at 400 residues within 0.12 bits
 (mean difference 100 − 400: −0.01 bits), and whole searches calibrated at 100 instead of 200 give the same
-benchmark hits and false-positive counts with 35–45% less calibration CPU (session 11 had found 200 and the
-database mean of 399 equal within 4%)."""
+benchmark hits and false-positive counts with 35–45% less calibration CPU (an earlier measurement had found 200 and
+the database mean of 399 equal within 4%)."""
 DECOY_WINDOW_LENGTH = 200
 """Windows of reversed proteins (``calibration = "reversed"``) stay at most 200 residues long: the local structure
 context profiles score in real proteins adds more over longer windows (their μ over i.i.d. μ: +0.94 bits at 200
@@ -73,11 +73,11 @@ residues, +0.66 at 100 on six example proteins), and the reversed calibration wa
 REVERSED_LAMBDA_SCALE = 0.9
 """λ of a profile calibrated on reversed proteins (``calibration = "reversed"``, the context-specific profiles'
 default) is :func:`gumbel_lambda` times this. Context profiles score real unrelated proteins with a heavier tail
-than i.i.d. sequences (λ 0.43 on reversed proteins against 0.64 on i.i.d. ones, 12 Pfam queries, session 30),
-so μ fitted on reversed proteins with the i.i.d. λ left E-values ~2.5× optimistic at E ≤ 1 on the whole Pfam
-benchmark (14 false pairs where 5.6 are expected), while λ fitted on the reversed proteins themselves made them
-~7× conservative and lost pairs. On the whole Pfam benchmark 0.9 gives 4 / 47 false pairs at E ≤ 1 / 10
-(expected 5.6 / 56) and 0.8 gives 1 / 28 (benchmarks/RESULTS.md, session 34, with CATH as the check)."""
+than i.i.d. sequences (λ 0.43 on reversed proteins against 0.64 on i.i.d. ones, 12 Pfam queries, measured in
+benchmarks/RESULTS.md), so μ fitted on reversed proteins with the i.i.d. λ left E-values ~2.5× optimistic at E ≤ 1
+on the whole Pfam benchmark (14 false pairs where 5.6 are expected), while λ fitted on the reversed proteins
+themselves made them ~7× conservative and lost pairs. On the whole Pfam benchmark 0.9 gives 4 / 47 false pairs at E
+≤ 1 / 10 (expected 5.6 / 56) and 0.8 gives 1 / 28 (measured in benchmarks/RESULTS.md, with CATH as the check)."""
 CALIBRATION_SAMPLES = 128
 """Random sequences per calibration. With λ given, the maximum-likelihood μ has a standard error of
 ``1 / (λ √N)`` ≈ 0.13 bits at N = 128 (E-values within ×1.09 at one standard error; HMMER calibrates with
@@ -87,7 +87,7 @@ DECOY_SAMPLES = 64
 i.i.d. sequences (:data:`DECOY_WINDOW_LENGTH`), so 64 of them hold the residues of 128 i.i.d. ones and cost the
 same; μ's standard error is ≈ 0.2 bits (E-values within ×1.13 at one standard error). On the whole Pfam
 benchmark 64 instead of 128 cut the context search's CPU by 10% (363 → 327 s) with the same ROC AUC (0.9593
-against 0.9591) and false pairs (4 / 27 against 3 / 28 at E ≤ 1 / 10) (benchmarks/RESULTS.md, session 35)."""
+against 0.9591) and false pairs (4 / 27 against 3 / 28 at E ≤ 1 / 10) (measured in benchmarks/RESULTS.md)."""
 
 
 def calibration_samples(calibration: str, samples: int | None = None) -> int:

@@ -53,7 +53,7 @@ def gapped_scores(scores: np.ndarray, targets: list[np.ndarray], *, gap_open: fl
     """Best local (Smith–Waterman) score in bits of each target against position-specific ``scores``.
 
     ``scores``: float32 ``[Lq, 21]`` bits per query position and residue code (column 20 = X), as made by
-    :func:`workflow_lib.search.prefilter.profile_scores_bits`; ``targets``: uint8 code arrays. Returns
+    :func:`workflow_lib.search.seeds.profile_scores_bits`; ``targets``: uint8 code arrays. Returns
     float32 ``[T]`` in input order (0 for an empty target).
     """
     if gap_open < gap_extend:
@@ -137,10 +137,10 @@ def _horizontal_gaps(h: np.ndarray, top: float, ramp: np.ndarray, scans: list[np
 
 BAND_WIDTH = 16
 """Diagonals in the band of :func:`banded_scores`. 32 found the same
-Pfam pairs at 1.3× the banded stage's CPU (benchmarks/RESULTS.md, session 33)."""
+Pfam pairs at 1.3× the banded stage's CPU (measured in benchmarks/RESULTS.md)."""
 BAND_GATE_BITS = -2.0
 """Stage 1b's gate: targets whose best gapless score is above ``gate + log2(Lq · Lt)`` bits (and below the
-direct pass) get the banded Smith–Waterman score (benchmarks/RESULTS.md, session 33)."""
+direct pass) get the banded Smith–Waterman score (measured in benchmarks/RESULTS.md)."""
 BAND_OFFSET_BITS = 6.0
 """Stage 1b's pass: a banded score above ``offset + log2(Lq · Lt)`` bits."""
 BAND_SURE_PASS_BITS = 4.5

@@ -39,44 +39,10 @@ import numpy as np
 import pandas as pd
 
 from workflow_lib.aligner import Profile, profile_from_alignment, profile_from_sequence
-from workflow_lib.aligner.context import ContextModel, load_context_model
+from workflow_lib.aligner.context import ContextModel
+from workflow_lib.search.settings import MsaSettings, SearchSettings
 from workflow_lib.seqio.alphabet import GAP_CODE
 from workflow_lib.seqio.msa import Alignment
-
-
-PSEUDOCOUNTS = ("substitution", "context")
-"""Emission pseudocounts a search can use (:attr:`MsaSettings.pseudocounts`)."""
-
-
-@dataclass(frozen=True)
-class MsaSettings:
-    iterations: int = 3
-    inclusion_evalue: float = 1e-3
-    max_identity: float = 0.90
-    min_coverage: float = 0.50
-    profile_min_coverage: float = 0.0
-    stop_rules: tuple[tuple[int, float], ...] = ((2000, 0.75), (5000, 0.50))
-    max_sequences: int = 10000
-    pseudocounts: str = "substitution"
-    """Emission pseudocounts of the searched profiles: ``substitution`` (the Gonnet matrix) or ``context``
-    (context-specific, :mod:`workflow_lib.aligner.context`)."""
-    context_model: str | None = None
-    """With ``context``: the model's npz (None: the shipped one)."""
-
-    def __post_init__(self) -> None:
-        if self.iterations < 1:
-            raise ValueError("iterations must be at least 1")
-        if not 0.0 < self.max_identity <= 1.0 or not 0.0 <= self.min_coverage <= 1.0:
-            raise ValueError("max_identity must be in (0, 1] and min_coverage in [0, 1]")
-        if not 0.0 <= self.profile_min_coverage <= self.min_coverage:
-            raise ValueError(f"profile_min_coverage must be in [0, min_coverage = {self.min_coverage}] (the output "
-                             f"MSA is filtered from the search MSA), got {self.profile_min_coverage}")
-        if self.pseudocounts not in PSEUDOCOUNTS:
-            raise ValueError(f"pseudocounts must be one of {', '.join(PSEUDOCOUNTS)}, got {self.pseudocounts!r}")
-
-    def context(self) -> ContextModel | None:
-        """The context model the profiles use (loaded once per path), or None for substitution pseudocounts."""
-        return load_context_model(self.context_model) if self.pseudocounts == "context" else None
 
 
 @dataclass
@@ -84,11 +50,12 @@ class IterationResult:
     """One iteration: the profile searched with, its hits, the MSA after inclusion and filters.
 
     ``alignment`` is the output MSA (coverage-filtered); ``search_alignment`` the one the next profile is built
-    from (see the module docstring).
+    from (see the module docstring). ``profile`` is None where the step was taken without it (the workflow's
+    merge job, whose profiles were built by another job).
     """
 
     iteration: int
-    profile: Profile
+    profile: Profile | None
     hits: pd.DataFrame
     alignment: Alignment
     included: int
@@ -210,7 +177,7 @@ def msa_step(name: str, description: str, sequence: str, hits: pd.DataFrame, pre
     the search MSA into the output MSA.
 
     ``deferred``: this iteration searched with a cheaper prefilter than the next ones (iteration 1 of a
-    ``--sensitive`` search, :meth:`~workflow_lib.search.engine.SearchSettings.defers`). Then "no new sequences"
+    ``--sensitive`` search, :meth:`~workflow_lib.search.settings.SearchSettings.defers`). Then "no new sequences"
     does not stop the query: the next iteration searches the same profile (its MSA holds the query alone) with
     the sensitive prefilter, so that the query's last search, whose hits it reports, is a sensitive one.
     """
@@ -235,25 +202,91 @@ def profile_for(alignment: Alignment | None, sequence: str, context: ContextMode
     return profile_from_alignment(alignment, context=context)
 
 
+@dataclass
+class QueryState:
+    """One query between iterations: its last search MSA and where it stands (the workflow keeps it as a row of
+    :data:`~workflow_lib.seqio.schemas.MSA_STATE` with the MSA in an A3M)."""
+
+    name: str
+    description: str
+    sequence: str
+    alignment: Alignment | None = None
+    """The last iteration's search MSA (None before the first)."""
+    iteration: int = 0
+    converged: bool = False
+    reason: str = ""
+    included: int = 0
+    seconds: float = 0.0
+
+    def profile(self, context: ContextModel | None = None) -> Profile:
+        """The profile the next iteration searches with (:func:`profile_for`)."""
+        return profile_for(self.alignment, self.sequence, context)
+
+
+def advance(state: QueryState, hits: pd.DataFrame, iteration: int, settings: MsaSettings, *,
+            deferred: bool = False, seconds: float = 0.0, profile: Profile | None = None) -> IterationResult:
+    """The step of one iteration for one query, after its search: :func:`msa_step` on ``hits`` (the query's
+    ranked hits of iteration ``iteration``), ``state`` updated in place (``seconds`` added to its time). Every
+    way of iterating goes through here: :func:`iterations` and the workflow's ``msa-merge`` job."""
+    alignment, included, new, converged, reason = msa_step(state.name, state.description, state.sequence, hits,
+                                                           state.alignment, iteration, settings, deferred=deferred)
+    state.alignment, state.iteration, state.converged, state.reason = alignment, iteration, converged, reason
+    state.included = included
+    state.seconds += seconds
+    return IterationResult(iteration, profile, hits, output_alignment(alignment, settings), included, new, converged,
+                           reason, seconds, alignment)
+
+
+SearchStep = Callable[[list[str], list[Profile], int], tuple[pd.DataFrame, dict[str, float]]]
+"""``search(names, profiles, iteration)`` → (ranked hits of those profiles, search seconds per name)."""
+
+
+def iterations(states: list[QueryState], search: SearchStep, settings: MsaSettings, *,
+               defers: Callable[[int], bool] = lambda iteration: False
+               ) -> Iterator[tuple[int, list[tuple[int, IterationResult]]]]:
+    """The iteration loop: per iteration, the profiles of the queries not yet converged, one ``search`` of them
+    all, and :func:`advance` of each. Yields ``(iteration, [(state position, result), …])`` after each
+    iteration, until every query converged or ``settings.iterations`` ran.
+
+    ``defers(iteration)``: whether that iteration searched with a cheaper prefilter than the next ones
+    (:meth:`~workflow_lib.search.settings.SearchSettings.defers`, see :func:`msa_step`). A query's seconds are
+    its search seconds plus an equal share of the iteration's other time (profiles, MSAs)."""
+    context = settings.context()
+    for iteration in range(1, settings.iterations + 1):
+        active = [k for k, state in enumerate(states) if not state.converged]
+        if not active:
+            return
+        started = time.perf_counter()
+        profiles = [states[k].profile(context) for k in active]
+        hits, query_seconds = search([states[k].name for k in active], profiles, iteration)
+        grouped = dict(tuple(hits.groupby("query", sort=False))) if not hits.empty else {}
+        steps = []
+        for k, profile in zip(active, profiles):
+            own = grouped.get(states[k].name, hits.iloc[0:0]).reset_index(drop=True)
+            steps.append((k, advance(states[k], own, iteration, settings, deferred=defers(iteration),
+                                     profile=profile)))
+        overhead = (time.perf_counter() - started - sum(query_seconds.values())) / len(active)
+        for k, result in steps:
+            result.seconds = query_seconds.get(states[k].name, 0.0) + overhead
+            states[k].seconds += result.seconds
+        yield iteration, steps
+
+
 def iterate(name: str, description: str, sequence: str, search: Callable[[Profile, int], pd.DataFrame],
             settings: MsaSettings = MsaSettings()) -> Iterator[IterationResult]:
-    """Yield one :class:`IterationResult` per iteration until converged (the last one has ``converged``).
+    """Yield one :class:`IterationResult` per iteration until converged (the last one has ``converged``): the
+    loop of :func:`iterations` for one query.
 
     ``search(profile, iteration)`` returns the ranked hits of that profile (columns of
     :data:`workflow_lib.search.engine.HIT_COLUMNS`).
     """
-    alignment: Alignment | None = None
-    context = settings.context()
-    for iteration in range(1, settings.iterations + 1):
+    def batch(names: list[str], profiles: list[Profile], iteration: int) -> tuple[pd.DataFrame, dict[str, float]]:
         started = time.perf_counter()
-        profile = profile_for(alignment, sequence, context)
-        hits = search(profile, iteration)
-        alignment, included, new, converged, reason = msa_step(name, description, sequence, hits, alignment,
-                                                               iteration, settings)
-        yield IterationResult(iteration, profile, hits, output_alignment(alignment, settings), included, new,
-                              converged, reason, time.perf_counter() - started, alignment)
-        if converged:
-            return
+        hits = search(profiles[0], iteration)
+        return hits, {names[0]: time.perf_counter() - started}
+
+    for _, steps in iterations([QueryState(name, description, sequence)], batch, settings):
+        yield steps[0][1]
 
 
 def msa_statistics(alignment: Alignment) -> dict[str, float | int]:
@@ -280,52 +313,35 @@ class MsaResult:
         return self.iterations[-1].reason if self.iterations else ""
 
 
-def build_msas(records, db_dir, search_settings=None, settings: MsaSettings = MsaSettings(), *,
-               cpus: int | None = 1, on_iteration: Callable[[int, int], None] | None = None,
+def build_msas(records, db_dir, search_settings: SearchSettings | None = None,
+               settings: MsaSettings | None = None, *, cpus: int | None = 1,
+               on_iteration: Callable[[int, int], None] | None = None,
                device: str | None = "numpy") -> list[MsaResult]:
-    """Iterative MSAs for many queries, batched: every iteration reads each shard once for all active queries.
+    """Iterative MSAs for many queries, batched: every iteration reads each shard once for all active queries
+    (:func:`iterations` with :func:`~workflow_lib.search.engine.search_database`).
 
     ``records``: :class:`workflow_lib.seqio.fasta.Record`; returns one :class:`MsaResult` per record, in order.
+    ``search_settings``/``settings``: None for the defaults (:mod:`workflow_lib.search.settings`).
     ``device``: where the Viterbi stages run (:mod:`workflow_lib.search.engine`; default NumPy, None = CUDA
     when available).
     """
-    from workflow_lib.search.engine import DatabaseTotals, SearchSettings, make_queries, search_database
+    from workflow_lib.search.engine import DatabaseTotals, make_queries, search_database
     search_settings = search_settings or SearchSettings()
+    settings = settings or MsaSettings()
     totals = DatabaseTotals.from_manifest(db_dir)
-    state: dict[int, Alignment | None] = {k: None for k in range(len(records))}
-    history: dict[int, list[IterationResult]] = {k: [] for k in range(len(records))}
-    seconds = {k: 0.0 for k in range(len(records))}
-    active = list(range(len(records)))
-    context = settings.context()
-    for iteration in range(1, settings.iterations + 1):
-        if not active:
-            break
-        started = time.perf_counter()
-        profiles = {k: profile_for(state[k], records[k].sequence, context) for k in active}
+
+    def search(names: list[str], profiles: list[Profile], iteration: int) -> tuple[pd.DataFrame, dict[str, float]]:
         iteration_settings = search_settings.for_iteration(iteration, settings.iterations)
-        deferred = search_settings.defers(iteration, settings.iterations)
-        queries = make_queries([records[k].id for k in active], [profiles[k] for k in active], totals,
-                               iteration_settings, device=device, cpus=cpus)
-        hits, query_seconds = search_database(queries, db_dir, iteration_settings, iteration=iteration, cpus=cpus,
-                                              device=device)
-        overhead = (time.perf_counter() - started - sum(query_seconds.values())) / len(active)
-        grouped = dict(tuple(hits.groupby("query", sort=False))) if not hits.empty else {}
-        still = []
-        for k in active:
-            record = records[k]
-            own = grouped.get(record.id, hits.iloc[0:0])
-            alignment, included, new, converged, reason = msa_step(
-                record.id, record.description, record.sequence, own, state[k], iteration, settings, deferred=deferred)
-            state[k] = alignment
-            elapsed = query_seconds[record.id] + overhead
-            seconds[k] += elapsed
-            history[k].append(IterationResult(iteration, profiles[k], own.reset_index(drop=True),
-                                              output_alignment(alignment, settings), included, new, converged,
-                                              reason, elapsed, alignment))
-            if not converged:
-                still.append(k)
+        queries = make_queries(names, profiles, totals, iteration_settings, device=device, cpus=cpus)
+        return search_database(queries, db_dir, iteration_settings, iteration=iteration, cpus=cpus, device=device)
+
+    states = [QueryState(record.id, record.description, record.sequence) for record in records]
+    history: list[list[IterationResult]] = [[] for _ in records]
+    for iteration, steps in iterations(states, search, settings,
+                                       defers=lambda k: search_settings.defers(k, settings.iterations)):
+        for k, result in steps:
+            history[k].append(result)
         if on_iteration is not None:
-            on_iteration(iteration, len(active))
-        active = still
-    return [MsaResult(records[k].id, output_alignment(state[k], settings), history[k], seconds[k])
-            for k in range(len(records))]
+            on_iteration(iteration, len(steps))
+    return [MsaResult(record.id, output_alignment(state.alignment, settings), history[k], state.seconds)
+            for k, (record, state) in enumerate(zip(records, states))]

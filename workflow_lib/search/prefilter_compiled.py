@@ -1,19 +1,19 @@
 """Compiled (numba) twins of the steps of the prefilter's gapless stage (seed "Iterative MSA Alignment"):
 counting the seeds per (sequence, diagonal) together with choosing each target's best seeded diagonals
-(:func:`workflow_lib.search.prefilter.count_seeds` followed by
-:func:`workflow_lib.search.prefilter.best_diagonals`), and the best gapless segment on each chosen diagonal
-(:func:`workflow_lib.search.prefilter.diagonal_scores`).
+(:func:`workflow_lib.search.diagonals.count_seeds` followed by
+:func:`workflow_lib.search.diagonals.best_diagonals`), and the best gapless segment on each chosen diagonal
+(:func:`workflow_lib.search.gapless.diagonal_scores`).
 
-Seed counting, blocked: NumPy's ``bincount`` adds every seed into one dense array of all (sequence, diagonal)
-bins of the shard (14 million bins, 112 MB, for a 300-residue query against 15,000 sequences) at a random
-place, so each seed waits on memory; a compiled scatter into the same array is no faster (session 38). Here
-the shard's sequences are cut into blocks of consecutive sequences with at most :data:`SEED_BLOCK_BINS` bins
-each (:func:`seed_blocks`), and the seeds are counted in three passes: seeds per block; the seeds written block
-by block (a stable counting sort: each block's seeds keep their order); then, per block, the seeds added into
-bins that stay in the core's cache, and each bin visited once through its seeds, offering its diagonal to its
-target's short list of the best ``per_target``. The sums are float64 in seed order, as ``bincount`` adds them,
-so counts, summed bits and the chosen diagonals are identical to the NumPy path (ranked by the float32 sum,
-ties to the smaller diagonal, as :func:`~workflow_lib.search.prefilter.best_diagonals` takes the earlier one).
+Seed counting, blocked: NumPy's ``bincount`` adds every seed into one dense array of all (sequence, diagonal) bins
+of the shard (14 million bins, 112 MB, for a 300-residue query against 15,000 sequences) at a random place, so each
+seed waits on memory; a compiled scatter into the same array is no faster (measured in benchmarks/RESULTS.md). Here
+the shard's sequences are cut into blocks of consecutive sequences with at most :data:`SEED_BLOCK_BINS` bins each
+(:func:`seed_blocks`), and the seeds are counted in three passes: seeds per block; the seeds written block by block
+(a stable counting sort: each block's seeds keep their order); then, per block, the seeds added into bins that stay
+in the core's cache, and each bin visited once through its seeds, offering its diagonal to its target's short list
+of the best ``per_target``. The sums are float64 in seed order, as ``bincount`` adds them, so counts, summed bits
+and the chosen diagonals are identical to the NumPy path (ranked by the float32 sum, ties to the smaller diagonal,
+as :func:`~workflow_lib.search.diagonals.best_diagonals` takes the earlier one).
 
 Best diagonals per target (for seeds counted by NumPy): one pass keeps each target's ``per_target``
 highest-ranked diagonals in a small sorted list (ties to the earlier index).
@@ -265,7 +265,7 @@ def _kernels():
 
 
 def best_in_sorted_compiled(sequence: np.ndarray, rank_by: np.ndarray, per_target: int) -> np.ndarray:
-    """:func:`workflow_lib.search.prefilter.best_diagonals` for a sorted ``sequence``: indices (ascending) of
+    """:func:`workflow_lib.search.diagonals.best_diagonals` for a sorted ``sequence``: indices (ascending) of
     each target's ``per_target`` highest-ranked diagonals, ties to the earlier index."""
     return _kernels()[1](np.asarray(sequence, dtype=np.int64), np.asarray(rank_by, dtype=np.float32),
                          int(per_target))
@@ -274,7 +274,7 @@ def best_in_sorted_compiled(sequence: np.ndarray, rank_by: np.ndarray, per_targe
 def diagonal_scores_compiled(table: np.ndarray, layout: np.ndarray, starts: np.ndarray, sequence: np.ndarray,
                              diagonal: np.ndarray) -> np.ndarray:
     """Best gapless segment score (float32 ``[C]``) per (sequence, diagonal); ``table`` float32 ``[Lq, codes]``
-    (padding codes score 0), ``layout``/``starts`` as :func:`workflow_lib.search.prefilter._padded_residues`."""
+    (padding codes score 0), ``layout``/``starts`` as :func:`workflow_lib.search.gapless.padded_residues`."""
     out = np.zeros(sequence.size, dtype=np.float32)
     if sequence.size:
         _kernel()(np.ascontiguousarray(table, dtype=np.float32), layout, starts.astype(np.int64, copy=False),
@@ -284,7 +284,7 @@ def diagonal_scores_compiled(table: np.ndarray, layout: np.ndarray, starts: np.n
 
 def seed_blocks(offsets: np.ndarray, pad: int, block_bins: int = SEED_BLOCK_BINS) -> tuple:
     """The block layout :func:`seed_best_diagonals_compiled` counts seeds in, for a shard's sequence
-    ``offsets`` and a query's bin ``pad`` (see :func:`workflow_lib.search.prefilter.count_seeds`)."""
+    ``offsets`` and a query's bin ``pad`` (see :func:`workflow_lib.search.diagonals.count_seeds`)."""
     lengths = np.diff(np.asarray(offsets, dtype=np.int64))
     return _kernels()[2](lengths, int(pad), int(block_bins)) + (int(block_bins),)
 
@@ -295,7 +295,7 @@ def seed_best_diagonals_compiled(window: np.ndarray, code: np.ndarray, bits: np.
     """Each sequence's ``per_target`` best diagonals with at least ``min_hits`` seeds: (sequence, diagonal, seed
     count, summed seed bits as float32, number of sequences with such a diagonal), sorted by (sequence,
     diagonal). The seeds are the index entries of the (query window, k-mer code, score) triples ``window``,
-    ``code``, ``bits`` (window ascending, as :func:`~workflow_lib.search.prefilter.kmer_neighbourhood` returns
+    ``code``, ``bits`` (window ascending, as :func:`~workflow_lib.search.seeds.kmer_neighbourhood` returns
     them); ``blocks`` from :func:`seed_blocks` with the query's ``pad`` (> number of query windows)."""
     block, local, span, first, coarse, widest, most, block_bins = blocks
     return _kernels()[3](np.asarray(window, dtype=np.int64), np.asarray(code, dtype=np.int64),

@@ -246,7 +246,7 @@ def read_npz(path: str | Path, spec: NpzSchema) -> dict[str, np.ndarray]:
 def _stage_declarations() -> None:
     """Re-export the declarations that live with their stage, so this module lists every contract."""
     from workflow_lib.features.schema import FEATURES
-    from workflow_lib.search.kmer_index import KMER_INDEX
+    from workflow_lib.db.kmer_index import KMER_INDEX
     from workflow_lib.templates.schema import TEMPLATE_ARRAYS, TEMPLATE_CHAINS, TEMPLATE_HITS
 
     globals().update(FEATURES=FEATURES, KMER_INDEX=KMER_INDEX, TEMPLATE_ARRAYS=TEMPLATE_ARRAYS,

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from workflow_lib.db.chunks import ChunkSettings
 from workflow_lib.errors import InputError
+from workflow_lib.search.settings import SETTING_NAMES, WORKFLOW_MAX_EVALUE, Settings, cli_options, setting_error
 from workflow_lib.training.settings import TrainSettings
 
 T = TypeVar("T", bound="StageConfig")
@@ -118,66 +119,30 @@ class ChunkConfig(StageConfig, ChunkSettings):
 
 
 @dataclasses.dataclass(frozen=True)
-class SearchConfig(StageConfig):
-    """The MSA stage: which database, iterations, inclusion and filters (rules/search.smk). The defaults are the
-    command line's (context pseudocounts, the sensitive prefilter: :data:`workflow_lib.search.cli.CLI_SENSITIVE`);
-    ``sensitive: false`` with ``pseudocounts: substitution`` is the fast setting."""
+class SearchConfig(StageConfig, Settings):
+    """The MSA stage (config section ``search``; rules/search.smk): :class:`~workflow_lib.search.settings.Settings`
+    (the same keys, the product's defaults: context pseudocounts, the sensitive prefilter) plus which database
+    and precomputed MSAs; only ``max_evalue`` has the workflow's own default
+    (:data:`~workflow_lib.search.settings.WORKFLOW_MAX_EVALUE`). ``sensitive: false`` with ``pseudocounts:
+    substitution`` is the fast setting."""
 
+    max_evalue: float = WORKFLOW_MAX_EVALUE
     database: str | None = None
-    iterations: int = 3
-    inclusion_evalue: float = 1e-3
-    max_evalue: float = 1.0
-    max_identity: float = 0.9
-    min_coverage: float = 0.5
-    profile_min_coverage: float = 0.0
-    sensitive: bool = True
-    kmer_threshold: float | None = None
-    diagonals_per_target: int | None = None
-    gapless_offset: float | None = None
-    band_gate: float | None = None
-    band_offset: float | None = None
-    max_sequences: int = 10000
     precomputed_msas: str | None = None
-    pseudocounts: str = "context"
-    calibration: str = "auto"
-    prefilter_composition: float | None = None
 
     def __post_init__(self) -> None:
-        if self.iterations < 1:
-            raise InputError(f"search.iterations must be at least 1, got {self.iterations}")
-        if not 0 < self.inclusion_evalue or not 0 < self.max_evalue:
-            raise InputError("search.inclusion_evalue and search.max_evalue must be positive")
-        if not 0 < self.max_identity <= 1 or not 0 <= self.min_coverage <= 1:
-            raise InputError("search.max_identity must be in (0, 1] and search.min_coverage in [0, 1]")
-        if not 0 <= self.profile_min_coverage <= self.min_coverage:
-            raise InputError(f"search.profile_min_coverage must be in [0, search.min_coverage = "
-                             f"{self.min_coverage}], got {self.profile_min_coverage}")
-        if self.pseudocounts not in ("substitution", "context"):
-            raise InputError(f"search.pseudocounts must be 'substitution' or 'context', got {self.pseudocounts!r}")
-        if self.calibration not in ("auto", "random", "reversed"):
-            raise InputError(f"search.calibration must be auto, random or reversed, got {self.calibration!r}")
-        from workflow_lib.search.prefilter import check_prefilter_values  # numpy only, no search engine
         try:
-            check_prefilter_values(kmer_threshold=self.kmer_threshold, gapless_offset=self.gapless_offset,
-                                   diagonals_per_target=self.diagonals_per_target, band_gate=self.band_gate,
-                                   band_offset=self.band_offset, prefilter_composition=self.prefilter_composition)
+            super().__post_init__()
         except ValueError as error:
-            raise InputError(f"search.{error}") from None
+            raise InputError(setting_error(error, "search.")) from None
+
+    def settings(self) -> Settings:
+        """The search's :class:`~workflow_lib.search.settings.Settings` (this section without the workflow keys)."""
+        return Settings(**{name: getattr(self, name) for name in SETTING_NAMES})
 
     def cli_options(self) -> str:
-        """The settings as ``trackfold search-shard`` / ``msa-merge`` options."""
-        return (f"--iterations {self.iterations} --inclusion-evalue {self.inclusion_evalue} "
-                f"--max-evalue {self.max_evalue} --max-identity {self.max_identity} "
-                f"--min-coverage {self.min_coverage} --profile-min-coverage {self.profile_min_coverage} "
-                f"--max-sequences {self.max_sequences}"
-                + (" --sensitive" if self.sensitive else " --no-sensitive")
-                + f" --pseudocounts {self.pseudocounts}"
-                + (f" --calibration {self.calibration}" if self.calibration != "auto" else "")
-                + "".join(f" --{key.replace('_', '-')} {value}" for key, value in (
-                    ("kmer_threshold", self.kmer_threshold), ("diagonals_per_target", self.diagonals_per_target),
-                    ("gapless_offset", self.gapless_offset), ("band_gate", self.band_gate),
-                    ("band_offset", self.band_offset), ("prefilter_composition", self.prefilter_composition))
-                    if value is not None))
+        """The settings as the search jobs' options (:func:`workflow_lib.search.settings.cli_options`)."""
+        return cli_options(self.settings())
 
 
 @dataclasses.dataclass(frozen=True)

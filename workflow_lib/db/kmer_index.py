@@ -10,7 +10,7 @@ position skipped), as PatternHunter, MMseqs2 and DIAMOND use spaced seeds: ``111
 weight ``k`` (the number of ``1``) sets the code space (``20**k``) and so the entries per code; the gaps make
 the seeds of one alignment less correlated, so at the same number of seeds more homologous diagonals get one.
 Measured on Pfam (benchmarks/RESULTS.md, "spaced seeds"): ``1010011`` at 5.0 bits (its default,
-:data:`~workflow_lib.search.prefilter.SPACED_EXTRA_BITS`) gives the same benchmark scores as ``1111`` at 4.5 bits
+:data:`~workflow_lib.search.settings.SPACED_EXTRA_BITS`) gives the same benchmark scores as ``1111`` at 4.5 bits
 from about half the seeds.
 
 Layout (one npz per shard, ``shard_NNN.kmer.npz``, schema :data:`KMER_INDEX`): every window of ``span``
@@ -85,7 +85,7 @@ def index_shape(index: dict[str, np.ndarray]) -> str:
 
 def index_is_spaced(index: dict[str, np.ndarray]) -> bool:
     """Whether an index's seed shape has gaps (its default seed threshold is
-    :data:`~workflow_lib.search.prefilter.SPACED_EXTRA_BITS` higher)."""
+    :data:`~workflow_lib.search.settings.SPACED_EXTRA_BITS` higher)."""
     return "0" in index_shape(index)
 
 
