@@ -42,8 +42,8 @@ import math
 import numpy as np
 
 from workflow_lib.features.coevolution import coevolution_features
-from workflow_lib.features.schema import PROFILE_STATES, SS_STATES
 from workflow_lib.features.states import DEFAULT_BLOCK_BYTES, one_hot_states, rows_per_block, to_states
+from workflow_lib.schemas.features import PROFILE_STATES, SS_STATES
 from workflow_lib.seqio.msa import Alignment
 
 DEFAULT_MAX_SEQS = 1024

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from workflow_lib.errors import InputError
-from workflow_lib.features.schema import (
+from workflow_lib.schemas.features import (
     C_TEMPLATE_1D,
     C_TEMPLATE_PAIR,
     SS_STATES,
@@ -41,11 +41,11 @@ from workflow_lib.features.schema import (
     TEMPLATE_PAIR_CHANNELS,
     channel_slices,
 )
+from workflow_lib.schemas.io import read_frame
+from workflow_lib.schemas.templates import TEMPLATE_HITS
 from workflow_lib.seqio.alphabet import GAP_CODE, encode
-from workflow_lib.seqio.schemas import read_frame
 from workflow_lib.structure.geometry import bin_pair_geometry, pair_geometry
 from workflow_lib.templates.database import TemplateDatabase, TemplateStructure
-from workflow_lib.templates.schema import TEMPLATE_HITS
 from workflow_lib.templates.search import aligned_pairs, pair_scores
 
 DEFAULT_MAX_TEMPLATES = 4

@@ -36,7 +36,8 @@ from workflow_lib.search.query_store import read_search_queries, write_search_qu
 from workflow_lib.seqio.atomic import atomic_path, write_text_atomic
 from workflow_lib.seqio.fasta import Record, read_fasta
 from workflow_lib.seqio.msa import Alignment, read_a3m, write_a3m
-from workflow_lib.seqio.schemas import HITS, MSA_STATE, MSA_STATS, SEARCH_TIMES, read_frame, write_table
+from workflow_lib.schemas.io import read_frame, write_table
+from workflow_lib.schemas.search import HITS, MSA_STATE, MSA_STATS, SEARCH_TIMES
 
 log = logging.getLogger(__name__)
 

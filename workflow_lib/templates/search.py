@@ -29,11 +29,11 @@ from workflow_lib.aligner.lanes import align_profiles
 from workflow_lib.aligner.profile import Profile
 from workflow_lib.aligner.substitution import DEFAULT_BACKGROUND, substitution_probabilities
 from workflow_lib.errors import InputError
+from workflow_lib.schemas.io import write_table
+from workflow_lib.schemas.templates import TEMPLATE_HITS
 from workflow_lib.seqio.alphabet import N_AMINO
-from workflow_lib.seqio.schemas import write_table
 from workflow_lib.templates.calibration import DEFAULT_DECOYS, NullModel, fit_null
 from workflow_lib.templates.database import TemplateDatabase
-from workflow_lib.templates.schema import TEMPLATE_HITS
 
 DEFAULT_MAX_HITS = 10
 DEFAULT_MIN_ALIGNED = 10

@@ -1,4 +1,4 @@
-"""The report stage's tables, declared once (re-exported by :mod:`workflow_lib.seqio.schemas`' neighbours).
+"""The report stage's tables: ``{results}/{proteome}/summary.parquet`` and ``runtime.parquet``.
 
 ``summary`` has one row per protein of a proteome, in FASTA order, skipped proteins included (``chunk`` -1 and
 the reason in ``note``). Columns of a stage that is not part of the run are null. Runtime columns are seconds
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from workflow_lib.seqio.schemas import TableSchema
+from workflow_lib.schemas.io import TableSchema
 
 STAGES = ("chunks", "msa", "templates", "features", "predict")
 """Stages of the per-protein runtime columns; :func:`workflow_lib.report.collect.stage_of_rule` maps rules."""

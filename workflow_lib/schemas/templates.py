@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from workflow_lib.seqio.schemas import ArraySpec, NpzSchema, TableSchema
+from workflow_lib.schemas.io import ArraySpec, NpzSchema, TableSchema
 
 TEMPLATE_ATOMS = ("N", "CA", "C", "O", "CB")
 """Atom order of ``coords``/``atom_mask`` (CB as in the file: NaN for glycine and missing side chains)."""

@@ -37,8 +37,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from workflow_lib.schemas.io import ArraySpec, NpzSchema
 from workflow_lib.seqio.alphabet import N_CODES
-from workflow_lib.seqio.schemas import ArraySpec, NpzSchema
 from workflow_lib.structure.geometry import DIST_BINS, OMEGA_BINS, PHI_BINS, THETA_BINS
 
 PROFILE_STATES = 21
