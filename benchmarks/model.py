@@ -69,7 +69,7 @@ def current_rss_mb() -> float:
 
 
 def synthetic_features(length: int, depth: int, seed: int = 0) -> dict[str, np.ndarray]:
-    from workflow_lib.features.schema import FEATURES, empty_templates
+    from workflow_lib.schemas.features import FEATURES, empty_templates
 
     rng = np.random.default_rng(seed)
     msa = rng.integers(0, 20, size=(depth, length)).astype(np.int8)

@@ -1,5 +1,5 @@
 # Features: one npz per protein from its A3M and, when templates are configured, its template hits.
-# Library: workflow_lib.features (layout in workflow_lib/features/schema.py); input functions: STAGE_INPUTS
+# Library: workflow_lib.features (layout in workflow_lib/schemas/features.py); input functions: STAGE_INPUTS
 # (rules/templates.smk, which must be included first).
 
 

@@ -8,8 +8,9 @@ import pytest
 from workflow_lib.cli import main
 from workflow_lib.db.chunks import assign_chunks, chunk_table
 from workflow_lib.errors import InputError
+from workflow_lib.schemas.db import CHUNKS
+from workflow_lib.schemas.io import read_frame
 from workflow_lib.seqio.fasta import read_fasta
-from workflow_lib.seqio.schemas import CHUNKS, read_frame
 from workflow_lib.workflow.config import ChunkConfig, DatabaseConfig
 
 

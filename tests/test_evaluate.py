@@ -13,14 +13,7 @@ import pytest
 
 from workflow_lib.cli import main
 from workflow_lib.errors import InputError
-from workflow_lib.evaluate import (
-    EVALUATION,
-    EVALUATION_RESIDUES,
-    evaluate_target,
-    evaluate_targets,
-    match_residues,
-    read_targets,
-)
+from workflow_lib.evaluate import evaluate_target, evaluate_targets, match_residues, read_targets
 from workflow_lib.evaluate.contacts import (
     coevolution_baseline,
     contact_probability,
@@ -31,8 +24,9 @@ from workflow_lib.evaluate.report import calibration_bins
 from workflow_lib.evaluate.tmalign import parse_tmalign
 from workflow_lib.features.coevolution import coevolution_features
 from workflow_lib.features.msa_features import sequence_weights
+from workflow_lib.schemas.evaluation import EVALUATION, EVALUATION_RESIDUES
+from workflow_lib.schemas.io import read_frame
 from workflow_lib.seqio.msa import read_a3m
-from workflow_lib.seqio.schemas import read_frame
 from workflow_lib.structure import read_structure, write_pdb
 
 DATA = Path(__file__).parent / "data"

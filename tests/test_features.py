@@ -14,7 +14,6 @@ import pytest
 
 from workflow_lib.errors import InputError, SchemaError
 from workflow_lib.features import (
-    FEATURES,
     build_features,
     msa_features,
     read_features,
@@ -25,6 +24,7 @@ from workflow_lib.features import (
     write_features,
 )
 from workflow_lib.features.cli import register
+from workflow_lib.schemas.features import FEATURES
 from workflow_lib.seqio.alphabet import GAP_CODE, X_CODE
 from workflow_lib.seqio.msa import Alignment, read_a3m
 

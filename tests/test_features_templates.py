@@ -18,11 +18,18 @@ import pytest
 from conftest import ROOT
 from workflow_lib.cli import main
 from workflow_lib.errors import InputError
-from workflow_lib.features import (C_TEMPLATE_1D, C_TEMPLATE_PAIR, TEMPLATE_1D_CHANNELS, TEMPLATE_PAIR_CHANNELS,
-                                   build_features, channel_slices, read_features, write_features)
+from workflow_lib.features import build_features, read_features, write_features
+from workflow_lib.schemas.features import (
+    C_TEMPLATE_1D,
+    C_TEMPLATE_PAIR,
+    channel_slices,
+    TEMPLATE_1D_CHANNELS,
+    TEMPLATE_PAIR_CHANNELS,
+)
 from workflow_lib.seqio.alphabet import GAP_CODE, encode
 from workflow_lib.structure import bin_pair_geometry, pair_geometry, read_structure
-from workflow_lib.templates import TEMPLATE_HITS, build_template_db, write_hits
+from workflow_lib.schemas.templates import TEMPLATE_HITS
+from workflow_lib.templates import build_template_db, write_hits
 
 STRUCTURES = ROOT / "example" / "templates" / "structures"
 PAIR = channel_slices(TEMPLATE_PAIR_CHANNELS)

@@ -22,7 +22,7 @@ from workflow_lib.cli import main
 from workflow_lib.features import build_features, write_features
 from workflow_lib.model import ThreeTrackNetwork, preset
 from workflow_lib.model.checkpoint import save_checkpoint
-from workflow_lib.inference.outputs import PREDICTED_RESIDUES, PREDICTION
+from workflow_lib.schemas.prediction import PREDICTED_RESIDUES, PREDICTION
 from workflow_lib.inference.predict import (
     PredictOptions,
     model_inputs,
@@ -33,7 +33,7 @@ from workflow_lib.inference.predict import (
 )
 from workflow_lib.inference.stitch import PairMean, crop_plan, stitch_backbone, stitch_pair
 from workflow_lib.model.structure import IDEAL_BACKBONE
-from workflow_lib.seqio.schemas import read_frame, read_npz
+from workflow_lib.schemas.io import read_frame, read_npz
 from workflow_lib.structure import read_chain
 
 DATA = Path(__file__).parent / "data"

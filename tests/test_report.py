@@ -25,12 +25,13 @@ from workflow_lib.report.compare import compare_results
 from workflow_lib.report.collect import build_summary, read_benchmark, stage_of_rule
 from workflow_lib.report.plots import coverage_matrix, select_proteins
 from workflow_lib.report.progress import Progress, format_duration, track
-from workflow_lib.report.schema import RUNTIME, SUMMARY
+from workflow_lib.schemas.report import RUNTIME, SUMMARY
 from workflow_lib.seqio.alphabet import GAP_CODE
 from workflow_lib.seqio.fasta import Record
 from workflow_lib.seqio.msa import read_a3m
-from workflow_lib.seqio.schemas import CHUNKS, read_frame, write_table
-from workflow_lib.templates.schema import TEMPLATE_HITS
+from workflow_lib.schemas.db import CHUNKS
+from workflow_lib.schemas.io import read_frame, write_table
+from workflow_lib.schemas.templates import TEMPLATE_HITS
 
 MSAS = {"T1078": "formats/t1078_ss2.a3m", "FA69B": "formats/hhsuite_query.a3m",
         "caudal_act": "aligner/hhm/caudal_act.a3m"}

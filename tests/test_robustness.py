@@ -25,7 +25,8 @@ from workflow_lib.errors import InputError, SchemaError
 from workflow_lib.report.compare import compare_results, result_files
 from workflow_lib.seqio.fasta import read_fasta
 from workflow_lib.seqio.msa import read_a3m
-from workflow_lib.seqio.schemas import CHUNKS, KMER_INDEX, read_frame, read_npz
+from workflow_lib.schemas.db import CHUNKS, KMER_INDEX
+from workflow_lib.schemas.io import read_frame, read_npz
 
 pytestmark = pytest.mark.skipif(SNAKEMAKE is None, reason="snakemake is not installed")
 

@@ -8,8 +8,9 @@ import pytest
 
 from workflow_lib.errors import SchemaError
 from workflow_lib.seqio.atomic import atomic_path
-from workflow_lib.seqio.schemas import (CHUNKS, HITS, ArraySpec, NpzSchema, read_frame, read_npz, write_npz,
-                                        write_table)
+from workflow_lib.schemas.db import CHUNKS
+from workflow_lib.schemas.io import ArraySpec, NpzSchema, read_frame, read_npz, write_npz, write_table
+from workflow_lib.schemas.search import HITS
 
 DEMO = NpzSchema("demo", 1, {
     "msa": ArraySpec("int8", ("N", "L")),
@@ -86,3 +87,57 @@ def test_atomic_path_leaves_nothing_on_failure(tmp_path):
             raise RuntimeError("killed")
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+
+
+# ------------------------------------------------------------------------------------------ one home
+def _declarations_outside_schemas(root):
+    """(file, name) of every module-level TableSchema(...) / NpzSchema(...) call outside workflow_lib/schemas."""
+    import ast
+
+    found = []
+    for path in sorted((root / "workflow_lib").rglob("*.py")):
+        if "schemas" in path.relative_to(root / "workflow_lib").parts[:1]:
+            continue
+        for node in ast.parse(path.read_text()).body:
+            value = getattr(node, "value", None)
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(value, ast.Call) \
+                    and getattr(value.func, "id", None) in ("TableSchema", "NpzSchema"):
+                found.append((str(path.relative_to(root)), ast.unparse(node).split("=")[0].strip()))
+    return found
+
+
+def test_every_layout_is_declared_in_the_schemas_package(root):
+    assert _declarations_outside_schemas(root) == []
+
+
+def test_catalog_lists_every_declared_layout_once():
+    import importlib
+    import pkgutil
+
+    import workflow_lib.schemas as package
+    from workflow_lib.schemas.catalog import ARRAYS, TABLES
+    from workflow_lib.schemas.io import TableSchema
+
+    declared = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"workflow_lib.schemas.{info.name}")
+        for value in vars(module).values():
+            if isinstance(value, (TableSchema, NpzSchema)):
+                declared[value.name] = value
+    assert declared == {**TABLES, **ARRAYS}
+    assert set(TABLES).isdisjoint(ARRAYS)
+    assert {"hits", "msa_stats", "features", "prediction", "summary", "training_chains", "evaluation"} <= set(declared)
+    # the package index (its docstring) names every layout
+    for name in declared:
+        assert f"``{name}``" in package.__doc__, name
+
+
+def test_schemas_import_no_stage_package():
+    """The contracts sit below every stage: importing all of them loads no search, model or workflow code."""
+    import subprocess
+    import sys
+
+    code = ("import sys, workflow_lib.schemas.catalog; "
+            "print(sorted({m.split('.')[1] for m in sys.modules if m.startswith('workflow_lib.')}))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert eval(loaded) == ["errors", "schemas", "seqio", "structure"], loaded  # noqa: S307 (our own output)

@@ -29,7 +29,8 @@ from workflow_lib.search.settings import FAST, SENSITIVE_PREFILTER, MsaSettings,
 from workflow_lib.seqio.alphabet import encode
 from workflow_lib.seqio.fasta import read_fasta
 from workflow_lib.seqio.msa import Alignment, read_a3m
-from workflow_lib.seqio.schemas import HITS, MSA_STATE, MSA_STATS, SEARCH_TIMES, read_frame
+from workflow_lib.schemas.io import read_frame
+from workflow_lib.schemas.search import HITS, MSA_STATE, MSA_STATS, SEARCH_TIMES
 
 N_DB = 250
 
@@ -862,8 +863,8 @@ def test_search_shard_with_stored_profiles_equals_building_them_in_the_job(tmp_p
     swapped = [records[1], records[0], *records[2:]]
     with pytest.raises(InputError, match=f"queries.npz.*{records[1].id}|{records[1].id}.*queries.npz"):
         read_search_queries(stored, swapped)
-    from workflow_lib.search.query_store import SEARCH_QUERIES
-    from workflow_lib.seqio.schemas import read_npz, write_npz
+    from workflow_lib.schemas.search import SEARCH_QUERIES
+    from workflow_lib.schemas.io import read_npz, write_npz
     arrays = dict(read_npz(stored, SEARCH_QUERIES))
     arrays["lam"] = arrays["lam"].copy()
     arrays["lam"][1] = 0.0

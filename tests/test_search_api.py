@@ -7,14 +7,15 @@ import dataclasses
 
 import pandas as pd
 import pytest
-
 from conftest import example_database
+
 from workflow_lib.cli import main
 from workflow_lib.db.build import build_database
+from workflow_lib.schemas.io import read_frame
+from workflow_lib.schemas.search import HITS
 from workflow_lib.search import DEFAULT, FAST, PRESETS, Hits, Searcher, Settings
 from workflow_lib.seqio.fasta import read_fasta
 from workflow_lib.seqio.msa import read_a3m
-from workflow_lib.seqio.schemas import HITS, read_frame
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +47,7 @@ def test_presets_are_the_product_default_the_fast_setting_and_the_benchmark_vari
 
     sys.path.insert(0, str(root / "benchmarks"))
     from search_bench.tools import Trackfold, TrackfoldContext, TrackfoldFast, TrackfoldSensitive
+
     from workflow_lib.search.settings import add_settings_arguments, settings_from_args
     parser = argparse.ArgumentParser()
     add_settings_arguments(parser)

@@ -284,9 +284,10 @@ def test_bad_seed_shapes_are_refused(small_db):
 def test_default_seed_threshold_follows_the_index_shape(small_db, query_scores, tmp_path):
     """1.5 (k - 1) bits for contiguous k-mers, half a bit more for a spaced shape; an index written before shapes
     existed (no ``shape`` array) is read as contiguous."""
-    from workflow_lib.db.kmer_index import KMER_INDEX, index_is_spaced, index_shape
+    from workflow_lib.db.kmer_index import index_is_spaced, index_shape
+    from workflow_lib.schemas.db import KMER_INDEX
     from workflow_lib.search.settings import default_kmer_threshold
-    from workflow_lib.seqio.schemas import read_npz, write_npz
+    from workflow_lib.schemas.io import read_npz, write_npz
 
     assert [default_kmer_threshold(4), default_kmer_threshold(4, spaced=True),
             default_kmer_threshold(4, 0.5, spaced=True)] == [4.5, 5.0, 4.5]
@@ -335,7 +336,6 @@ def test_diagonal_scores_are_the_best_segment_of_each_diagonal(small_db, query_s
     monkeypatch.setattr(gapless, "COLUMN_CHUNK", chunk)
 
     shard = load_shard(small_db, 0)
-    index = load_kmer_index(small_db, 0)
     rng = np.random.default_rng(5)
     sequence = rng.integers(0, len(shard), 40)
     lengths = shard.lengths[sequence]

@@ -23,9 +23,18 @@ from conftest import DATA, ROOT
 from workflow_lib.aligner import align_profiles, profile_from_alignment
 from workflow_lib.errors import SchemaError
 from workflow_lib.seqio.msa import read_a3m
-from workflow_lib.seqio.schemas import read_frame
-from workflow_lib.templates import (TEMPLATE_HITS, aligned_pairs, build_template_db, decoy_profiles, fit_gumbel,
-                                    fit_null, load_template_db, search_templates, write_hits)
+from workflow_lib.schemas.io import read_frame
+from workflow_lib.schemas.templates import TEMPLATE_HITS
+from workflow_lib.templates import (
+    aligned_pairs,
+    build_template_db,
+    decoy_profiles,
+    fit_gumbel,
+    fit_null,
+    load_template_db,
+    search_templates,
+    write_hits,
+)
 
 TEMPLATES = ROOT / "example" / "templates"
 QUERY = DATA / "templates" / "openfold_query.a3m.gz"

@@ -16,11 +16,11 @@ import pytest
 import yaml
 
 from workflow_lib.errors import InputError
-from workflow_lib.seqio.schemas import MSA_STATS, read_frame
+from workflow_lib.schemas.io import read_frame
+from workflow_lib.schemas.search import MSA_STATS
+from workflow_lib.schemas.training import TRAINING_CHAINS, TRAINING_METRICS
 from workflow_lib.training.cli import chain_batches
 from workflow_lib.training.config import TrainConfig, training_model_config
-from workflow_lib.training.data import TRAINING_CHAINS
-from workflow_lib.training.metrics import TRAINING_METRICS
 from workflow_lib.workflow.config import TrainWorkflowConfig
 
 SNAKEMAKE = shutil.which("snakemake", path=str(Path(sys.executable).parent)) or shutil.which("snakemake")

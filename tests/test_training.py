@@ -19,11 +19,12 @@ from workflow_lib.features.build import build_features, write_features
 from workflow_lib.model.checkpoint import load_checkpoint, load_weights
 from workflow_lib.model.network import ThreeTrackNetwork
 from workflow_lib.training.config import TrainConfig, training_model_config
-from workflow_lib.training.data import TRAINING_CHAINS, collect_chains, single_linkage, split_by_identity
+from workflow_lib.schemas.training import TRAINING_CHAINS
+from workflow_lib.training.data import collect_chains, single_linkage, split_by_identity
 from workflow_lib.training.examples import load_training_chains, subsample_msa_rows
 from workflow_lib.training.loop import learning_rate, train
 from workflow_lib.training.validation import evaluate
-from workflow_lib.seqio.schemas import write_table
+from workflow_lib.schemas.io import write_table
 
 torch.set_num_threads(1)
 
@@ -169,7 +170,7 @@ def test_warm_start_from_a_checkpoint(dataset, tmp_path):
 def test_model_card_names_no_machine_path(dataset, data_dir, tmp_path, monkeypatch):
     """A run under an absolute directory: the card writes paths relative to the working directory, or file names
     when they lie outside it; never an absolute path (settings included)."""
-    from workflow_lib.evaluate.core import EVALUATION
+    from workflow_lib.schemas.evaluation import EVALUATION
     from workflow_lib.training.card import model_card
     from workflow_lib.training.data import prepare_training_data
 

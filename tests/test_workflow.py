@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from workflow_lib.schemas.db import CHUNKS
+from workflow_lib.schemas.io import read_frame
 from workflow_lib.seqio.fasta import read_fasta
-from workflow_lib.seqio.schemas import CHUNKS, read_frame
 
 SNAKEMAKE = shutil.which("snakemake", path=str(Path(sys.executable).parent)) or shutil.which("snakemake")
 pytestmark = pytest.mark.skipif(SNAKEMAKE is None, reason="snakemake is not installed")

@@ -2,7 +2,7 @@
 
 Layout of ``DIR`` (``results/db/{database}/`` in the workflow):
 
-- ``shard_000.parquet`` … ``shard_{N-1}.parquet``: table :data:`~workflow_lib.seqio.schemas.SHARD`
+- ``shard_000.parquet`` … ``shard_{N-1}.parquet``: table :data:`~workflow_lib.schemas.db.SHARD`
   (id, description, residue codes, length), contiguous runs of the input in input order, cut so that every
   shard holds about the same number of residues;
 - ``shard_000.kmer.npz`` …: the k-mer index of each shard (:mod:`workflow_lib.db.kmer_index`), which the
@@ -36,8 +36,10 @@ from workflow_lib.errors import InputError, SchemaError
 from workflow_lib.seqio.alphabet import encode
 from workflow_lib.seqio.atomic import write_text_atomic
 from workflow_lib.seqio.fasta import iter_fasta
-from workflow_lib.db.kmer_index import DEFAULT_SHAPE, KMER_INDEX, build_kmer_index, shape_offsets
-from workflow_lib.seqio.schemas import SHARD, read_npz, read_table, write_npz, write_table
+from workflow_lib.db.kmer_index import build_kmer_index, DEFAULT_SHAPE, shape_offsets
+from workflow_lib.schemas.db import KMER_INDEX
+from workflow_lib.schemas.db import SHARD
+from workflow_lib.schemas.io import read_npz, read_table, write_npz, write_table
 
 FORMAT_VERSION = 2  # 2: shards carry a k-mer index
 MANIFEST = "manifest.json"

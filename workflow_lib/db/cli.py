@@ -13,7 +13,8 @@ import pandas as pd
 from workflow_lib.errors import InputError
 from workflow_lib.db.kmer_index import DEFAULT_SHAPE, MAX_WEIGHT, contiguous_shape
 from workflow_lib.seqio.fasta import Record, read_fasta, write_fasta
-from workflow_lib.seqio.schemas import CHUNKS, read_frame, write_table
+from workflow_lib.schemas.db import CHUNKS
+from workflow_lib.schemas.io import read_frame, write_table
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

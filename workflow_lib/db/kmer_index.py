@@ -27,7 +27,6 @@ import numpy as np
 
 from workflow_lib.errors import InputError
 from workflow_lib.seqio.alphabet import N_AMINO
-from workflow_lib.seqio.schemas import ArraySpec, NpzSchema
 
 DEFAULT_K = 4
 """Weight of the default shape: 160,000 codes, so a database of R residues has about R / 160,000 entries per code
@@ -38,15 +37,6 @@ DEFAULT_SHAPE = "1010011"
 """The database's seed shape unless ``db build`` is given another (module docstring)."""
 MAX_WEIGHT = 6
 MAX_SPAN = 16
-
-KMER_INDEX = NpzSchema("kmer_index", 1, {
-    "k": ArraySpec("int32", ()),
-    "offsets": ArraySpec("int64", ("C1",), "start of each code's entries; C1 = 20**k + 1"),
-    "sequence": ArraySpec("uint32", ("E",), "sequence index within the shard"),
-    "position": ArraySpec("uint32", ("E",), "0-based start of the k-mer's window in its sequence"),
-    "shape": ArraySpec("int32", ("K",), "window offsets of the shape's 1 positions (absent: 0 .. k-1)",
-                       optional=True),
-}, "k-mer index of one database shard")
 
 
 def contiguous_shape(k: int) -> str:

@@ -5,22 +5,14 @@
 - :mod:`.contacts` — :func:`native_contacts`, :func:`contact_probability`, :func:`contact_precision`,
   :func:`long_range_precision`, :func:`coevolution_baseline`.
 - :mod:`.tmalign` — :func:`run_tmalign`, :func:`parse_tmalign`.
-- :mod:`.core` — :func:`evaluate_target`, :func:`evaluate_targets`, :data:`EVALUATION`,
-  :data:`EVALUATION_RESIDUES`.
+- :mod:`.core` — :func:`evaluate_target`, :func:`evaluate_targets` (tables:
+  :mod:`workflow_lib.schemas.evaluation`).
 - :mod:`.report` — figures and ``evaluation.html``.
 - :mod:`.cli` — ``trackfold evaluate``.
 """
 
 from workflow_lib.evaluate.align import ResidueMatch, match_residues
-from workflow_lib.evaluate.core import (
-    EVALUATION,
-    EVALUATION_RESIDUES,
-    TARGET_COLUMNS,
-    evaluate_target,
-    evaluate_targets,
-    read_targets,
-    summary_means,
-)
+from workflow_lib.evaluate.core import TARGET_COLUMNS, evaluate_target, evaluate_targets, read_targets, summary_means
 
-__all__ = ["EVALUATION", "EVALUATION_RESIDUES", "TARGET_COLUMNS", "ResidueMatch", "evaluate_target",
+__all__ = ["TARGET_COLUMNS", "ResidueMatch", "evaluate_target",
            "evaluate_targets", "match_residues", "read_targets", "summary_means"]

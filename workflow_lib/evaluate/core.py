@@ -49,55 +49,16 @@ from workflow_lib.evaluate.contacts import (
     native_contacts,
 )
 from workflow_lib.evaluate.tmalign import TmResult, run_tmalign
+from workflow_lib.schemas.evaluation import EVALUATION, EVALUATION_RESIDUES
+from workflow_lib.schemas.io import read_npz, write_table
 from workflow_lib.seqio.alphabet import decode
 from workflow_lib.seqio.atomic import write_text_atomic
-from workflow_lib.seqio.schemas import TableSchema, read_npz, write_table
 from workflow_lib.structure.geometry import DIST_BINS
 from workflow_lib.structure.metrics import kabsch_rmsd, lddt_ca
 from workflow_lib.structure.parse import Chain, entry_name, read_structure
 
 LOG = logging.getLogger(__name__)
 
-EVALUATION = TableSchema("evaluation", 1, pa.schema([
-    ("name", pa.string()),
-    ("pred", pa.string()),               # predicted model (PDB)
-    ("native", pa.string()),             # experimental structure (PDB/mmCIF)
-    ("native_chain", pa.string()),       # chain evaluated against
-    ("length", pa.int32()),              # residues of the prediction
-    ("native_length", pa.int32()),       # observed native residues (with a Cα)
-    ("aligned", pa.int32()),             # prediction residues matched to native residues
-    ("seq_identity", pa.float64()),      # identical / aligned
-    ("lddt_ca", pa.float64()),           # global lDDT-Cα of the matched residues, 0-1
-    ("tm_score", pa.float64()),          # TM-align (sequence-independent), normalised by native_length
-    ("tm_score_fixed", pa.float64()),    # TM-score with the residue matching fixed, normalised by native_length
-    ("rmsd", pa.float64()),              # TM-align RMSD (Å) over its aligned pairs
-    ("tm_aligned", pa.float64()),        # TM-align aligned length
-    ("rmsd_all", pa.float64()),          # Kabsch Cα RMSD (Å) over all matched residues
-    ("tmalign_status", pa.string()),     # ok | why TM-align values are NaN
-    ("mean_plddt", pa.float64()),        # over all predicted residues, 0-100
-    ("plddt_lddt_pearson", pa.float64()),
-    ("plddt_mae", pa.float64()),         # mean |pLDDT/100 - lDDT-Cα|
-    ("long_contacts", pa.int32()),       # true long-range contacts among scorable pairs
-    ("random_p_long", pa.float64()),     # long_contacts / scorable long-range pairs: a random ranking's precision
-    ("p_l5_long", pa.float64()),         # distogram contact precision, top L/5, |i-j| >= 24
-    ("p_l_long", pa.float64()),          # top L
-    ("coevo_p_l5_long", pa.float64()),   # APC covariance-norm baseline, top L/5
-    ("coevo_p_l_long", pa.float64()),
-    ("coevo_mi_p_l5_long", pa.float64()),  # APC mutual-information baseline
-    ("coevo_mi_p_l_long", pa.float64()),
-    ("msa_depth", pa.int32()),           # A3M sequences (query included); null without A3M
-    ("msa_neff", pa.float64()),          # Σ sequence weights (80% identity), as the features
-]), "Per target: structure, confidence and contact metrics of a prediction against its native.")
-
-EVALUATION_RESIDUES = TableSchema("evaluation_residues", 1, pa.schema([
-    ("name", pa.string()),
-    ("index", pa.int32()),               # 0-based position in the prediction
-    ("aa", pa.string()),                 # predicted residue (one letter)
-    ("native_residue", pa.string()),     # author number + insertion code of the matched native residue; "" if none
-    ("native_aa", pa.string()),          # "" when unmatched
-    ("plddt", pa.float32()),             # 0-100; NaN without confidence values
-    ("lddt_ca", pa.float32()),           # true per-residue lDDT-Cα; NaN when unmatched or without scored pairs
-]), "Per predicted residue: its native partner, pLDDT and true lDDT-Cα.")
 
 TARGET_COLUMNS = ("name", "pred", "native", "native_chain", "pred_npz", "a3m")
 """Columns of a targets table (``native_chain``, ``pred_npz``, ``a3m`` may be empty)."""
@@ -145,7 +106,7 @@ def read_prediction(pred_pdb: str | Path, pred_npz: str | Path | None = None) ->
     model = chains[0]
     plddt, dist = _percent(model.bfactors), None
     if pred_npz:
-        from workflow_lib.inference.outputs import PREDICTION
+        from workflow_lib.schemas.prediction import PREDICTION
 
         try:
             arrays = read_npz(pred_npz, PREDICTION)

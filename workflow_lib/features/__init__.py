@@ -3,8 +3,6 @@
 Seed 000: "Multiple Sequence Alignments", "Initializing the Emission Probabilities" (sequence weights),
 "MSA Embeddings" (what the network reads); DESIGN.md, "Features and the model".
 
-- :mod:`.schema` -- :data:`FEATURES`, the npz layout (keys, dtypes, named dims N, L, T) and the template
-  channel layouts (:data:`TEMPLATE_PAIR_CHANNELS` 131, :data:`TEMPLATE_1D_CHANNELS` 29).
 - :mod:`.msa_features` -- :func:`msa_features`: deterministic row sampling (:func:`sample_rows`), MSA tokens,
   deletions, :func:`sequence_weights` (80% identity) and Neff, :func:`weighted_profile`, ``ss_pred``.
 - :mod:`.coevolution` -- :func:`coevolution_features`: APC-corrected covariance norm and mutual information
@@ -13,6 +11,9 @@ Seed 000: "Multiple Sequence Alignments", "Initializing the Emission Probabiliti
 - :mod:`.build` -- :func:`build_features` (A3M [+ template hits] -> validated dict), :func:`write_features`,
   :func:`read_features`.
 - :mod:`.cli` -- ``trackfold features --out-dir DIR [--max-seqs N] [--templates DIR --template-hits HITS] A3M...``.
+
+The feature file's layout (keys, dtypes, named dims N, L, T; the template channel layouts) is
+:mod:`workflow_lib.schemas.features`.
 """
 
 from workflow_lib.features.build import build_features, read_features, write_features
@@ -27,24 +28,11 @@ from workflow_lib.features.msa_features import (
     ss_pred_features,
     weighted_profile,
 )
-from workflow_lib.features.schema import (
-    C_COEVOLUTION,
-    C_TEMPLATE_1D,
-    C_TEMPLATE_PAIR,
-    COEVOLUTION_CHANNELS,
-    FEATURES,
-    TEMPLATE_1D_CHANNELS,
-    TEMPLATE_PAIR_CHANNELS,
-    channel_slices,
-    empty_templates,
-)
 from workflow_lib.features.templates import DEFAULT_MAX_TEMPLATES, read_hits, template_features
 
 __all__ = [
-    "C_COEVOLUTION", "C_TEMPLATE_1D", "C_TEMPLATE_PAIR", "COEVOLUTION_CHANNELS", "DEFAULT_MAX_SEQS",
-    "DEFAULT_MAX_TEMPLATES", "read_hits", "template_features",
-    "DEFAULT_MAX_STATS_SEQS", "FEATURES", "TEMPLATE_1D_CHANNELS", "TEMPLATE_PAIR_CHANNELS", "apc",
-    "build_features", "channel_slices", "coevolution_features", "empty_templates", "msa_features",
-    "raw_coevolution", "read_features", "sample_rows", "sampling_order", "sequence_weights",
-    "ss_pred_features", "weighted_profile", "write_features",
+    "DEFAULT_MAX_SEQS", "DEFAULT_MAX_STATS_SEQS", "DEFAULT_MAX_TEMPLATES", "apc", "build_features",
+    "coevolution_features", "msa_features", "raw_coevolution", "read_features", "read_hits", "sample_rows",
+    "sampling_order", "sequence_weights", "ss_pred_features", "template_features", "weighted_profile",
+    "write_features",
 ]

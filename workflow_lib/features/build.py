@@ -1,4 +1,4 @@
-"""Build, write and read the per-protein feature file (:data:`~workflow_lib.features.schema.FEATURES`).
+"""Build, write and read the per-protein feature file (:data:`~workflow_lib.schemas.features.FEATURES`).
 
 ``build_features(a3m)`` = :func:`~workflow_lib.seqio.msa.read_a3m` (bad input is an
 :class:`~workflow_lib.errors.InputError` naming the file and record) → :func:`msa_features` → template
@@ -22,11 +22,11 @@ from workflow_lib.features.msa_features import (
     WEIGHT_IDENTITY,
     msa_features,
 )
-from workflow_lib.features.schema import FEATURES, empty_templates
 from workflow_lib.features.states import DEFAULT_BLOCK_BYTES
 from workflow_lib.features.templates import DEFAULT_MAX_TEMPLATES, read_hits, template_features
+from workflow_lib.schemas.features import FEATURES, empty_templates
+from workflow_lib.schemas.io import read_npz, write_npz
 from workflow_lib.seqio.msa import read_a3m
-from workflow_lib.seqio.schemas import read_npz, write_npz
 from workflow_lib.templates.database import TemplateDatabase, load_template_db
 
 

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from workflow_lib.features.schema import PROFILE_STATES
 from workflow_lib.features.states import DEFAULT_BLOCK_BYTES, GAP_STATE, one_hot_states, rows_per_block, to_states
+from workflow_lib.schemas.features import PROFILE_STATES
 
 _PAIR_STATES = PROFILE_STATES * PROFILE_STATES
 

@@ -3,7 +3,7 @@
 Seed 000: "Multiple Sequence Alignments" (the N x L matrix, query first), "Initializing the Emission
 Probabilities" (down-weighting near-identical sequences) and "MSA Embeddings" (what the network reads: the
 token matrix, the residue index and which row is the query). The key layout is
-:data:`workflow_lib.features.schema.FEATURES`.
+:data:`workflow_lib.schemas.features.FEATURES`.
 
 Two row sets
     *Statistics rows* feed the weights, Neff, profile, deletion mean and co-evolution: every input row, or the
@@ -42,8 +42,8 @@ import math
 import numpy as np
 
 from workflow_lib.features.coevolution import coevolution_features
-from workflow_lib.features.schema import PROFILE_STATES, SS_STATES
 from workflow_lib.features.states import DEFAULT_BLOCK_BYTES, one_hot_states, rows_per_block, to_states
+from workflow_lib.schemas.features import PROFILE_STATES, SS_STATES
 from workflow_lib.seqio.msa import Alignment
 
 DEFAULT_MAX_SEQS = 1024
@@ -151,7 +151,7 @@ def msa_features(alignment: Alignment, *, max_seqs: int = DEFAULT_MAX_SEQS,
                  max_stats_seqs: int = DEFAULT_MAX_STATS_SEQS, seed: int = 0,
                  identity: float = WEIGHT_IDENTITY, profile_pseudocount: float = PROFILE_PSEUDOCOUNT,
                  pair_pseudocount: float = 0.0, block_bytes: int = DEFAULT_BLOCK_BYTES) -> dict[str, np.ndarray]:
-    """Every MSA-derived key of :data:`~workflow_lib.features.schema.FEATURES` (templates excluded).
+    """Every MSA-derived key of :data:`~workflow_lib.schemas.features.FEATURES` (templates excluded).
 
     A pure function of the alignment and the options: the same input gives byte-identical arrays.
     """

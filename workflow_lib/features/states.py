@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from workflow_lib.features.schema import PROFILE_STATES
+from workflow_lib.schemas.features import PROFILE_STATES
 from workflow_lib.seqio.alphabet import N_AMINO
 
 GAP_STATE = N_AMINO

@@ -1,10 +1,10 @@
 """Template features: each hit's 6D maps and 1D scores placed on the query's residue grid through its alignment.
 
 Seed 000: "Representing Protein Structure" (the 6D maps), "Iterative MSA Alignment" (HHsearch templates);
-channel layouts in :mod:`workflow_lib.features.schema` (:data:`TEMPLATE_PAIR_CHANNELS`,
+channel layouts in :mod:`workflow_lib.schemas.features` (:data:`TEMPLATE_PAIR_CHANNELS`,
 :data:`TEMPLATE_1D_CHANNELS`).
 
-For hit t (rows of a :data:`~workflow_lib.templates.schema.TEMPLATE_HITS` table in rank order, at most
+For hit t (rows of a :data:`~workflow_lib.schemas.templates.TEMPLATE_HITS` table in rank order, at most
 ``max_templates``):
 
 1. the alignment's match steps give pairs (query column i, template profile position p)
@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from workflow_lib.errors import InputError
-from workflow_lib.features.schema import (
+from workflow_lib.schemas.features import (
     C_TEMPLATE_1D,
     C_TEMPLATE_PAIR,
     SS_STATES,
@@ -41,11 +41,11 @@ from workflow_lib.features.schema import (
     TEMPLATE_PAIR_CHANNELS,
     channel_slices,
 )
+from workflow_lib.schemas.io import read_frame
+from workflow_lib.schemas.templates import TEMPLATE_HITS
 from workflow_lib.seqio.alphabet import GAP_CODE, encode
-from workflow_lib.seqio.schemas import read_frame
 from workflow_lib.structure.geometry import bin_pair_geometry, pair_geometry
 from workflow_lib.templates.database import TemplateDatabase, TemplateStructure
-from workflow_lib.templates.schema import TEMPLATE_HITS
 from workflow_lib.templates.search import aligned_pairs, pair_scores
 
 DEFAULT_MAX_TEMPLATES = 4
@@ -153,5 +153,5 @@ def template_features(hits: pd.DataFrame, database: TemplateDatabase, query_code
 
 
 def read_hits(path: str | Path) -> pd.DataFrame:
-    """A template-hits table (:data:`~workflow_lib.templates.schema.TEMPLATE_HITS`), validated."""
+    """A template-hits table (:data:`~workflow_lib.schemas.templates.TEMPLATE_HITS`), validated."""
     return read_frame(path, TEMPLATE_HITS)

@@ -3,6 +3,6 @@
 - :mod:`.predict` -- feature dict -> network inputs -> backbone, pLDDT and 6D probabilities
   (:func:`~.predict.predict_many`, :class:`~.predict.PredictOptions`).
 - :mod:`.stitch` -- crop-and-stitch for proteins longer than the window.
-- :mod:`.outputs` -- the per-protein output files and their schemas (:data:`~.outputs.PREDICTION`, ...).
+- :mod:`.outputs` -- the per-protein output files (layouts: :mod:`workflow_lib.schemas.prediction`).
 - :mod:`.cli` -- ``trackfold predict``.
 """

@@ -33,10 +33,10 @@ import numpy as np
 import torch
 
 from workflow_lib.errors import InputError, SchemaError
-from workflow_lib.features.schema import C_COEVOLUTION, C_TEMPLATE_1D, C_TEMPLATE_PAIR
 from workflow_lib.inference.stitch import MIN_WINDOW, Crop, PairMean, crop_plan, stitch_backbone
 from workflow_lib.model.config import ModelConfig
 from workflow_lib.model.network import ThreeTrackNetwork
+from workflow_lib.schemas.features import C_COEVOLUTION, C_TEMPLATE_1D, C_TEMPLATE_PAIR
 from workflow_lib.seqio.alphabet import GAP_CODE, decode
 from workflow_lib.structure.pdb_writer import complete_backbone
 

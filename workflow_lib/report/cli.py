@@ -15,9 +15,9 @@ from workflow_lib.report import plots
 from workflow_lib.report.collect import (OPTIONAL_STAGES, a3m_path, build_summary, read_plddt,
                                          residues_path)
 from workflow_lib.report.progress import track
-from workflow_lib.report.schema import RUNTIME, SUMMARY
+from workflow_lib.schemas.report import RUNTIME, SUMMARY
 from workflow_lib.seqio.msa import read_a3m
-from workflow_lib.seqio.schemas import write_table
+from workflow_lib.schemas.io import write_table
 
 LOG = logging.getLogger(__name__)
 

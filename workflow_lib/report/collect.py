@@ -31,9 +31,10 @@ import pyarrow.parquet as pq
 
 from workflow_lib.db.chunks import chunk_name
 from workflow_lib.errors import InputError, SchemaError
-from workflow_lib.report.schema import RUNTIME, STAGES, SUMMARY
-from workflow_lib.seqio import schemas
-from workflow_lib.seqio.schemas import CHUNKS, read_frame
+from workflow_lib.schemas.catalog import TABLES
+from workflow_lib.schemas.db import CHUNKS
+from workflow_lib.schemas.io import SCHEMA_KEY, read_frame
+from workflow_lib.schemas.report import RUNTIME, STAGES, SUMMARY
 
 LOG = logging.getLogger(__name__)
 
@@ -79,13 +80,13 @@ def residues_path(results: Path, proteome: str, safe_id: str) -> Path:
 
 def read_stage_table(path: str | Path, required: Iterable[str]) -> pd.DataFrame:
     """Read another stage's Parquet table: through its declared schema when its tag is registered in
-    :data:`workflow_lib.seqio.schemas.TABLES`, else checking that the ``required`` columns are present."""
+    :data:`workflow_lib.schemas.catalog.TABLES`, else checking that the ``required`` columns are present."""
     path = Path(path)
     try:
-        tag = (pq.read_schema(path).metadata or {}).get(schemas.SCHEMA_KEY, b"").decode()
+        tag = (pq.read_schema(path).metadata or {}).get(SCHEMA_KEY, b"").decode()
     except (pa.ArrowInvalid, OSError) as error:
         raise SchemaError(f"{path}: not a readable Parquet file (truncated or corrupted?): {error}") from None
-    spec = schemas.TABLES.get(tag.split("/")[0]) if tag else None
+    spec = TABLES.get(tag.split("/")[0]) if tag else None
     if spec is not None and spec.tag.decode() == tag:
         frame = read_frame(path, spec)
     else:
@@ -101,7 +102,7 @@ def read_stage_table(path: str | Path, required: Iterable[str]) -> pd.DataFrame:
 
 def _template_hits_spec():
     try:
-        from workflow_lib.templates.schema import TEMPLATE_HITS
+        from workflow_lib.schemas.templates import TEMPLATE_HITS
     except ImportError:  # the template stage is not installed: read by columns
         return None
     return TEMPLATE_HITS

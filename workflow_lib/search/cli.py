@@ -3,9 +3,9 @@
 User commands:
 
 - ``search --db DB --out HITS.parquet [--iterations N] [--cpus N] [--m8 FILE] QUERIES.fasta``: one hits table
-  (:data:`~workflow_lib.seqio.schemas.HITS`) for all queries and iterations; ``--m8`` also writes BLAST tabular.
+  (:data:`~workflow_lib.schemas.search.HITS`) for all queries and iterations; ``--m8`` also writes BLAST tabular.
 - ``msa --db DB --out-dir DIR [--iterations N] [--cpus N] QUERIES.fasta``: ``DIR/{safe_id}.a3m`` per query and
-  ``DIR/msa_stats.parquet`` (:data:`~workflow_lib.seqio.schemas.MSA_STATS`).
+  ``DIR/msa_stats.parquet`` (:data:`~workflow_lib.schemas.search.MSA_STATS`).
 
 The job bodies are :mod:`workflow_lib.search.jobs`; this module parses their arguments. Workflow commands (one
 job each; rules/search.smk): ``search-profiles`` (a chunk's query profiles of one

@@ -1,4 +1,4 @@
-"""A search's hits: :class:`Hits`, the ranked hits table (:data:`~workflow_lib.seqio.schemas.HITS`) with what a
+"""A search's hits: :class:`Hits`, the ranked hits table (:data:`~workflow_lib.schemas.search.HITS`) with what a
 user asks of it (the included hits, the merge of sharded searches, Parquet and BLAST tabular output).
 
 Every number of a hit depends only on the query, the target and the whole database's totals (the E-values use
@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from workflow_lib.schemas.io import read_frame, write_table
+from workflow_lib.schemas.search import HITS
 from workflow_lib.search.engine import HIT_COLUMNS, DatabaseTotals, rank_hits
 from workflow_lib.search.settings import MsaSettings
 from workflow_lib.seqio.atomic import write_text_atomic
-from workflow_lib.seqio.schemas import HITS, read_frame, write_table
 
 
 def m8_lines(hits: pd.DataFrame) -> list[str]:
@@ -120,7 +121,7 @@ class Hits:
         return cls(read_frame(path, HITS))
 
     def write_parquet(self, path: str | Path) -> None:
-        """The table as Parquet (:data:`~workflow_lib.seqio.schemas.HITS`), written atomically."""
+        """The table as Parquet (:data:`~workflow_lib.schemas.search.HITS`), written atomically."""
         write_table(path, self._frame, HITS)
 
     def m8_lines(self) -> list[str]:

@@ -205,7 +205,7 @@ def profile_for(alignment: Alignment | None, sequence: str, context: ContextMode
 @dataclass
 class QueryState:
     """One query between iterations: its last search MSA and where it stands (the workflow keeps it as a row of
-    :data:`~workflow_lib.seqio.schemas.MSA_STATE` with the MSA in an A3M)."""
+    :data:`~workflow_lib.schemas.search.MSA_STATE` with the MSA in an A3M)."""
 
     name: str
     description: str

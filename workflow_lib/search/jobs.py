@@ -2,10 +2,10 @@
 
 User commands:
 
-- :func:`search_job`: one hits table (:data:`~workflow_lib.seqio.schemas.HITS`) for all queries and iterations,
+- :func:`search_job`: one hits table (:data:`~workflow_lib.schemas.search.HITS`) for all queries and iterations,
   and optionally BLAST tabular.
 - :func:`msa_job`: ``DIR/{safe_id}.a3m`` per query and ``DIR/msa_stats.parquet``
-  (:data:`~workflow_lib.seqio.schemas.MSA_STATS`).
+  (:data:`~workflow_lib.schemas.search.MSA_STATS`).
 
 Workflow jobs (rules/search.smk): :func:`search_profiles_job` (a chunk's query profiles of one iteration with
 their E-value calibration, :mod:`~workflow_lib.search.query_store`), :func:`search_shard_job` (those queries ×
@@ -27,6 +27,8 @@ from pathlib import Path
 import pandas as pd
 
 from workflow_lib.errors import InputError
+from workflow_lib.schemas.io import read_frame, write_table
+from workflow_lib.schemas.search import MSA_STATE, MSA_STATS, SEARCH_TIMES
 from workflow_lib.search.allocator import keep_freed_memory
 from workflow_lib.search.engine import DatabaseTotals, SearchQuery, make_queries
 from workflow_lib.search.hits import Hits
@@ -37,7 +39,6 @@ from workflow_lib.search.settings import Settings
 from workflow_lib.seqio.atomic import atomic_path
 from workflow_lib.seqio.fasta import Record, read_fasta
 from workflow_lib.seqio.msa import Alignment, read_a3m, write_a3m
-from workflow_lib.seqio.schemas import MSA_STATE, MSA_STATS, SEARCH_TIMES, read_frame, write_table
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +108,7 @@ def load_precomputed(path: Path, record: Record) -> Alignment:
 
 
 def read_state(path: str | Path | None, records: list[Record]) -> dict[str, dict]:
-    """The rows of a state table (:data:`~workflow_lib.seqio.schemas.MSA_STATE`) by protein; every record needs
+    """The rows of a state table (:data:`~workflow_lib.schemas.search.MSA_STATE`) by protein; every record needs
     one (no path: none)."""
     if not path:
         return {}
@@ -132,7 +133,7 @@ def query_state(record: Record, row: dict | None) -> QueryState:
 
 def state_row(record: Record, iteration: int, converged: bool, reason: str, stats: dict, included: int,
               seconds: float, a3m: str, source: str) -> dict:
-    """A row of the state table (:data:`~workflow_lib.seqio.schemas.MSA_STATE`)."""
+    """A row of the state table (:data:`~workflow_lib.schemas.search.MSA_STATE`)."""
     return {"protein": record.id, "safe_id": record.safe_id, "length": len(record.sequence),
             "iteration": iteration, "converged": converged, "reason": reason, "depth": stats["depth"],
             "included": included, "neff": stats["neff"], "coverage": stats["coverage"], "seconds": seconds,

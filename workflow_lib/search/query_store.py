@@ -21,26 +21,11 @@ import numpy as np
 from workflow_lib.aligner import Profile
 from workflow_lib.aligner.profile import encode_query
 from workflow_lib.errors import InputError
+from workflow_lib.schemas.io import read_npz, write_npz
+from workflow_lib.schemas.search import SEARCH_QUERIES
 from workflow_lib.search.engine import SearchQuery
 from workflow_lib.search.evalue import Calibration
 from workflow_lib.seqio.fasta import Record
-from workflow_lib.seqio.schemas import ArraySpec, NpzSchema, read_npz, write_npz
-
-SEARCH_QUERIES = NpzSchema("search_queries", 2, {
-    "protein": ArraySpec("int32", ("Q",), "index of the query in the chunk FASTA"),
-    "length": ArraySpec("int32", ("Q",), "profile columns"),
-    "sequence": ArraySpec("uint8", ("R",), "query residue codes, concatenated"),
-    "emissions": ArraySpec("float32", ("R", 20)),
-    "transitions": ArraySpec("float32", ("T", 7), "T = R + Q: a begin row per profile"),
-    "column_neff": ArraySpec("float32", ("T", 3)),
-    "neff": ArraySpec("float64", ("Q",)),
-    "background": ArraySpec("float32", ("Q", 20)),
-    "has_pseudocounts": ArraySpec("bool", ("Q",)),
-    "mu": ArraySpec("float64", ("Q",), "Gumbel location of S - log2(Lt) - slope * log2(Lt / reference), bits"),
-    "lam": ArraySpec("float64", ("Q",), "Gumbel scale, per bit"),
-    "slope": ArraySpec("float64", ("Q",), "excess bits of the score per doubling of the target length"),
-    "reference_length": ArraySpec("float64", ("Q",), "length of the calibration sequences"),
-}, "calibrated query profiles of one chunk and iteration")
 
 
 def write_search_queries(path: str | Path, queries: list[SearchQuery], records: list[Record]) -> None:

@@ -1,1 +1,1 @@
-"""Sequences and formats: the residue alphabet, FASTA/A3M/Stockholm parsing, schemas and atomic writers."""
+"""Sequences and formats: the residue alphabet, FASTA/A3M/Stockholm parsing, atomic writers."""

@@ -3,8 +3,6 @@
 Seed 000: "Iterative MSA Alignment" (HHsearch templates), "Viterbi Algorithm for HMM-HMM Alignment",
 "Representing Protein Structure", "Secondary Structure Score"; DESIGN.md "The aligner", "Templates".
 
-- :mod:`.schema` -- :data:`TEMPLATE_CHAINS`, :data:`TEMPLATE_ARRAYS` (the database files) and
-  :data:`TEMPLATE_HITS` (the per-query hits table).
 - :mod:`.build` -- :func:`build_template_db`: structures -> chains, coordinates, DSSP, profiles; manifest last.
 - :mod:`.database` -- :func:`load_template_db`: profiles and structures of a built database.
 - :mod:`.calibration` -- per-query Gumbel null model on shuffled templates: P-values and E-values.
@@ -12,17 +10,16 @@ Seed 000: "Iterative MSA Alignment" (HHsearch templates), "Viterbi Algorithm for
 - :mod:`.cli` -- ``trackfold templates build | search | sequences``.
 
 The template features (6D maps and 1D scores on the query grid) are built by
-:mod:`workflow_lib.features.templates`.
+:mod:`workflow_lib.features.templates`; the database files and the hits table are declared in
+:mod:`workflow_lib.schemas.templates`.
 """
 
 from workflow_lib.templates.build import build_template_db, read_template_manifest
 from workflow_lib.templates.calibration import NullModel, decoy_profiles, fit_gumbel, fit_null
 from workflow_lib.templates.database import TemplateDatabase, TemplateStructure, load_template_db
-from workflow_lib.templates.schema import TEMPLATE_ARRAYS, TEMPLATE_ATOMS, TEMPLATE_CHAINS, TEMPLATE_HITS
 from workflow_lib.templates.search import aligned_pairs, search_templates, write_hits
 
 __all__ = [
-    "NullModel", "TEMPLATE_ARRAYS", "TEMPLATE_ATOMS", "TEMPLATE_CHAINS", "TEMPLATE_HITS", "TemplateDatabase",
-    "TemplateStructure", "aligned_pairs", "build_template_db", "decoy_profiles", "fit_gumbel", "fit_null",
+    "NullModel", "TemplateDatabase", "TemplateStructure", "aligned_pairs", "build_template_db", "decoy_profiles", "fit_gumbel", "fit_null",
     "load_template_db", "read_template_manifest", "search_templates", "write_hits",
 ]

@@ -40,12 +40,12 @@ import pyarrow as pa
 from workflow_lib.aligner.profile import Profile, profile_from_alignment, profile_from_sequence
 from workflow_lib.db.build import sha256_file
 from workflow_lib.errors import InputError, SchemaError, ToolError
+from workflow_lib.schemas.io import write_npz, write_table
+from workflow_lib.schemas.templates import TEMPLATE_ARRAYS, TEMPLATE_CHAINS
 from workflow_lib.seqio.atomic import write_text_atomic
 from workflow_lib.seqio.msa import read_a3m
-from workflow_lib.seqio.schemas import write_npz, write_table
 from workflow_lib.structure.dssp import UNKNOWN_STATE, mkdssp_version, secondary_structure
 from workflow_lib.structure.parse import Chain, read_structure
-from workflow_lib.templates.schema import TEMPLATE_ARRAYS, TEMPLATE_CHAINS
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"

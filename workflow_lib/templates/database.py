@@ -12,10 +12,10 @@ import pandas as pd
 from workflow_lib.aligner.profile import Profile
 from workflow_lib.db.build import sha256_file
 from workflow_lib.errors import InputError, SchemaError
+from workflow_lib.schemas.io import read_frame, read_npz
+from workflow_lib.schemas.templates import TEMPLATE_ARRAYS, TEMPLATE_CHAINS
 from workflow_lib.seqio.alphabet import encode
-from workflow_lib.seqio.schemas import read_frame, read_npz
 from workflow_lib.templates.build import ARRAYS_FILE, CHAINS_FILE, read_template_manifest
-from workflow_lib.templates.schema import TEMPLATE_ARRAYS, TEMPLATE_CHAINS
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ to all template profiles with the lane profile–profile Viterbi (:func:`~workfl
 secondary-structure score off as documented there), fits the query's null model on shuffled templates
 (:mod:`workflow_lib.templates.calibration`), keeps hits with at least ``min_aligned`` aligned columns, ranks
 them by E-value (ties: higher bit score, then template ID) and returns the best ``max_hits`` as a
-:data:`~workflow_lib.templates.schema.TEMPLATE_HITS` table.
+:data:`~workflow_lib.schemas.templates.TEMPLATE_HITS` table.
 
 - ``identity``: aligned pairs with the same residue / aligned columns (query residue vs template profile
   sequence residue; X never counts as identical);
@@ -29,11 +29,11 @@ from workflow_lib.aligner.lanes import align_profiles
 from workflow_lib.aligner.profile import Profile
 from workflow_lib.aligner.substitution import DEFAULT_BACKGROUND, substitution_probabilities
 from workflow_lib.errors import InputError
+from workflow_lib.schemas.io import write_table
+from workflow_lib.schemas.templates import TEMPLATE_HITS
 from workflow_lib.seqio.alphabet import N_AMINO
-from workflow_lib.seqio.schemas import write_table
 from workflow_lib.templates.calibration import DEFAULT_DECOYS, NullModel, fit_null
 from workflow_lib.templates.database import TemplateDatabase
-from workflow_lib.templates.schema import TEMPLATE_HITS
 
 DEFAULT_MAX_HITS = 10
 DEFAULT_MIN_ALIGNED = 10

@@ -25,8 +25,9 @@ import numpy as np
 import pandas as pd
 
 from workflow_lib.errors import InputError
+from workflow_lib.schemas.io import read_frame
+from workflow_lib.schemas.search import MSA_STATS
 from workflow_lib.seqio.atomic import write_text_atomic
-from workflow_lib.seqio.schemas import MSA_STATS, read_frame
 
 EVALUATION_METRICS = (
     # (column of workflow_lib.evaluate's table, label, co-evolution baseline column, random-ranking column)
@@ -177,9 +178,7 @@ def model_card(*, data_dir: str | Path, run_dir: str | Path, msa_stats: Sequence
     """The Markdown card of a training run (module docstring)."""
     from workflow_lib.model.checkpoint import load_checkpoint
     from workflow_lib.model.network import count_parameters
-    from workflow_lib.training.data import TRAINING_CHAINS
-    from workflow_lib.training.metrics import TRAINING_METRICS
-    from workflow_lib.training.validation import VALIDATION_CHAINS
+    from workflow_lib.schemas.training import TRAINING_CHAINS, TRAINING_METRICS, VALIDATION_CHAINS
 
     settings = dict(settings or {})
     data_dir, run_dir = Path(data_dir), Path(run_dir)
@@ -195,7 +194,7 @@ def model_card(*, data_dir: str | Path, run_dir: str | Path, msa_stats: Sequence
              else pd.DataFrame(columns=MSA_STATS.schema.names))
     evaluation = None
     if evaluation_dir is not None and (Path(evaluation_dir) / "evaluation.parquet").is_file():
-        from workflow_lib.evaluate.core import EVALUATION
+        from workflow_lib.schemas.evaluation import EVALUATION
 
         evaluation = read_frame(Path(evaluation_dir) / "evaluation.parquet", EVALUATION)
 

@@ -18,13 +18,15 @@ import torch
 from workflow_lib.cli_args import positive_int
 from workflow_lib.errors import InputError
 from workflow_lib.model.config import PRESETS
+from workflow_lib.schemas.io import read_frame, write_table
+from workflow_lib.schemas.search import MSA_STATS
+from workflow_lib.schemas.training import TRAINING_CHAINS
 from workflow_lib.search.iterative import msa_statistics
 from workflow_lib.seqio.atomic import atomic_path, write_text_atomic
 from workflow_lib.seqio.fasta import safe_name, write_fasta
 from workflow_lib.seqio.msa import read_a3m
-from workflow_lib.seqio.schemas import MSA_STATS, read_frame, write_table
 from workflow_lib.training.config import TrainConfig, training_model_config
-from workflow_lib.training.data import TRAINING_CHAINS, prepare_training_data
+from workflow_lib.training.data import prepare_training_data
 from workflow_lib.training.examples import load_training_chains
 from workflow_lib.training.loop import train, training_device
 

@@ -50,7 +50,7 @@ class TrainConfig(TrainSettings):
 
 def training_model_config(preset_name: str = "small", **overrides: Any) -> ModelConfig:
     """A preset with the feature file's co-evolution (2) and template (131 / 26) channel widths."""
-    from workflow_lib.features.schema import C_COEVOLUTION, C_TEMPLATE_1D, C_TEMPLATE_PAIR
+    from workflow_lib.schemas.features import C_COEVOLUTION, C_TEMPLATE_1D, C_TEMPLATE_PAIR
 
     return preset(preset_name, **{"c_coevolution": C_COEVOLUTION, "c_template_pair": C_TEMPLATE_PAIR,
                                   "c_template_1d": C_TEMPLATE_1D, **overrides})

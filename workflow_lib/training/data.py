@@ -21,23 +21,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from workflow_lib.errors import InputError
+from workflow_lib.schemas.io import write_table
+from workflow_lib.schemas.training import TRAINING_CHAINS
 from workflow_lib.seqio.alphabet import encode
 from workflow_lib.seqio.atomic import write_text_atomic
-from workflow_lib.seqio.schemas import TableSchema, write_table
 from workflow_lib.structure.parse import Chain, read_structure
-
-TRAINING_CHAINS = TableSchema("training_chains", 1, pa.schema([
-    ("name", pa.string()),           # {entry}_{chain}; the A3M / feature stem
-    ("structure", pa.string()),      # structure file (PDB or mmCIF)
-    ("chain", pa.string()),          # author chain id
-    ("sequence", pa.string()),       # one-letter residues of the observed chain
-    ("length", pa.int32()),
-    ("cluster", pa.int32()),         # single-linkage identity cluster
-    ("split", pa.string()),          # "train" or "validation"
-]), "Chains for training: structure, chain, identity cluster and split (workflow_lib.training.data).")
 
 
 @dataclass(frozen=True)

@@ -29,14 +29,15 @@ import torch
 from workflow_lib.errors import InputError
 from workflow_lib.model.checkpoint import load_weights, save_checkpoint
 from workflow_lib.model.network import ThreeTrackNetwork, count_parameters
+from workflow_lib.schemas.io import write_table
+from workflow_lib.schemas.training import VALIDATION_CHAINS
 from workflow_lib.seqio.atomic import write_text_atomic
-from workflow_lib.seqio.schemas import write_table
 from workflow_lib.training.config import TrainConfig
 from workflow_lib.training.examples import TrainingChain, make_example, to_device
 from workflow_lib.training.losses import LossWeights, total_loss
 from workflow_lib.training.metrics import metric_row, validation_row, write_metrics
 from workflow_lib.training.state import load_training_state, save_training_state
-from workflow_lib.training.validation import VALIDATION_CHAINS, evaluate
+from workflow_lib.training.validation import evaluate
 
 log = logging.getLogger(__name__)
 

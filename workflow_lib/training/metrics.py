@@ -9,26 +9,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
+from workflow_lib.schemas.io import write_table
+from workflow_lib.schemas.training import TRAINING_METRICS
 from workflow_lib.seqio.atomic import atomic_path, write_text_atomic
-from workflow_lib.seqio.schemas import TableSchema, write_table
-
-TRAINING_METRICS = TableSchema("training_metrics", 1, pa.schema([
-    ("step", pa.int32()),            # optimizer steps done
-    ("split", pa.string()),          # "train" (one crop) or "validation" (mean over chains)
-    ("loss", pa.float64()),
-    ("distogram", pa.float64()),
-    ("fape", pa.float64()),
-    ("plddt", pa.float64()),
-    ("lddt_ca", pa.float64()),       # validation only (NaN for train rows)
-    ("dist_top1", pa.float64()),
-    ("contact_precision_long", pa.float64()),
-    ("contact_precision_medlong", pa.float64()),
-    ("lr", pa.float64()),
-    ("wall_s", pa.float64()),        # training wall time so far
-    ("n_chains", pa.int32()),
-]), "Training curve: one row per training step and per validation pass.")
 
 
 def metric_row(step: int, split: str, parts: dict[str, float], lr: float, wall: float, n_chains: int,

@@ -14,26 +14,15 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 import torch
 
 from workflow_lib.evaluate.contacts import CONTACT_BINS, contact_precision
 from workflow_lib.model.network import ThreeTrackNetwork
-from workflow_lib.seqio.schemas import TableSchema
+from workflow_lib.schemas.training import VALIDATION_CHAINS
 from workflow_lib.structure.metrics import lddt_ca
 from workflow_lib.training.config import TrainConfig
 from workflow_lib.training.examples import TrainingChain, make_example, to_device
 from workflow_lib.training.losses import LossWeights, total_loss
-
-VALIDATION_CHAINS = TableSchema("validation_chains", 1, pa.schema([
-    ("name", pa.string()),
-    ("length", pa.int32()),          # residues evaluated (after the central crop)
-    ("lddt_ca", pa.float64()),
-    ("dist_top1", pa.float64()),
-    ("contact_precision_long", pa.float64()),
-    ("contact_precision_medlong", pa.float64()),
-    ("loss", pa.float64()),
-]), "Per-chain validation metrics of a trained model.")
 
 
 @torch.no_grad()

@@ -37,8 +37,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from workflow_lib.schemas.io import ArraySpec, NpzSchema
 from workflow_lib.seqio.alphabet import N_CODES
-from workflow_lib.seqio.schemas import ArraySpec, NpzSchema
 from workflow_lib.structure.geometry import DIST_BINS, OMEGA_BINS, PHI_BINS, THETA_BINS
 
 PROFILE_STATES = 21
@@ -97,7 +97,7 @@ FEATURES = NpzSchema("features", 2, {  # 2: template_1d has 29 channels (DSSP on
     "template_pair": ArraySpec("float16", ("T", "L", "L", C_TEMPLATE_PAIR), "6D one-hots + pair mask"),
     "template_1d": ArraySpec("float32", ("T", "L", C_TEMPLATE_1D), "template 1D scores, sequence and SS one-hots"),
     "template_mask": ArraySpec("bool", ("T",), "slot holds a template"),
-}, "Per-protein network input features (workflow_lib.features.schema).")
+}, "Per-protein network input features (workflow_lib.schemas.features).")
 
 
 def empty_templates(length: int) -> dict[str, np.ndarray]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from workflow_lib.seqio.schemas import ArraySpec, NpzSchema, TableSchema
+from workflow_lib.schemas.io import ArraySpec, NpzSchema, TableSchema
 
 TEMPLATE_ATOMS = ("N", "CA", "C", "O", "CB")
 """Atom order of ``coords``/``atom_mask`` (CB as in the file: NaN for glycine and missing side chains)."""
@@ -42,7 +42,7 @@ TEMPLATE_CHAINS = TableSchema("template_chains", 1, pa.schema([
     ("neff", pa.float32()),              # the profile's Neff
     ("profile_offset", pa.int64()),      # first row of the chain in the P arrays
     ("coord_offset", pa.int64()),        # first row of the chain in the R arrays
-]), "Template chains of a template database (workflow_lib.templates.schema).")
+]), "Template chains of a template database (workflow_lib.schemas.templates).")
 
 TEMPLATE_ARRAYS = NpzSchema("template_arrays", 1, {
     "coords": ArraySpec("float32", ("R", 5, 3), "N, CA, C, O, CB of every observed residue (Å), NaN if missing"),
@@ -52,7 +52,7 @@ TEMPLATE_ARRAYS = NpzSchema("template_arrays", 1, {
     "transitions": ArraySpec("float32", ("Q", 7), "linear transitions, P_k + 1 rows per chain (row 0 = begin)"),
     "column_neff": ArraySpec("float32", ("Q", 3), "Neff of M, I, D per transition row"),
     "background": ArraySpec("float32", ("C", 20), "null model of each profile"),
-}, "Coordinates and profiles of a template database (workflow_lib.templates.schema).")
+}, "Coordinates and profiles of a template database (workflow_lib.schemas.templates).")
 
 TEMPLATE_HITS = TableSchema("template_hits", 1, pa.schema([
     ("query", pa.string()),              # query name (the A3M's stem: the protein's safe ID in the workflow)
@@ -76,4 +76,4 @@ TEMPLATE_HITS = TableSchema("template_hits", 1, pa.schema([
     ("db_size", pa.int32()),             # number of templates searched (the E-value's N)
     ("null_lambda", pa.float32()),       # fitted null model of this query (see templates.calibration)
     ("null_mu", pa.float32()),
-]), "Template hits of one query against a template database (workflow_lib.templates.schema).")
+]), "Template hits of one query against a template database (workflow_lib.schemas.templates).")

@@ -1,10 +1,10 @@
-"""Every table and array that passes between stages, declared once, with validating atomic I/O.
+"""The declaration types and the validating, atomic reader and writer every data contract uses.
 
 Tables are Parquet with a pyarrow schema and a ``trackfold.schema`` metadata entry (``name/version``); arrays
 are npz files (``allow_pickle=False``) whose keys, dtypes and named dimensions are declared by an
 :class:`NpzSchema`. Readers check the declaration and raise :class:`~workflow_lib.errors.SchemaError` naming
-the file, so a truncated or foreign file is never taken for a good one. Later stages add their declarations
-here, next to the others.
+the file, so a truncated or foreign file is never taken for a good one. The declarations themselves live in
+the family modules of :mod:`workflow_lib.schemas`.
 """
 
 from __future__ import annotations
@@ -37,85 +37,6 @@ class TableSchema:
     @property
     def tag(self) -> bytes:
         return f"{self.name}/{self.version}".encode()
-
-
-SHARD = TableSchema("db_shard", 1, pa.schema([
-    ("id", pa.string()),
-    ("description", pa.string()),
-    ("sequence", pa.binary()),       # uint8 residue codes (workflow_lib.seqio.alphabet)
-    ("length", pa.int32()),
-]), "One database shard: sequences as residue codes, in database order.")
-
-CHUNKS = TableSchema("chunks", 1, pa.schema([
-    ("proteome", pa.string()),
-    ("chunk", pa.int32()),
-    ("protein", pa.string()),        # ID as in the FASTA (first word of the header)
-    ("safe_id", pa.string()),        # file-name-safe ID used in every output path
-    ("length", pa.int32()),
-    ("index", pa.int32()),           # position of the protein in its FASTA file
-    ("note", pa.string()),           # empty, or why the protein is in no chunk (chunk = -1)
-]), "Proteins of one proteome and the length-balanced chunk each belongs to (-1: skipped, see note).")
-
-HITS = TableSchema("hits", 2, pa.schema([
-    ("query", pa.string()),
-    ("target", pa.string()),
-    ("evalue", pa.float64()),
-    ("bitscore", pa.float32()),
-    ("qstart", pa.int32()),          # 1-based, inclusive
-    ("qend", pa.int32()),
-    ("tstart", pa.int32()),
-    ("tend", pa.int32()),
-    ("qlen", pa.int32()),
-    ("tlen", pa.int32()),
-    ("identity", pa.float32()),      # identical / aligned columns
-    ("aligned_cols", pa.int32()),
-    ("alignment", pa.string()),      # state string: M (match), I (insert in target), D (deletion in target)
-    ("iteration", pa.int16()),
-    ("database", pa.string()),
-    ("tseq", pa.string()),           # target residues tstart..tend (the aligned segment, for building A3M rows)
-]), "Search hits: one row per query-target alignment.")
-
-SEARCH_TIMES = TableSchema("search_times", 1, pa.schema([
-    ("query", pa.string()),
-    ("iteration", pa.int16()),
-    ("shard", pa.int32()),
-    ("seconds", pa.float64()),       # prefilter + Viterbi + calibration time of this query on this shard
-    ("candidates", pa.int64()),      # targets with a seeded diagonal
-    ("gapless", pa.int64()),         # passed the gapless stage
-    ("gapped", pa.int64()),          # passed the gapped stage (aligned by Viterbi)
-]), "Per query and shard: search time and prefilter counts.")
-
-MSA_STATE = TableSchema("msa_state", 1, pa.schema([
-    ("protein", pa.string()),        # FASTA ID
-    ("safe_id", pa.string()),
-    ("length", pa.int32()),
-    ("iteration", pa.int16()),       # iteration that produced the current MSA (0: precomputed)
-    ("converged", pa.bool_()),
-    ("reason", pa.string()),         # why it stopped (empty while searching)
-    ("depth", pa.int32()),           # sequences in the filtered MSA, query included
-    ("included", pa.int32()),        # targets with E <= inclusion threshold in the last search
-    ("neff", pa.float32()),
-    ("coverage", pa.float32()),      # fraction of query columns covered by at least one other sequence
-    ("seconds", pa.float64()),       # search time summed over shards and iterations
-    ("a3m", pa.string()),            # file holding the current MSA
-    ("source", pa.string()),         # search | precomputed
-]), "Per protein: the state of its iterative MSA after an iteration (the workflow's hand-over between jobs).")
-
-MSA_STATS = TableSchema("msa_stats", 1, pa.schema([
-    ("protein", pa.string()),
-    ("safe_id", pa.string()),
-    ("length", pa.int32()),
-    ("depth", pa.int32()),
-    ("neff", pa.float32()),
-    ("coverage", pa.float32()),
-    ("mean_coverage", pa.float32()), # mean fraction of query columns covered per non-query sequence
-    ("iterations", pa.int16()),
-    ("reason", pa.string()),
-    ("seconds", pa.float64()),
-    ("source", pa.string()),
-]), "Per protein: statistics of its final MSA.")
-
-TABLES = {t.name: t for t in (SHARD, CHUNKS, HITS, SEARCH_TIMES, MSA_STATE, MSA_STATS)}
 
 
 def _coerce(frame: pd.DataFrame | pa.Table, spec: TableSchema, where: str) -> pa.Table:
@@ -243,18 +164,3 @@ def read_npz(path: str | Path, spec: NpzSchema) -> dict[str, np.ndarray]:
     return spec.validate(arrays, str(path))
 
 
-def _stage_declarations() -> None:
-    """Re-export the declarations that live with their stage, so this module lists every contract."""
-    from workflow_lib.features.schema import FEATURES
-    from workflow_lib.db.kmer_index import KMER_INDEX
-    from workflow_lib.templates.schema import TEMPLATE_ARRAYS, TEMPLATE_CHAINS, TEMPLATE_HITS
-
-    globals().update(FEATURES=FEATURES, KMER_INDEX=KMER_INDEX, TEMPLATE_ARRAYS=TEMPLATE_ARRAYS,
-                     TEMPLATE_CHAINS=TEMPLATE_CHAINS, TEMPLATE_HITS=TEMPLATE_HITS)
-
-
-def __getattr__(name: str):  # lazy: the stage modules import this one
-    if name in ("FEATURES", "KMER_INDEX", "TEMPLATE_ARRAYS", "TEMPLATE_CHAINS", "TEMPLATE_HITS"):
-        _stage_declarations()
-        return globals()[name]
-    raise AttributeError(name)

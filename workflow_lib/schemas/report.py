@@ -1,4 +1,4 @@
-"""The report stage's tables, declared once (re-exported by :mod:`workflow_lib.seqio.schemas`' neighbours).
+"""The report stage's tables: ``{results}/{proteome}/summary.parquet`` and ``runtime.parquet``.
 
 ``summary`` has one row per protein of a proteome, in FASTA order, skipped proteins included (``chunk`` -1 and
 the reason in ``note``). Columns of a stage that is not part of the run are null. Runtime columns are seconds
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from workflow_lib.seqio.schemas import TableSchema
+from workflow_lib.schemas.io import TableSchema
 
 STAGES = ("chunks", "msa", "templates", "features", "predict")
 """Stages of the per-protein runtime columns; :func:`workflow_lib.report.collect.stage_of_rule` maps rules."""
@@ -36,7 +36,7 @@ SUMMARY = TableSchema("summary", 1, pa.schema([
     ("fraction_plddt_over_70", pa.float32()),    # share of residues with pLDDT > 70
 ] + [(f"seconds_{stage}", pa.float32()) for stage in STAGES]),
     "One row per protein of a proteome: MSA depth/Neff/coverage, top template, pLDDT, runtime per stage "
-    "(workflow_lib.report.schema).")
+    "(workflow_lib.schemas.report).")
 
 RUNTIME = TableSchema("runtime", 1, pa.schema([
     ("rule", pa.string()),                       # the Snakemake rule (folder under results/benchmarks/)
@@ -45,4 +45,4 @@ RUNTIME = TableSchema("runtime", 1, pa.schema([
     ("seconds", pa.float32()),                   # wall time
     ("max_rss_mb", pa.float32()),                # peak resident memory (null when not measured)
     ("cpu_seconds", pa.float32()),
-]), "One row per benchmarked job of a proteome (workflow_lib.report.schema).")
+]), "One row per benchmarked job of a proteome (workflow_lib.schemas.report).")
