@@ -1,4 +1,4 @@
-"""Evaluation of predicted structures against experimental ones (issue 7, "Evaluation").
+"""Evaluation of predicted structures against experimental ones (``trackfold evaluate``).
 
 One target = a predicted model (PDB, optionally its ``.pred.npz``), the native structure (PDB/mmCIF, ``.gz``
 allowed) and optionally the A3M the prediction was made from. Seed 000, "Representing Protein Structure"

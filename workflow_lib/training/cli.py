@@ -25,6 +25,7 @@ from workflow_lib.search.iterative import msa_statistics
 from workflow_lib.seqio.atomic import atomic_path, write_text_atomic
 from workflow_lib.seqio.fasta import safe_name, write_fasta
 from workflow_lib.seqio.msa import read_a3m
+from workflow_lib.training.card import shown_path
 from workflow_lib.training.config import TrainConfig, training_model_config
 from workflow_lib.training.data import prepare_training_data
 from workflow_lib.training.examples import load_training_chains
@@ -150,7 +151,7 @@ def run_train(args: argparse.Namespace) -> int:
     result = train(config, train_chains, train_table["cluster"].tolist(), val_chains, args.out_dir,
                    resume=not args.no_resume, stop_after=args.stop_after,
                    time_limit_s=None if args.time_limit_min is None else 60.0 * args.time_limit_min,
-                   export_extra={"preset": args.preset, "chains_table": str(Path(args.chains)),
+                   export_extra={"preset": args.preset, "chains_table": shown_path(args.chains),
                                  "device": str(training_device(args.device))},
                    device=args.device)
     print(f"{args.out_dir}: {result.step} steps, {result.wall_s:.0f} s"
