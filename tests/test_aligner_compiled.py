@@ -103,7 +103,7 @@ def test_switch_and_fallback(monkeypatch):
     assert not compiled.available()
     monkeypatch.setenv(compiled.KERNELS_ENV, "")
     assert compiled.available()
-    monkeypatch.setattr(compiled, "_numba", lambda: None)   # numba not installed: the NumPy kernel runs
+    monkeypatch.setattr(compiled, "numba_module", lambda: None)   # numba not installed: the NumPy kernel runs
     assert not compiled.available()
     profile = profile_from_sequence("MKVLAAGIVGLLLA")
     hits = align_targets(profile, [encode("MKVLAAGIVG"), encode("PPPP")], backtrace=True)

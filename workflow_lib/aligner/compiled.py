@@ -37,7 +37,8 @@ KERNELS_ENV = "TRACKFOLD_KERNELS"
 
 
 @lru_cache(maxsize=None)
-def _numba():
+def numba_module():
+    """The ``numba`` module, or None where it does not import (then the NumPy kernels run)."""
     try:
         import numba
     except ImportError:
@@ -47,7 +48,7 @@ def _numba():
 
 def available() -> bool:
     """Whether the compiled kernels run in this process (numba importable and not switched off)."""
-    return os.environ.get(KERNELS_ENV, "").strip().lower() != "numpy" and _numba() is not None
+    return os.environ.get(KERNELS_ENV, "").strip().lower() != "numpy" and numba_module() is not None
 
 
 def _make_kernel(numba, backtrace: bool):
@@ -160,12 +161,12 @@ def _make_kernel(numba, backtrace: bool):
 
 @lru_cache(maxsize=None)
 def _kernel(backtrace: bool):
-    return _make_kernel(_numba(), backtrace)
+    return _make_kernel(numba_module(), backtrace)
 
 
 @lru_cache(maxsize=None)
 def _trace_kernel():
-    numba = _numba()
+    numba = numba_module()
 
     @numba.njit(nogil=True, cache=True, boundscheck=False, error_model="numpy")
     def trace(bt, best_i, best_l):
@@ -225,7 +226,7 @@ def viterbi_seq_lanes_compiled(scores: SequenceScores, residues: np.ndarray, *,
     milli-bits), ``best_i``/``best_l`` (zeros without ``backtrace``) and backtrace uint8 ``[Lq, Lt, W]`` (or
     None). ``residues``: intp ``[Lt, W]`` as :func:`~workflow_lib.aligner.viterbi_seq.pack_targets` packs them.
     Raises ``RuntimeError`` when numba is not importable."""
-    if _numba() is None:
+    if numba_module() is None:
         raise RuntimeError("the compiled kernels need numba (pip install numba)")
     residues = np.asarray(residues)
     if residues.ndim != 2 or residues.dtype != np.intp:

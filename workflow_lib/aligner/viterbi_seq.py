@@ -54,7 +54,7 @@ LANE_MAX_FOLD = 8
 """Positions folded into the lane axis by :func:`lane_max`; packed targets are padded to a multiple of it."""
 
 
-_reduce_max = np.maximum.reduce
+reduce_max = np.maximum.reduce
 """The ufunc's reduction, called directly: ``ndarray.max`` goes through two Python-level wrappers (~1 µs a call,
 several calls per DP row)."""
 
@@ -76,9 +76,9 @@ def lane_max(values: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """
     n, width = values.shape
     if n % LANE_MAX_FOLD or n == LANE_MAX_FOLD or not values.flags.c_contiguous:
-        return _reduce_max(values, axis=0, out=out)
-    folded = _reduce_max(values.reshape(n // LANE_MAX_FOLD, LANE_MAX_FOLD * width), axis=0)
-    return _reduce_max(folded.reshape(LANE_MAX_FOLD, width), axis=0, out=out)
+        return reduce_max(values, axis=0, out=out)
+    folded = reduce_max(values.reshape(n // LANE_MAX_FOLD, LANE_MAX_FOLD * width), axis=0)
+    return reduce_max(folded.reshape(LANE_MAX_FOLD, width), axis=0, out=out)
 
 
 def chain_steps(excess: int, step: int, n_positions: int) -> int:
@@ -236,7 +236,7 @@ def viterbi_seq_lanes(scores: SequenceScores, residues: np.ndarray, *,
         row_best = lane_max(a_new, out=row_max[r])
         # --- B(i, l) = cummax along l of the fresh values (A(i, l−1) + ramp): a doubling scan over the
         # chain lengths that can matter
-        steps = chain_steps(int(_reduce_max(row_best)) + excess_offset[r], ii_list[r], n_target)
+        steps = chain_steps(int(reduce_max(row_best)) + excess_offset[r], ii_list[r], n_target)
         fresh = work if backtrace else b_alt[pad + 1:]
         if mi_common[r]:
             np.add(a_cur[:-1], common_mi, out=fresh)

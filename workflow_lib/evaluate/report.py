@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from workflow_lib.report.plots import _no_data, _save, plt
+from workflow_lib.report.plots import no_data, save_figure, plt
 from workflow_lib.seqio.atomic import write_text_atomic
 
 FIGURES = ("evaluation_lddt.png", "evaluation_calibration.png", "evaluation_contacts.png")
@@ -56,13 +56,13 @@ def plot_lddt(table: pd.DataFrame, residues: pd.DataFrame, path: str | Path) -> 
                                 (axes[1], residues["lddt_ca"], "per residue (matched)")):
         values = pd.to_numeric(values, errors="coerce").dropna().to_numpy()
         if values.size == 0:
-            _no_data(axis, "no lDDT-Cα")
+            no_data(axis, "no lDDT-Cα")
             continue
         axis.hist(values, bins=bins, color="#4a7ab5", edgecolor="white")
         axis.set_xlabel("lDDT-Cα")
         axis.set_ylabel("count")
         axis.set_title(f"lDDT-Cα {title} (n={values.size}, mean {values.mean():.3f})", fontsize=9)
-    _save(figure, path)
+    save_figure(figure, path)
 
 
 def plot_calibration(residues: pd.DataFrame, path: str | Path) -> None:
@@ -71,7 +71,7 @@ def plot_calibration(residues: pd.DataFrame, path: str | Path) -> None:
     lddt = pd.to_numeric(residues["lddt_ca"], errors="coerce").to_numpy(dtype=np.float64)
     bins = calibration_bins(plddt, lddt)
     if bins.empty:
-        _no_data(axis, "no residue with both pLDDT and lDDT-Cα")
+        no_data(axis, "no residue with both pLDDT and lDDT-Cα")
     else:
         use = np.isfinite(plddt) & np.isfinite(lddt)
         axis.scatter(plddt[use], 100 * lddt[use], s=4, color="0.7", label="residues")
@@ -83,7 +83,7 @@ def plot_calibration(residues: pd.DataFrame, path: str | Path) -> None:
         axis.set_ylabel("true lDDT-Cα × 100")
         axis.legend(fontsize=7, loc="upper left")
         axis.set_title(f"pLDDT calibration ({int(use.sum())} residues)", fontsize=9)
-    _save(figure, path)
+    save_figure(figure, path)
 
 
 def plot_contacts(table: pd.DataFrame, path: str | Path) -> None:
@@ -92,7 +92,7 @@ def plot_contacts(table: pd.DataFrame, path: str | Path) -> None:
     coevo = pd.to_numeric(table["coevo_p_l5_long"], errors="coerce").to_numpy(dtype=np.float64)
     use = np.isfinite(model) & np.isfinite(coevo)
     if not use.any():
-        _no_data(axis, "needs targets with both a .pred.npz and an A3M")
+        no_data(axis, "needs targets with both a .pred.npz and an A3M")
     else:
         axis.scatter(coevo[use], model[use], s=18, color="#2e8540")
         axis.plot([0, 1], [0, 1], color="0.3", linestyle="--", linewidth=1)
@@ -101,7 +101,7 @@ def plot_contacts(table: pd.DataFrame, path: str | Path) -> None:
         axis.set_xlabel("co-evolution (APC covariance) P@L/5 long")
         axis.set_ylabel("model distogram P@L/5 long")
         axis.set_title(f"long-range contacts ({int(use.sum())} targets)", fontsize=9)
-    _save(figure, path)
+    save_figure(figure, path)
 
 
 def _cell(value) -> str:

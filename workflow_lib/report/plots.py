@@ -33,14 +33,16 @@ PLDDT_BANDS = ((90, 100, "#0053d6", "very high (>90)"), (70, 90, "#65cbf3", "con
 _DPI = 110
 
 
-def _save(figure: plt.Figure, path: str | Path) -> None:
+def save_figure(figure: plt.Figure, path: str | Path) -> None:
+    """Write ``figure`` as a PNG, atomically and with the same bytes on every run, and close it."""
     with atomic_path(path, suffix=".png") as tmp:
         figure.savefig(tmp, dpi=_DPI, bbox_inches="tight", format="png",
                        metadata={"Software": None})  # no version string: identical bytes on every run
     plt.close(figure)
 
 
-def _no_data(axis: plt.Axes, text: str) -> None:
+def no_data(axis: plt.Axes, text: str) -> None:
+    """Turn ``axis`` into a centred note (a panel with nothing to plot)."""
     axis.text(0.5, 0.5, text, ha="center", va="center", transform=axis.transAxes, fontsize=10, color="0.35",
               wrap=True)
     axis.set_xticks([])
@@ -85,11 +87,11 @@ def plot_msa_coverage(alignments: Mapping[str, Alignment], path: str | Path) -> 
     for axis in list(axes.flat)[count:]:
         axis.axis("off")
     if image is None:
-        _no_data(axes[0, 0], "no MSAs: the MSA stage is not part of this run")
+        no_data(axes[0, 0], "no MSAs: the MSA stage is not part of this run")
     else:
         figure.colorbar(image, ax=axes, shrink=0.8, label="sequence identity to query")
     figure.suptitle("MSA coverage (sorted by identity; black: sequences per column)", fontsize=11)
-    _save(figure, path)
+    save_figure(figure, path)
 
 
 def plot_plddt_per_residue(plddt: Mapping[str, np.ndarray], path: str | Path) -> None:
@@ -100,14 +102,14 @@ def plot_plddt_per_residue(plddt: Mapping[str, np.ndarray], path: str | Path) ->
     for name, values in plddt.items():
         axis.plot(np.arange(1, len(values) + 1), values, linewidth=1.2, label=name)
     if not plddt:
-        _no_data(axis, "no predictions: the inference stage is not part of this run")
+        no_data(axis, "no predictions: the inference stage is not part of this run")
     else:
         axis.set_ylim(0, 100)
         axis.set_xlabel("residue")
         axis.set_ylabel("pLDDT")
         axis.legend(fontsize=7, ncol=2, loc="lower left", framealpha=0.8)
     axis.set_title("Predicted lDDT per residue")
-    _save(figure, path)
+    save_figure(figure, path)
 
 
 def plot_distributions(summary: pd.DataFrame, path: str | Path) -> None:
@@ -119,7 +121,7 @@ def plot_distributions(summary: pd.DataFrame, path: str | Path) -> None:
         left.set_xlabel("mean pLDDT")
         left.set_ylabel("proteins")
     else:
-        _no_data(left, "no pLDDT: inference not in this run")
+        no_data(left, "no pLDDT: inference not in this run")
     left.set_title(f"mean pLDDT ({len(plddt)} proteins)", fontsize=10)
     neff = summary["msa_neff"].dropna().astype(float)
     if len(neff):
@@ -129,9 +131,9 @@ def plot_distributions(summary: pd.DataFrame, path: str | Path) -> None:
         right.set_xlabel("Neff")
         right.set_ylabel("proteins")
     else:
-        _no_data(right, "no Neff: the MSA stage is not in this run")
+        no_data(right, "no Neff: the MSA stage is not in this run")
     right.set_title(f"MSA Neff ({len(neff)} proteins)", fontsize=10)
-    _save(figure, path)
+    save_figure(figure, path)
 
 
 def plot_neff_vs_plddt(summary: pd.DataFrame, path: str | Path) -> None:
@@ -145,9 +147,9 @@ def plot_neff_vs_plddt(summary: pd.DataFrame, path: str | Path) -> None:
         axis.set_xlabel("MSA Neff")
         axis.set_ylabel("mean pLDDT")
     else:
-        _no_data(axis, "needs both the MSA and the inference stage")
+        no_data(axis, "needs both the MSA and the inference stage")
     axis.set_title(f"Neff vs pLDDT ({len(both)} proteins)", fontsize=10)
-    _save(figure, path)
+    save_figure(figure, path)
 
 
 def plot_runtime(runtime: pd.DataFrame, path: str | Path) -> None:
@@ -166,9 +168,9 @@ def plot_runtime(runtime: pd.DataFrame, path: str | Path) -> None:
         handles = [plt.Rectangle((0, 0), 1, 1, color=colours[s]) for s in stages]
         axis.legend(handles, stages, fontsize=7, loc="lower right")
     else:
-        _no_data(axis, "no benchmark files")
+        no_data(axis, "no benchmark files")
     axis.set_title("Runtime per rule (benchmark files)", fontsize=10)
-    _save(figure, path)
+    save_figure(figure, path)
 
 
 def select_proteins(summary: pd.DataFrame, count: int, wanted: Sequence[str] = ()) -> list[str]:

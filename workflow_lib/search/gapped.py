@@ -30,7 +30,7 @@ import numpy as np
 
 from workflow_lib.aligner.compiled import available as compiled_available
 from workflow_lib.aligner.lanes import ROW_COST_CELLS, min_cost_buckets
-from workflow_lib.aligner.viterbi_seq import LANE_MAX_FOLD, _reduce_max, lane_max
+from workflow_lib.aligner.viterbi_seq import LANE_MAX_FOLD, reduce_max, lane_max
 from workflow_lib.search.gapped_compiled import banded_block_compiled, sw_block_compiled
 from workflow_lib.seqio.alphabet import N_AMINO
 
@@ -282,13 +282,13 @@ def _banded_block(flat: np.ndarray, n_codes: int, rows: int, codes: np.ndarray, 
         np.add(h, h_prev[:band], out=h)                           # a match keeps the band offset
         np.maximum(h, f, out=h)
         np.maximum(h, zeros, out=h)
-        top = float(_reduce_max(h, axis=None))
+        top = float(reduce_max(h, axis=None))
         if top > gap_open:                                        # E along the band offsets
             _horizontal_gaps(h, top, ramp, scans, pad, tmp, gap_open, gap_extend)
         np.maximum(best, h, out=best)
         h_prev, h_cur = h_cur, h_prev
         f_prev, f_cur = f_cur, f_prev
-    return _reduce_max(best, axis=0)
+    return reduce_max(best, axis=0)
 
 
 def banded_reference(scores: np.ndarray, target: np.ndarray, center: int, *, band: int = BAND_WIDTH,

@@ -21,12 +21,12 @@ from functools import lru_cache
 
 import numpy as np
 
-from workflow_lib.aligner.compiled import _numba
+from workflow_lib.aligner.compiled import numba_module
 
 
 @lru_cache(maxsize=None)
 def _kernels():
-    numba = _numba()
+    numba = numba_module()
     jit = numba.njit(nogil=True, cache=True, boundscheck=False, error_model="numpy", fastmath={"nnan", "nsz"})
 
     @jit

@@ -31,7 +31,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from workflow_lib.aligner.compiled import _numba
+from workflow_lib.aligner.compiled import numba_module
 
 DIAGONAL_LANES = 32
 """Diagonals advanced together, one query column at a time (their running values stay in registers)."""
@@ -49,7 +49,7 @@ def _kernel():
 
 @lru_cache(maxsize=None)
 def _kernels():
-    numba = _numba()
+    numba = numba_module()
     jit = numba.njit(nogil=True, cache=True, boundscheck=False, error_model="numpy")
 
     @jit
