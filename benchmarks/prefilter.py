@@ -1,4 +1,4 @@
-"""Prefilter benchmark (issue 4, "Prefilter"): how much each stage cuts the database, and which homologs it loses.
+"""Prefilter benchmark: how much each stage cuts the database, and which homologs it loses.
 
 For a deterministic subsample of queries of the Pfam and CATH sets (:mod:`search_bench.datasets`), with the
 query's single-sequence profile (what iteration 1 searches with):

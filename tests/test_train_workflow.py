@@ -1,4 +1,4 @@
-"""The training workflow (rules/train.smk, issue 7): settings, batch glue, dry run, lint, a tiny real run with a
+"""The training workflow (rules/train.smk): settings, batch glue, dry run, lint, a tiny real run with a
 resumed training job, and the generated model card."""
 
 from __future__ import annotations

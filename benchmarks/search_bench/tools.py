@@ -1,4 +1,4 @@
-"""Run the search tools of the side-by-side benchmark (issue 4) with timing, and read their hits back.
+"""Run the search tools of the side-by-side benchmark with timing, and read their hits back.
 
 Each tool is a :class:`Tool`: ``prepare`` builds its database from the benchmark's FASTA (timed apart from
 the search), ``search`` runs every query with wall time, CPU time and peak RSS measured per child process
