@@ -34,6 +34,7 @@ import torch
 
 from workflow_lib.errors import InputError, SchemaError
 from workflow_lib.inference.stitch import MIN_WINDOW, Crop, PairMean, crop_plan, stitch_backbone
+from workflow_lib.model.checkpoint import network_device
 from workflow_lib.model.config import ModelConfig
 from workflow_lib.model.network import ThreeTrackNetwork
 from workflow_lib.schemas.features import C_COEVOLUTION, C_TEMPLATE_1D, C_TEMPLATE_PAIR
@@ -104,14 +105,8 @@ class Prediction:
 
 # --- device, determinism, model checks ----------------------------------------------------------------------
 def resolve_device(name: str) -> torch.device:
-    """``auto`` -> CUDA when present, else CPU; ``cuda`` without a GPU is an :class:`InputError`."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise InputError("predict: --device cuda requested but torch sees no CUDA device")
-    if name not in ("cpu", "cuda"):
-        raise InputError(f"predict: device must be auto, cpu or cuda, got {name!r}")
-    return torch.device(name)
+    """``trackfold predict --device``: :func:`~workflow_lib.model.checkpoint.network_device`."""
+    return network_device(name, command="predict")
 
 
 @contextlib.contextmanager

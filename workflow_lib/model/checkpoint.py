@@ -1,4 +1,5 @@
-"""Model weights as one file: ``{"format_version": 1, "config": <ModelConfig JSON>, "state_dict": {...}}``.
+"""Model weights as one file, ``{"format_version": 1, "config": <ModelConfig JSON>, "state_dict": {...}}``, and
+the device the network runs on (:func:`network_device`).
 
 Written with ``torch.save`` (atomically: temp file in the destination directory, then ``os.replace``) and read
 with ``torch.load(..., weights_only=True)``, which only rebuilds tensors and plain containers -- a checkpoint can
@@ -22,6 +23,18 @@ from workflow_lib.seqio.atomic import atomic_path
 
 FORMAT_VERSION = 1
 _MAX_LISTED = 10
+
+
+def network_device(name: str, *, command: str) -> torch.device:
+    """Where the network runs: ``auto`` -> CUDA when torch sees a GPU, else the CPU; ``cpu``; ``cuda``, an
+    :class:`InputError` naming ``command`` when torch sees no GPU."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise InputError(f"{command}: --device cuda requested but torch sees no CUDA device")
+    if name not in ("cpu", "cuda"):
+        raise InputError(f"{command}: device must be auto, cpu or cuda, got {name!r}")
+    return torch.device(name)
 
 
 def save_checkpoint(path: str | Path, model: ThreeTrackNetwork, *, extra: dict[str, Any] | None = None) -> Path:

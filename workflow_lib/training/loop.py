@@ -27,7 +27,7 @@ import pandas as pd
 import torch
 
 from workflow_lib.errors import InputError
-from workflow_lib.model.checkpoint import load_weights, save_checkpoint
+from workflow_lib.model.checkpoint import load_weights, network_device, save_checkpoint
 from workflow_lib.model.network import ThreeTrackNetwork, count_parameters
 from workflow_lib.schemas.io import write_table
 from workflow_lib.schemas.training import VALIDATION_CHAINS
@@ -43,16 +43,8 @@ log = logging.getLogger(__name__)
 
 
 def training_device(name: str | torch.device) -> torch.device:
-    """``auto`` → CUDA when torch sees a GPU, else the CPU; ``cuda`` without a GPU is an :class:`InputError`."""
-    if isinstance(name, torch.device):
-        return name
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise InputError("train: --device cuda requested but torch sees no CUDA device")
-    if name not in ("cpu", "cuda"):
-        raise InputError(f"train: device must be auto, cpu or cuda, got {name!r}")
-    return torch.device(name)
+    """``trackfold train --device``: :func:`~workflow_lib.model.checkpoint.network_device` (a torch device as it is)."""
+    return name if isinstance(name, torch.device) else network_device(name, command="train")
 
 
 def learning_rate(config: TrainConfig, step: int) -> float:
