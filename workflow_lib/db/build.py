@@ -32,14 +32,13 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from workflow_lib.db.kmer_index import DEFAULT_SHAPE, build_kmer_index, shape_offsets
 from workflow_lib.errors import InputError, SchemaError
+from workflow_lib.schemas.db import KMER_INDEX, SHARD
+from workflow_lib.schemas.io import read_npz, read_table, write_npz, write_table
 from workflow_lib.seqio.alphabet import encode
 from workflow_lib.seqio.atomic import write_text_atomic
 from workflow_lib.seqio.fasta import iter_fasta
-from workflow_lib.db.kmer_index import build_kmer_index, DEFAULT_SHAPE, shape_offsets
-from workflow_lib.schemas.db import KMER_INDEX
-from workflow_lib.schemas.db import SHARD
-from workflow_lib.schemas.io import read_npz, read_table, write_npz, write_table
 
 FORMAT_VERSION = 2  # 2: shards carry a k-mer index
 MANIFEST = "manifest.json"

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from workflow_lib.report.plots import no_data, save_figure, plt
+from workflow_lib.report.plots import no_data, plt, save_figure
 from workflow_lib.seqio.atomic import write_text_atomic
 
 FIGURES = ("evaluation_lddt.png", "evaluation_calibration.png", "evaluation_contacts.png")

@@ -30,7 +30,7 @@ import numpy as np
 
 from workflow_lib.aligner.compiled import available as compiled_available
 from workflow_lib.aligner.lanes import ROW_COST_CELLS, min_cost_buckets
-from workflow_lib.aligner.viterbi_seq import LANE_MAX_FOLD, reduce_max, lane_max
+from workflow_lib.aligner.viterbi_seq import LANE_MAX_FOLD, lane_max, reduce_max
 from workflow_lib.search.gapped_compiled import banded_block_compiled, sw_block_compiled
 from workflow_lib.seqio.alphabet import N_AMINO
 
