@@ -110,6 +110,10 @@ def database_duplicate_policy(wildcards):
     return DATABASES[wildcards.database].duplicate_ids
 
 
+def database_bad_record_policy(wildcards):
+    return DATABASES[wildcards.database].on_bad_record
+
+
 def output_parent(wildcards, output):
     return str(Path(output[0]).parent)
 

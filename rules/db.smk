@@ -10,6 +10,7 @@ rule db_build:
         trackfold=TRACKFOLD,
         shards=database_shard_count,
         duplicates=database_duplicate_policy,
+        bad_records=database_bad_record_policy,
         out_dir=output_parent,
     log:
         "logs/db_build/{database}.log",
@@ -23,4 +24,4 @@ rule db_build:
         "../envs/core.yaml"
     shell:
         "{params.trackfold} db build --out {params.out_dir} --shards {params.shards} "
-        "--duplicate-ids {params.duplicates} {input} > {log} 2>&1"
+        "--duplicate-ids {params.duplicates} --on-bad-record {params.bad_records} {input} > {log} 2>&1"

@@ -131,3 +131,29 @@ def test_shard_arrays_are_flat(tmp_path, example_db):
     shard = load_shard(tmp_path / "db", 1)
     assert shard.residues.dtype == np.uint8 and shard.offsets[0] == 0
     assert shard.offsets[-1] == shard.residues.size
+
+
+def test_bad_records_are_counted_in_the_manifest_or_stop_the_build(tmp_path, example_db, data_dir, capsys):
+    """A database build skips and lists a record that breaks the FASTA policy (default) or stops on it; the
+    A/T-only protein P02732, which an older check took for DNA, is a protein."""
+    records = read_fasta(example_db)[:5]
+    bad_file = tmp_path / "mixed.fasta"
+    bad_file.write_text("".join(f">{r.id}\n{r.sequence}\n" for r in records[:3])
+                        + ">cds_thrL\nATGAAACGCATTAGCACCACCATTACCACCACCATCACCATTACCACAGGTAACGGTGCG\n"
+                        + f">{records[3].id}\n{records[3].sequence[:20]}7{records[3].sequence[20:]}\n"
+                        + (data_dir / "formats" / "uniprot2014_p02732.fasta").read_text())
+    manifest, _ = build_database([bad_file], tmp_path / "db", shards=2)
+    entry = manifest.inputs[0]
+    assert manifest.total_sequences == entry["sequences"] == 4          # 3 good records and P02732
+    assert load_shard(tmp_path / "db", 1).ids[-1] == "P02732"
+    assert entry["bad_records"] == 2
+    assert [(e["record"], e["line"]) for e in entry["bad_record_examples"]] == [("cds_thrL", 7), (records[3].id, 9)]
+    assert "nucleotide" in entry["bad_record_examples"][0]["reason"]
+    assert "a digit at residue 21" in entry["bad_record_examples"][1]["reason"]
+    assert main(["db", "info", str(tmp_path / "db")]) == 0
+    assert "2 bad records skipped" in capsys.readouterr().out
+    with pytest.raises(InputError, match=r"mixed.fasta: record 'cds_thrL': looks like a nucleotide sequence"):
+        build_database([bad_file], tmp_path / "strict", on_bad_record="error")
+    assert not (tmp_path / "strict" / "manifest.json").exists()
+    assert main(["db", "build", "--out", str(tmp_path / "cli"), "--on-bad-record", "error", str(bad_file)]) == 2
+    assert "cds_thrL" in capsys.readouterr().err

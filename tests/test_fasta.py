@@ -8,7 +8,7 @@ import pytest
 
 from workflow_lib.errors import InputError
 from workflow_lib.seqio.alphabet import GAP_CODE, X_CODE, decode, encode
-from workflow_lib.seqio.fasta import read_fasta, safe_name, write_fasta
+from workflow_lib.seqio.fasta import iter_fasta, looks_nucleotide, read_fasta, safe_name, write_fasta
 
 
 @pytest.fixture(scope="module")
@@ -138,3 +138,35 @@ def test_alphabet_round_trip(ecoli):
     assert list(encode("AX-.y")) == [0, X_CODE, GAP_CODE, GAP_CODE, 19]
     with pytest.raises(ValueError, match="'1' at position 2"):
         encode("A1")
+
+
+def test_nucleotide_check_judges_length_and_composition(tmp_path, data_dir):
+    """A real protein of only A and T (the antifreeze glycoprotein P02732 of UniProt-2014) is a protein; a
+    real coding sequence is not; short or low-complexity protein records never look like DNA."""
+    (p02732,) = read_fasta(data_dir / "formats" / "uniprot2014_p02732.fasta")
+    assert p02732.id == "P02732" and set(p02732.sequence) == {"A", "T"} and len(p02732.sequence) == 31
+    assert not looks_nucleotide(p02732.sequence)
+    assert looks_nucleotide("ATGAAACGCATTAGCACCACCATTACCACCACCATCACC")           # thrL's start
+    assert looks_nucleotide("AUGAAACGCAUUAGCACCACCAUUACCACCACC")                 # RNA: U counts as T
+    assert not looks_nucleotide("ACGTACGTACGT")                                  # too short to judge
+    assert not looks_nucleotide("GGGGAGGGGAGGGGAGGGGAGGGGA")                     # glycine-rich, two bases
+    assert not looks_nucleotide("ATGAAACGCATTAGCACCACCATTACCACCACCATCACCK")      # a K: protein
+
+
+def test_bad_records_are_reported_and_skipped_when_asked(tmp_path, data_dir):
+    (header, sequence), = _real_lines(data_dir, 1)
+    dna = "ATGAAACGCATTAGCACCACCATTACCACCACCATCACCATTACCACAGGTAACGGTGCG"
+    text = (f">good {header}\n{sequence}\n>digits\nMKV1L\n>dna\n{dna}\n>empty\n>\nMKV\n"
+            f">P02732\nAATAATAATAATAATAATAATAATAATAATA\n")
+    path = _write(tmp_path, text)
+    with pytest.raises(InputError, match="record 'digits': a digit at residue 4"):
+        read_fasta(path)
+    bad = []
+    kept = list(iter_fasta(path, on_bad_record=bad.append))
+    assert [r.id for r in kept] == ["good", "P02732"]
+    assert [(b.record, b.line) for b in bad] == [("digits", 3), ("dna", 5), ("empty", 7), ("", 8)]
+    assert "nucleotide" in bad[1].reason and "empty sequence" in bad[2].reason and "no ID" in bad[3].reason
+    assert all(b.path == str(path) for b in bad)
+    only_bad = _write(tmp_path, ">x\nMK1\n")
+    with pytest.raises(InputError, match=r"no usable FASTA records \(1 bad records skipped\)"):
+        list(iter_fasta(only_bad, on_bad_record=bad.append))

@@ -17,6 +17,12 @@ only double hits and inflate the database size); a record with an earlier ID but
 ``ID__2``, ``ID__3``, … (``duplicate_ids="rename"``, the default) or stops the build
 (``duplicate_ids="error"``). The manifest counts both.
 
+A record that breaks the FASTA policy (a character that is not a residue, an empty or a nucleotide sequence,
+a header without ID; :mod:`workflow_lib.seqio.fasta`) is skipped, logged and counted per input in the manifest
+with the first :data:`REPORTED_BAD_RECORDS` of them (``on_bad_record="skip"``, the default: one bad record among
+millions must not stop a database build), or stops the build naming file, record and problem
+(``on_bad_record="error"``). A file that is not FASTA at all always stops it.
+
 Rebuilding with unchanged inputs and settings is a no-op (the manifest records what it was built from).
 """
 
@@ -38,7 +44,7 @@ from workflow_lib.schemas.db import KMER_INDEX, SHARD
 from workflow_lib.schemas.io import read_npz, read_table, write_npz, write_table
 from workflow_lib.seqio.alphabet import encode
 from workflow_lib.seqio.atomic import write_text_atomic
-from workflow_lib.seqio.fasta import iter_fasta
+from workflow_lib.seqio.fasta import BadRecord, iter_fasta
 
 FORMAT_VERSION = 2  # 2: shards carry a k-mer index
 MANIFEST = "manifest.json"
@@ -114,19 +120,38 @@ def _split_points(lengths: np.ndarray, n_shards: int) -> list[int]:
 
 
 DUPLICATE_POLICIES = ("rename", "error")
+BAD_RECORD_POLICIES = ("skip", "error")
+REPORTED_BAD_RECORDS = 20
+"""Bad records listed per input in the manifest (all of them are counted)."""
+
+
+class BadRecords:
+    """The skipped records of one input: a count, the first :data:`REPORTED_BAD_RECORDS`, one log line each."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.examples: list[dict] = []
+
+    def __call__(self, bad: BadRecord) -> None:
+        self.count += 1
+        if len(self.examples) < REPORTED_BAD_RECORDS:
+            self.examples.append({"record": bad.record, "line": bad.line, "reason": bad.reason})
+            LOG.warning("%s: record '%s' (line %d) skipped: %s", bad.path, bad.record, bad.line, bad.reason)
 
 
 def build_database(fasta_paths: Sequence[str | Path], out_dir: str | Path, *, shards: int = 1,
-                   duplicate_ids: str = "rename", seed_shape: str = DEFAULT_SHAPE,
+                   duplicate_ids: str = "rename", on_bad_record: str = "skip", seed_shape: str = DEFAULT_SHAPE,
                    force: bool = False) -> tuple[Manifest, bool]:
     """Build (or confirm up to date) a database; returns ``(manifest, rebuilt)``.
 
-    See the module docstring for duplicate IDs. The number of shards is capped at the number of sequences.
-    ``seed_shape``: the k-mer index's seed shape (:mod:`workflow_lib.db.kmer_index`; ``"1111"`` for plain
-    4-mers).
+    See the module docstring for duplicate IDs and bad records. The number of shards is capped at the number of
+    sequences. ``seed_shape``: the k-mer index's seed shape (:mod:`workflow_lib.db.kmer_index`; ``"1111"`` for
+    plain 4-mers).
     """
     if duplicate_ids not in DUPLICATE_POLICIES:
         raise InputError(f"duplicate_ids must be one of {DUPLICATE_POLICIES}, got {duplicate_ids!r}")
+    if on_bad_record not in BAD_RECORD_POLICIES:
+        raise InputError(f"on_bad_record must be one of {BAD_RECORD_POLICIES}, got {on_bad_record!r}")
     if shards < 1:
         raise InputError(f"number of shards must be at least 1, got {shards}")
     shape_offsets(seed_shape)  # InputError for a malformed shape, before any shard is written
@@ -139,7 +164,8 @@ def build_database(fasta_paths: Sequence[str | Path], out_dir: str | Path, *, sh
         if not path.is_file():
             raise InputError("database FASTA does not exist", path=path)
         inputs.append({"path": str(path), "sha256": sha256_file(path)})
-    settings = {"shards": shards, "duplicate_ids": duplicate_ids, "seed_shape": seed_shape}
+    settings = {"shards": shards, "duplicate_ids": duplicate_ids, "on_bad_record": on_bad_record,
+                "seed_shape": seed_shape}
     if not force and _up_to_date(out_dir, inputs, settings):
         LOG.info("database %s is up to date (inputs unchanged)", out_dir)
         return read_manifest(out_dir), False
@@ -149,7 +175,9 @@ def build_database(fasta_paths: Sequence[str | Path], out_dir: str | Path, *, sh
     used_ids: set[str] = set()
     for entry in inputs:
         count = residues = dropped = renamed = 0
-        for record in iter_fasta(entry["path"], allow_duplicates=True):
+        bad = BadRecords()
+        for record in iter_fasta(entry["path"], allow_duplicates=True,
+                                 on_bad_record=bad if on_bad_record == "skip" else None):
             identifier = record.id
             if identifier in first_seen:
                 earlier_file, earlier_sequence = first_seen[identifier]
@@ -172,7 +200,10 @@ def build_database(fasta_paths: Sequence[str | Path], out_dir: str | Path, *, sh
             codes.append(encode(record.sequence))
             count += 1
             residues += len(record.sequence)
-        entry.update(sequences=count, residues=residues, duplicates_dropped=dropped, duplicates_renamed=renamed)
+        entry.update(sequences=count, residues=residues, duplicates_dropped=dropped, duplicates_renamed=renamed,
+                     bad_records=bad.count, bad_record_examples=bad.examples)
+        if bad.count:
+            LOG.warning("%s: %d bad records skipped (listed in the manifest)", entry["path"], bad.count)
 
     lengths = np.fromiter((c.size for c in codes), dtype=np.int64, count=len(codes))
     n_shards = min(shards, len(codes))

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from workflow_lib.db.build import DUPLICATE_POLICIES, build_database, read_manifest
+from workflow_lib.db.build import BAD_RECORD_POLICIES, DUPLICATE_POLICIES, build_database, read_manifest
 from workflow_lib.db.chunks import ChunkSettings, chunk_name, chunk_table
 import pandas as pd
 
@@ -27,6 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("--shards", type=int, default=1, help="number of shards (default 1)")
     build.add_argument("--duplicate-ids", choices=DUPLICATE_POLICIES, default="rename",
                        help="same ID, different sequence: rename to ID__2 (default) or stop")
+    build.add_argument("--on-bad-record", choices=BAD_RECORD_POLICIES, default="skip",
+                       help="a record that breaks the FASTA policy (a character that is not a residue, an empty or "
+                            "a nucleotide sequence): skip it, counted and listed in the manifest (default), or stop")
     seeds = build.add_mutually_exclusive_group()
     seeds.add_argument("--seed-shape", default=DEFAULT_SHAPE,
                        help="seed shape of the prefilter's k-mer index: 1 = a residue that counts, 0 = one skipped "
@@ -63,7 +66,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run_db_build(args: argparse.Namespace) -> int:
     seed_shape = args.seed_shape if args.kmer_length is None else contiguous_shape(args.kmer_length)
     manifest, rebuilt = build_database(args.fasta, args.out, shards=args.shards,
-                                       duplicate_ids=args.duplicate_ids, seed_shape=seed_shape,
+                                       duplicate_ids=args.duplicate_ids, on_bad_record=args.on_bad_record,
+                                       seed_shape=seed_shape,
                                        force=args.force)
     state = "built" if rebuilt else "up to date"
     print(f"{args.out}: {state}: {manifest.total_sequences} sequences, {manifest.total_residues} residues, "
@@ -84,7 +88,7 @@ def run_db_info(args: argparse.Namespace) -> int:
     for entry in manifest.inputs:
         print(f"input           {entry['path']} ({entry['sequences']} sequences, "
               f"{entry.get('duplicates_dropped', 0)} exact duplicates dropped, "
-              f"{entry.get('duplicates_renamed', 0)} renamed)")
+              f"{entry.get('duplicates_renamed', 0)} renamed, {entry.get('bad_records', 0)} bad records skipped)")
     return 0
 
 

@@ -1,6 +1,6 @@
 """FASTA reading and writing with the documented input policy for real-world proteomes.
 
-Policy (also in the README, "Bad input"):
+Policy (also in docs/outputs.md, "Input FASTA policy"):
 
 - plain or gzip-compressed files (detected by content, not by name);
 - the record ID is the first word of the header; the rest is the description;
@@ -9,7 +9,10 @@ Policy (also in the README, "Bad input"):
 - these are :class:`~workflow_lib.errors.InputError` naming the file, the record and the position:
   a file that is not FASTA, a file without records, an empty record, an empty ID, a duplicate ID, digits,
   spaces, internal ``*`` or any other non-residue character inside a sequence, and (optionally) a record
-  that is nucleotide sequence rather than protein;
+  that is nucleotide sequence rather than protein (:func:`looks_nucleotide`: judged by length and
+  composition, so short or low-complexity proteins such as the A/T-only antifreeze glycoproteins pass);
+- a caller that must not stop on one bad record (a database build) passes ``on_bad_record``: each record-level
+  problem is handed over as a :class:`BadRecord` and the record is skipped; file-level problems still raise;
 - IDs that are unsafe as file names are given a safe name (:func:`safe_name`); the mapping is kept in every
   record (``Record.safe_id``) and in the chunk tables, so outputs can always be traced back.
 
@@ -23,7 +26,7 @@ import gzip
 import hashlib
 import io
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +36,33 @@ from workflow_lib.seqio.atomic import atomic_path
 
 NUCLEOTIDE_LETTERS = frozenset("ACGTUN")
 MIN_NUCLEOTIDE_CHECK_LENGTH = 20
-"""A record of at least this length made only of A, C, G, T, U, N is taken for nucleotide input."""
+"""Records shorter than this are never taken for nucleotide input."""
+MIN_NUCLEOTIDE_BASES = 3
+"""Distinct bases (A, C, G, T/U) a nucleotide record shows: a protein of a few of these amino acids (the
+antifreeze glycoprotein P02732 is only A and T) is not DNA, while any real coding sequence of 20 or more
+nucleotides has at least three of the four bases."""
+
+
+def looks_nucleotide(sequence: str) -> bool:
+    """``sequence`` (normalised, upper case) is nucleotide rather than protein: at least
+    :data:`MIN_NUCLEOTIDE_CHECK_LENGTH` letters, all of them A, C, G, T, U or N, with at least
+    :data:`MIN_NUCLEOTIDE_BASES` distinct bases (T and U count as one)."""
+    if len(sequence) < MIN_NUCLEOTIDE_CHECK_LENGTH:
+        return False
+    letters = set(sequence)
+    if not letters <= NUCLEOTIDE_LETTERS:
+        return False
+    return len({"T" if letter == "U" else letter for letter in letters} - {"N"}) >= MIN_NUCLEOTIDE_BASES
+
+
+@dataclass(frozen=True, slots=True)
+class BadRecord:
+    """A record that breaks the policy: where it is and why (``record`` is empty when the header has no ID)."""
+
+    path: str
+    record: str
+    line: int
+    reason: str
 
 _SAFE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 MAX_SAFE_LENGTH = 80
@@ -112,31 +141,30 @@ def _raw_records(path: Path) -> Iterator[tuple[str, list[str], int]]:
         yield header, lines, header_line
 
 
-def iter_fasta(path: str | Path, *, check_nucleotide: bool = True,
-               allow_duplicates: bool = False) -> Iterator[Record]:
+def iter_fasta(path: str | Path, *, check_nucleotide: bool = True, allow_duplicates: bool = False,
+               on_bad_record: Callable[[BadRecord], None] | None = None) -> Iterator[Record]:
     """Validate and yield the records of a protein FASTA file in file order (see the module's policy).
 
     Duplicate IDs are an error unless ``allow_duplicates`` (databases decide themselves what to do with
-    them, see :mod:`workflow_lib.db.build`). Raises InputError on the first problem.
+    them, see :mod:`workflow_lib.db.build`). Raises InputError on the first problem, unless ``on_bad_record``
+    is given: then a bad record (no ID, a character that is not a residue, an empty or a nucleotide sequence,
+    a duplicate ID) is passed to it as a :class:`BadRecord` and skipped.
     """
     path = Path(path)
     seen: dict[str, int] = {}
     safe_seen: dict[str, str] = {}
-    count = 0
+    count = skipped = 0
     for header, lines, line_no in _raw_records(path):
-        identifier, _, description = header.strip().partition(" ")
-        description = description.strip()
-        if not identifier:
-            raise InputError(f"empty header (no ID) at line {line_no}", path=path)
-        if identifier in seen and not allow_duplicates:
-            raise InputError(f"duplicate ID (first seen at line {seen[identifier]}, again at line {line_no})",
-                             path=path, record=identifier)
-        seen.setdefault(identifier, line_no)
-        sequence = _check_sequence(path, identifier, lines, line_no)
-        if check_nucleotide and len(sequence) >= MIN_NUCLEOTIDE_CHECK_LENGTH and \
-                set(sequence) <= NUCLEOTIDE_LETTERS:
-            raise InputError("looks like a nucleotide sequence (only A, C, G, T/U, N); trackfold needs protein "
-                             "sequences (translate first)", path=path, record=identifier)
+        try:
+            identifier, description, sequence = _checked_record(path, header, lines, line_no, seen,
+                                                                allow_duplicates, check_nucleotide)
+        except InputError as error:
+            if on_bad_record is None:
+                raise
+            identifier = header.strip().partition(" ")[0]
+            on_bad_record(BadRecord(str(path), identifier, line_no, error.problem))
+            skipped += 1
+            continue
         safe = safe_name(identifier)
         if safe_seen.get(safe, identifier) != identifier:
             safe = safe_name(identifier, hashed=True)
@@ -144,7 +172,26 @@ def iter_fasta(path: str | Path, *, check_nucleotide: bool = True,
         count += 1
         yield Record(identifier, description, sequence, safe)
     if count == 0:
-        raise InputError("contains no FASTA records", path=path)
+        raise InputError("contains no FASTA records" if not skipped else
+                         f"contains no usable FASTA records ({skipped} bad records skipped)", path=path)
+
+
+def _checked_record(path: Path, header: str, lines: list[str], line_no: int, seen: dict[str, int],
+                    allow_duplicates: bool, check_nucleotide: bool) -> tuple[str, str, str]:
+    """``(id, description, normalised sequence)`` of one record, or the InputError of its first problem."""
+    identifier, _, description = header.strip().partition(" ")
+    if not identifier:
+        raise InputError(f"empty header (no ID) at line {line_no}", path=path)
+    if identifier in seen and not allow_duplicates:
+        raise InputError(f"duplicate ID (first seen at line {seen[identifier]}, again at line {line_no})",
+                         path=path, record=identifier)
+    if not allow_duplicates:
+        seen[identifier] = line_no
+    sequence = _check_sequence(path, identifier, lines, line_no)
+    if check_nucleotide and looks_nucleotide(sequence):
+        raise InputError("looks like a nucleotide sequence (only A, C, G, T/U, N); trackfold needs protein "
+                         "sequences (translate first)", path=path, record=identifier)
+    return identifier, description.strip(), sequence
 
 
 def _check_sequence(path: Path, identifier: str, lines: list[str], header_line: int) -> str:

@@ -103,6 +103,7 @@ class DatabaseConfig(StageConfig):
     fasta: tuple[str, ...]
     shards: int = 1
     duplicate_ids: str = "rename"
+    on_bad_record: str = "skip"
 
     def __post_init__(self) -> None:
         if not self.fasta:
@@ -111,6 +112,8 @@ class DatabaseConfig(StageConfig):
             raise InputError(f"database 'shards' must be at least 1, got {self.shards}")
         if self.duplicate_ids not in ("rename", "error"):
             raise InputError(f"database 'duplicate_ids' must be 'rename' or 'error', got {self.duplicate_ids!r}")
+        if self.on_bad_record not in ("skip", "error"):
+            raise InputError(f"database 'on_bad_record' must be 'skip' or 'error', got {self.on_bad_record!r}")
 
 
 @dataclasses.dataclass(frozen=True)
