@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from workflow_lib.db.dedupe import BucketWriter, Decisions, IdLookup, ShardCutter, resolve
 from workflow_lib.db.kmer_index import DEFAULT_SHAPE, build_kmer_index, shape_offsets
 from workflow_lib.errors import InputError, SchemaError
 from workflow_lib.schemas.db import KMER_INDEX, SHARD
@@ -108,17 +110,6 @@ def read_manifest(db_dir: str | Path) -> Manifest:
     return manifest
 
 
-def _split_points(lengths: np.ndarray, n_shards: int) -> list[int]:
-    """Start index of each shard: contiguous runs with about equal residue sums (every shard non-empty)."""
-    cumulative = np.cumsum(lengths)
-    targets = cumulative[-1] * np.arange(1, n_shards) / n_shards
-    cuts = np.searchsorted(cumulative, targets, side="left") + 1
-    starts = [0]
-    for cut in cuts:  # keep cuts strictly increasing and leave room for the remaining shards
-        starts.append(int(min(max(cut, starts[-1] + 1), len(lengths) - (n_shards - len(starts)))))
-    return starts
-
-
 DUPLICATE_POLICIES = ("rename", "error")
 BAD_RECORD_POLICIES = ("skip", "error")
 REPORTED_BAD_RECORDS = 20
@@ -170,70 +161,146 @@ def build_database(fasta_paths: Sequence[str | Path], out_dir: str | Path, *, sh
         LOG.info("database %s is up to date (inputs unchanged)", out_dir)
         return read_manifest(out_dir), False
 
-    ids, descriptions, codes = [], [], []
-    first_seen: dict[str, tuple[str, str]] = {}  # id -> (file, sequence)
-    used_ids: set[str] = set()
-    for entry in inputs:
-        count = residues = dropped = renamed = 0
-        bad = BadRecords()
-        for record in iter_fasta(entry["path"], allow_duplicates=True,
-                                 on_bad_record=bad if on_bad_record == "skip" else None):
-            identifier = record.id
-            if identifier in first_seen:
-                earlier_file, earlier_sequence = first_seen[identifier]
-                if earlier_sequence == record.sequence:
-                    dropped += 1
-                    continue
-                if duplicate_ids == "error":
-                    raise InputError(f"duplicate ID with a different sequence (first in {earlier_file})",
-                                     path=entry["path"], record=identifier)
-                copy = 2
-                while f"{identifier}__{copy}" in used_ids:
-                    copy += 1
-                identifier = f"{identifier}__{copy}"
-                renamed += 1
-            else:
-                first_seen[identifier] = (entry["path"], record.sequence)
-            used_ids.add(identifier)
-            ids.append(identifier)
-            descriptions.append(record.description)
-            codes.append(encode(record.sequence))
-            count += 1
-            residues += len(record.sequence)
-        entry.update(sequences=count, residues=residues, duplicates_dropped=dropped, duplicates_renamed=renamed,
-                     bad_records=bad.count, bad_record_examples=bad.examples)
-        if bad.count:
-            LOG.warning("%s: %d bad records skipped (listed in the manifest)", entry["path"], bad.count)
-
-    lengths = np.fromiter((c.size for c in codes), dtype=np.int64, count=len(codes))
-    n_shards = min(shards, len(codes))
-    starts = _split_points(lengths, n_shards) + [len(codes)]
-    shard_entries = []
-    for index in range(n_shards):
-        lo, hi = starts[index], starts[index + 1]
-        table = pa.table({
-            "id": pa.array(ids[lo:hi], pa.string()),
-            "description": pa.array(descriptions[lo:hi], pa.string()),
-            "sequence": pa.array([c.tobytes() for c in codes[lo:hi]], pa.binary()),
-            "length": pa.array(lengths[lo:hi].astype(np.int32), pa.int32()),
-        })
-        path = out_dir / shard_name(index)
-        write_table(path, table, SHARD)
-        flat = np.concatenate(codes[lo:hi])
-        offsets = np.concatenate([[0], np.cumsum(lengths[lo:hi])]).astype(np.int64)
-        write_npz(out_dir / index_name(index), build_kmer_index(flat, offsets, shape=seed_shape), KMER_INDEX)
-        shard_entries.append({"file": shard_name(index), "index": index_name(index), "sequences": hi - lo,
-                              "residues": int(lengths[lo:hi].sum()), "sha256": sha256_file(path)})
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".build-") as work:
+        writer = BucketWriter(Path(work))
+        bad = _scan(inputs, writer, on_bad_record)
+        decisions = resolve(writer)
+        if decisions.conflict is not None and duplicate_ids == "error":
+            _raise_conflict(inputs, decisions.conflict, on_bad_record)
+        shard_entries = _write_shards(inputs, out_dir, decisions, IdLookup(writer), shards=shards,
+                                      on_bad_record=on_bad_record, seed_shape=seed_shape)
+    for entry, skipped in zip(inputs, bad):
+        entry.update(bad_records=skipped.count, bad_record_examples=skipped.examples)
+        if skipped.count:
+            LOG.warning("%s: %d bad records skipped (listed in the manifest)", entry["path"], skipped.count)
     current = {name for s in shard_entries for name in (s["file"], s["index"])}
     for stale in list(out_dir.glob("shard_*.parquet")) + list(out_dir.glob("shard_*.kmer.npz")):
         if stale.name not in current:
             stale.unlink()
-    manifest = Manifest(FORMAT_VERSION, len(codes), int(lengths.sum()), tuple(shard_entries),
+    manifest = Manifest(FORMAT_VERSION, decisions.kept_sequences, decisions.kept_residues, tuple(shard_entries),
                         tuple(inputs), settings)
     write_text_atomic(out_dir / MANIFEST, manifest.to_json())  # written last: its presence means complete
     LOG.info("built %s: %d sequences, %d residues, %d shards", out_dir, manifest.total_sequences,
-             manifest.total_residues, n_shards)
+             manifest.total_residues, len(shard_entries))
     return manifest, True
+
+
+def _records(inputs: list[dict], on_bad_record: str, bad: list[BadRecords] | None = None):
+    """``(input index, record)`` of every record that passes the FASTA policy, over all inputs in order (the
+    same records in both passes)."""
+    for number, entry in enumerate(inputs):
+        callback = None
+        if on_bad_record == "skip":
+            callback = bad[number] if bad is not None else _ignore
+        for record in iter_fasta(entry["path"], allow_duplicates=True, on_bad_record=callback, safe_ids=False):
+            yield number, record
+
+
+def _ignore(bad: BadRecord) -> None:
+    """The second pass skips the bad records the first pass has reported."""
+
+
+def _scan(inputs: list[dict], writer: BucketWriter, on_bad_record: str) -> list[BadRecords]:
+    """First pass: one hashed row per record into the bucket files; the bad records of each input."""
+    bad = [BadRecords() for _ in inputs]
+    for number, (_, record) in enumerate(_records(inputs, on_bad_record, bad)):
+        writer.add(number, record.id, record.sequence)
+    writer.flush()
+    return bad
+
+
+def _raise_conflict(inputs: list[dict], conflict: tuple[int, int], on_bad_record: str) -> None:
+    """``duplicate_ids="error"``: name the first record whose ID was used before with another sequence."""
+    wanted, earlier = conflict
+    where = {}
+    for number, (source, record) in enumerate(_records(inputs, on_bad_record)):
+        if number in (wanted, earlier):
+            where[number] = (inputs[source]["path"], record.id)
+        if number >= wanted:
+            break
+    path, identifier = where[wanted]
+    raise InputError(f"duplicate ID with a different sequence (first in {where[earlier][0]})", path=path,
+                     record=identifier)
+
+
+class _ShardBuffer:
+    """The records of the shard being filled, written out (table, k-mer index) when the shard is cut."""
+
+    def __init__(self, out_dir: Path, seed_shape: str) -> None:
+        self.out_dir = out_dir
+        self.seed_shape = seed_shape
+        self.entries: list[dict] = []
+        self.clear()
+
+    def clear(self) -> None:
+        self.ids: list[str] = []
+        self.descriptions: list[str] = []
+        self.codes: list[np.ndarray] = []
+
+    def add(self, identifier: str, description: str, sequence: str) -> None:
+        self.ids.append(identifier)
+        self.descriptions.append(description)
+        self.codes.append(encode(sequence))
+
+    def write(self) -> None:
+        index = len(self.entries)
+        lengths = np.fromiter((c.size for c in self.codes), dtype=np.int64, count=len(self.codes))
+        table = pa.table({
+            "id": pa.array(self.ids, pa.string()),
+            "description": pa.array(self.descriptions, pa.string()),
+            "sequence": pa.array([c.tobytes() for c in self.codes], pa.binary()),
+            "length": pa.array(lengths.astype(np.int32), pa.int32()),
+        })
+        path = self.out_dir / shard_name(index)
+        write_table(path, table, SHARD)
+        del table
+        flat = np.concatenate(self.codes)
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        self.clear()
+        write_npz(self.out_dir / index_name(index), build_kmer_index(flat, offsets, shape=self.seed_shape),
+                  KMER_INDEX)
+        self.entries.append({"file": shard_name(index), "index": index_name(index), "sequences": len(lengths),
+                             "residues": int(lengths.sum()), "sha256": sha256_file(path)})
+        LOG.info("shard %d written: %d sequences, %d residues", index, len(lengths), int(lengths.sum()))
+
+
+def _write_shards(inputs: list[dict], out_dir: Path, decisions: Decisions, originals: IdLookup, *, shards: int,
+                  on_bad_record: str, seed_shape: str) -> list[dict]:
+    """Second pass: the kept records, renamed where decided, into shards of about equal residues."""
+    n_shards = min(shards, decisions.kept_sequences)
+    cutter = ShardCutter(decisions.kept_residues, decisions.kept_sequences, n_shards)
+    buffer = _ShardBuffer(out_dir, seed_shape)
+    drop, rename, ordinal = decisions.drop, decisions.rename, decisions.rename_ordinal
+    next_drop = next_rename = 0
+    assigned: set[str] = set()
+    for entry in inputs:
+        entry.update(sequences=0, residues=0, duplicates_dropped=0, duplicates_renamed=0)
+    position = cumulative = 0
+    for number, (source, record) in enumerate(_records(inputs, on_bad_record)):
+        entry = inputs[source]
+        if next_drop < drop.size and drop[next_drop] == number:
+            next_drop += 1
+            entry["duplicates_dropped"] += 1
+            continue
+        identifier = record.id
+        if next_rename < rename.size and rename[next_rename] == number:
+            copy = int(ordinal[next_rename])
+            next_rename += 1
+            while f"{record.id}__{copy}" in assigned or f"{record.id}__{copy}" in originals:
+                copy += 1
+            identifier = f"{record.id}__{copy}"
+            assigned.add(identifier)
+            entry["duplicates_renamed"] += 1
+        buffer.add(identifier, record.description, record.sequence)
+        entry["sequences"] += 1
+        entry["residues"] += len(record.sequence)
+        position += 1
+        cumulative += len(record.sequence)
+        if cutter.cut_after(position, cumulative):
+            buffer.write()
+    buffer.write()
+    return buffer.entries
 
 
 def _up_to_date(out_dir: Path, inputs: list[dict], settings: dict) -> bool:

@@ -6,15 +6,15 @@ import argparse
 import json
 from pathlib import Path
 
-from workflow_lib.db.build import BAD_RECORD_POLICIES, DUPLICATE_POLICIES, build_database, read_manifest
-from workflow_lib.db.chunks import ChunkSettings, chunk_name, chunk_table
 import pandas as pd
 
-from workflow_lib.errors import InputError
+from workflow_lib.db.build import BAD_RECORD_POLICIES, DUPLICATE_POLICIES, build_database, read_manifest
+from workflow_lib.db.chunks import ChunkSettings, chunk_name, chunk_table
 from workflow_lib.db.kmer_index import DEFAULT_SHAPE, MAX_WEIGHT, contiguous_shape
-from workflow_lib.seqio.fasta import Record, read_fasta, write_fasta
+from workflow_lib.errors import InputError
 from workflow_lib.schemas.db import CHUNKS
 from workflow_lib.schemas.io import read_frame, write_table
+from workflow_lib.seqio.fasta import Record, read_fasta, write_fasta
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

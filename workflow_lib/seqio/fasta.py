@@ -142,13 +142,15 @@ def _raw_records(path: Path) -> Iterator[tuple[str, list[str], int]]:
 
 
 def iter_fasta(path: str | Path, *, check_nucleotide: bool = True, allow_duplicates: bool = False,
-               on_bad_record: Callable[[BadRecord], None] | None = None) -> Iterator[Record]:
+               on_bad_record: Callable[[BadRecord], None] | None = None, safe_ids: bool = True) -> Iterator[Record]:
     """Validate and yield the records of a protein FASTA file in file order (see the module's policy).
 
     Duplicate IDs are an error unless ``allow_duplicates`` (databases decide themselves what to do with
     them, see :mod:`workflow_lib.db.build`). Raises InputError on the first problem, unless ``on_bad_record``
     is given: then a bad record (no ID, a character that is not a residue, an empty or a nucleotide sequence,
-    a duplicate ID) is passed to it as a :class:`BadRecord` and skipped.
+    a duplicate ID) is passed to it as a :class:`BadRecord` and skipped. ``safe_ids=False`` leaves
+    ``Record.safe_id`` empty: a database build names no file after a record, and then keeps nothing per record
+    (with ``allow_duplicates``), so a file of any size streams in constant memory.
     """
     path = Path(path)
     seen: dict[str, int] = {}
@@ -165,10 +167,12 @@ def iter_fasta(path: str | Path, *, check_nucleotide: bool = True, allow_duplica
             on_bad_record(BadRecord(str(path), identifier, line_no, error.problem))
             skipped += 1
             continue
-        safe = safe_name(identifier)
-        if safe_seen.get(safe, identifier) != identifier:
-            safe = safe_name(identifier, hashed=True)
-        safe_seen[safe] = identifier
+        safe = ""
+        if safe_ids:
+            safe = safe_name(identifier)
+            if safe_seen.get(safe, identifier) != identifier:
+                safe = safe_name(identifier, hashed=True)
+            safe_seen[safe] = identifier
         count += 1
         yield Record(identifier, description, sequence, safe)
     if count == 0:
