@@ -157,3 +157,30 @@ def test_bad_records_are_counted_in_the_manifest_or_stop_the_build(tmp_path, exa
     assert not (tmp_path / "strict" / "manifest.json").exists()
     assert main(["db", "build", "--out", str(tmp_path / "cli"), "--on-bad-record", "error", str(bad_file)]) == 2
     assert "cds_thrL" in capsys.readouterr().err
+
+
+def test_build_memory_is_bounded_by_the_shard_not_the_database(tmp_path, example_db):
+    """The same residues per shard, a database four times larger (shuffled copies of the real records, so
+    nothing is a duplicate): the build's peak of traced allocations stays the same. A build that held the whole
+    database (as one did before streaming) peaked 1.46x higher here."""
+    import tracemalloc
+
+    records = read_fasta(example_db)
+    rng = np.random.default_rng(0)
+    peaks = {}
+    for copies, shards in ((1, 4), (4, 16)):
+        fasta = tmp_path / f"x{copies}.fasta"
+        with open(fasta, "w") as handle:
+            for copy in range(copies):
+                for r in records:
+                    sequence = r.sequence if copy == 0 else "".join(rng.permutation(list(r.sequence)))
+                    handle.write(f">{r.id}{f'_copy{copy}' if copy else ''} {r.description}\n{sequence}\n")
+        tracemalloc.start()
+        try:
+            manifest, _ = build_database([fasta], tmp_path / f"db{copies}", shards=shards)
+            peaks[copies] = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert manifest.total_sequences == copies * len(records) and manifest.n_shards == shards
+    assert peaks[4] <= 1.15 * peaks[1], peaks
+    assert not list(tmp_path.glob("db4/.build-*"))       # the first pass's bucket files are gone
