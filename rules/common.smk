@@ -263,10 +263,10 @@ def precomputed_option(wildcards):
 
 
 def structure_targets(proteome):
-    """The three inference outputs (rules/predict.smk) of every planned protein of a proteome."""
+    """The inference outputs (rules/predict.smk) of every planned protein of a proteome."""
     return [
         f"{RESULTS}/{proteome}/structures/{protein}{suffix}"
         for protein in proteins_of(proteome)
-        for suffix in (".pdb", ".pred.npz", ".residues.parquet")
+        for suffix in (".pdb", ".cif", ".confidence.json", ".pred.npz", ".residues.parquet")
     ]
 

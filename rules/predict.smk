@@ -1,4 +1,5 @@
-# Inference: one job per protein, features npz + checkpoint -> PDB (pLDDT in B-factors), 6D npz, residue table.
+# Inference: one job per protein, features npz + checkpoint -> PDB and mmCIF (pLDDT), confidence JSON, 6D npz,
+# residue table.
 # Library: workflow_lib.inference (predict: network runs, stitch: crop-and-stitch, outputs: files, cli).
 # GPU: the rule declares resources gpu=0 and runs on the CPU; a job given a GPU (`--set-resources predict:gpu=1`,
 # as profiles/slurm does) runs on CUDA when torch sees one. One thread by default: proteins
@@ -11,6 +12,8 @@ rule predict:
         model=PREDICT_MODEL,
     output:
         pdb=f"{RESULTS}/{{proteome}}/structures/{{protein}}.pdb",
+        cif=f"{RESULTS}/{{proteome}}/structures/{{protein}}.cif",
+        confidence=f"{RESULTS}/{{proteome}}/structures/{{protein}}.confidence.json",
         npz=f"{RESULTS}/{{proteome}}/structures/{{protein}}.pred.npz",
         residues=f"{RESULTS}/{{proteome}}/structures/{{protein}}.residues.parquet",
     params:

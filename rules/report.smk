@@ -25,6 +25,7 @@ rule summary:
         unpack(REPORT_INPUTS.inputs),
     output:
         summary=f"{RESULTS}/{{proteome}}/summary.parquet",
+        table=f"{RESULTS}/{{proteome}}/summary.tsv",
         runtime=f"{RESULTS}/{{proteome}}/runtime.parquet",
         msa_coverage=report(
             f"{RESULTS}/{{proteome}}/report/msa_coverage.png",
@@ -75,5 +76,5 @@ rule summary:
         "../envs/core.yaml"
     shell:
         "{params.trackfold} summarize --results {params.results} --proteome {wildcards.proteome} "
-        "--out {output.summary} --runtime-out {output.runtime} --plots-dir {params.plots_dir} "
+        "--out {output.summary} --tsv {output.table} --runtime-out {output.runtime} --plots-dir {params.plots_dir} "
         "--plot-proteins {params.plot_proteins} {params.require} {params.proteins} > {log} 2>&1"

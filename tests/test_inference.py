@@ -7,6 +7,7 @@ randomly initialised ``tiny`` network saved to ``tmp_path`` (the shipped checkpo
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -15,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from Bio.PDB import PDBParser
+from Bio.PDB import MMCIFParser, PDBParser
 from model_testing import randomize_
 
 from workflow_lib.cli import main
@@ -264,6 +265,16 @@ def test_predict_cli_outputs_parse_and_are_deterministic(tmp_path, checkpoint, f
             assert table["ss8"].notna().all() and set("".join(table["ss3"])) <= set("HEC-")
         else:
             assert table["ss8"].isna().all()
+        # the mmCIF and the confidence JSON beside the PDB carry the same model and pLDDT
+        assert (runs[0] / f"{name}.cif").read_text() == (runs[1] / f"{name}.cif").read_text()
+        cif = MMCIFParser(QUIET=True).get_structure(name, str(runs[0] / f"{name}.cif"))
+        np.testing.assert_allclose([r["CA"].get_bfactor() for r in cif[0]["A"]], first["plddt"], atol=0.006)
+        np.testing.assert_allclose([r["CA"].coord for r in cif[0]["A"]], [r["CA"].coord for r in residues], atol=1e-3)
+        confidence = json.loads((runs[0] / f"{name}.confidence.json").read_text())
+        assert confidence["protein"] == name and confidence["residueNumber"] == list(range(1, length + 1))
+        np.testing.assert_allclose(confidence["confidenceScore"], first["plddt"], atol=0.006)
+        assert confidence["confidenceCategory"] == [
+            "H" if s > 90 else "M" if s > 70 else "L" if s > 50 else "D" for s in confidence["confidenceScore"]]
 
 
 @pytest.mark.skipif(shutil.which("TMalign") is None, reason="TMalign not installed")

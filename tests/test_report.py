@@ -165,7 +165,8 @@ def test_truncated_stage_table_names_the_file(results, tmp_path):
 def test_summarize_command_writes_tables_and_plots(results, tmp_path):
     out = tmp_path / "out"
     args = ["summarize", "--results", str(results), "--proteome", "mini", "--out", str(out / "summary.parquet"),
-            "--runtime-out", str(out / "runtime.parquet"), "--plots-dir", str(out / "report"),
+            "--tsv", str(out / "summary.tsv"), "--runtime-out", str(out / "runtime.parquet"),
+            "--plots-dir", str(out / "report"),
             "--require", "msa,templates", "--protein", "caudal_act"]
     assert main(args) == 2   # FA69B is searched, caudal_act is not: templates is not complete
     args[args.index("msa,templates")] = "msa"
@@ -173,6 +174,9 @@ def test_summarize_command_writes_tables_and_plots(results, tmp_path):
     summary = read_frame(out / "summary.parquet", SUMMARY)
     assert len(summary) == 3 and summary.loc[0, "top_template"] == "3v0r_A"
     assert len(read_frame(out / "runtime.parquet", RUNTIME)) == 4
+    table = pd.read_csv(out / "summary.tsv", sep="\t", keep_default_na=False)
+    assert list(table["protein"]) == list(summary["protein"]) and table.loc[0, "top_template"] == "3v0r_A"
+    assert not [c for c in table.columns if c.startswith("seconds")] and set(table.columns) < set(summary.columns)
     first = {name: (out / "report" / name).read_bytes() for name in PLOTS}
     assert all(data.startswith(b"\x89PNG") and len(data) > 5000 for data in first.values())
     assert main(args) == 0   # same inputs, byte-identical figures

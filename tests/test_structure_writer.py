@@ -21,6 +21,7 @@ from workflow_lib.structure import (
     write_pdb,
 )
 from workflow_lib.structure.cbeta import CA_C_O_ANGLE, C_O_BOND
+from workflow_lib.structure.pdb_writer import RESIDUE_NAMES
 
 DATA = Path(__file__).parent / "data" / "structure"
 REAL_CHAINS = [("3SGQ_r_u.pdb.gz", "E"), ("d1mbaa_.pdb.gz", "A"), ("3RJQ_r_u.pdb.gz", "A"), ("4zey.cif.gz", "A")]
@@ -73,7 +74,12 @@ def test_round_trip_keeps_sequence_coordinates_numbering_and_plddt(tmp_path):
     np.testing.assert_allclose(back.cb[present], chain.cb[present], atol=6e-4)
     np.testing.assert_allclose(back.bfactors, plddt, atol=6e-3)
     lines = path.read_text().splitlines()
-    assert lines[0].startswith("HEADER") and lines[1].startswith("CRYST1") and lines[-1].strip() == "END"
+    seqres = [line for line in lines if line.startswith("SEQRES")]
+    assert lines[0].startswith("HEADER") and lines[1:1 + len(seqres)] == seqres and lines[-1].strip() == "END"
+    assert lines[1 + len(seqres)].startswith("CRYST1") and len(seqres) == -(-len(chain) // 13)
+    assert all(line[11] == "H" and int(line[13:17]) == len(chain) for line in seqres)
+    letter_of = {name: letter for letter, name in RESIDUE_NAMES.items()}
+    assert "".join(letter_of[name] for line in seqres for name in line[19:].split()) == chain.sequence
     assert all(len(line) == 80 for line in lines)
     first = _columns(next(line for line in lines if line.startswith("ATOM")))
     assert (first["record"], first["serial"], first["name"], first["resname"], first["chain"]) == \
@@ -173,3 +179,35 @@ def test_mkdssp_sees_mse_in_our_file_but_not_in_the_original(tmp_path):
     records = run_dssp(ours)
     assert [r.residue_number for r in records] == list(chain.residue_numbers)
     assert records[chain.residue_numbers.index("82")].amino_acid == "M"
+
+
+def test_mmcif_is_read_back_by_biopython_with_plddt_as_the_quality_metric(tmp_path):
+    """The mmCIF beside each PDB: Biopython's parser gives back the same atoms, author numbering and B-factors,
+    and the ModelCIF categories hold pLDDT per residue and its mean."""
+    from Bio.PDB import MMCIFParser
+    from Bio.PDB.MMCIF2Dict import MMCIF2Dict
+
+    from workflow_lib.structure.mmcif_writer import write_mmcif
+
+    chain = read_chain(DATA / "3BP8_l_u.pdb", "A")
+    plddt = np.linspace(12.5, 97.25, len(chain))
+    coords = np.concatenate([chain.coords, chain.cb[:, None]], axis=1)
+    numbers = np.arange(len(chain)) + 5
+    write_mmcif(tmp_path / "model.cif", "T1 model", chain.sequence, coords, plddt, residue_numbers=numbers)
+    write_pdb(tmp_path / "model.pdb", chain.sequence, coords, plddt, residue_numbers=[str(n) for n in numbers])
+    from_cif = MMCIFParser(QUIET=True).get_structure("m", tmp_path / "model.cif")
+    from_pdb = read_chain(tmp_path / "model.pdb", "A")
+    atoms = list(from_cif.get_atoms())
+    assert len(atoms) == sum(1 for line in (tmp_path / "model.pdb").read_text().splitlines() if line[:4] == "ATOM")
+    residues = list(from_cif[0]["A"])
+    assert [r.id[1] for r in residues] == numbers.tolist()
+    ca = np.array([r["CA"].coord for r in residues])
+    np.testing.assert_allclose(ca, from_pdb.coords[:, 1], atol=1e-3)
+    np.testing.assert_allclose([r["CA"].bfactor for r in residues], plddt, atol=6e-3)
+    fields = MMCIF2Dict(str(tmp_path / "model.cif"))
+    assert fields["_entity_poly.pdbx_seq_one_letter_code"][0] == chain.sequence
+    np.testing.assert_allclose(np.array(fields["_ma_qa_metric_local.metric_value"], float), plddt, atol=6e-3)
+    assert float(fields["_ma_qa_metric_global.metric_value"][0]) == pytest.approx(plddt.mean(), abs=6e-3)
+    assert fields["_entry.id"][0] == "T1 model" and fields["_atom_site.auth_asym_id"][0] == "A"
+    with pytest.raises(ValueError, match="plddt"):
+        write_mmcif(tmp_path / "bad.cif", "x", chain.sequence, coords, plddt[:-1])

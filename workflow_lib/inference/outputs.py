@@ -2,6 +2,11 @@
 
 * ``{protein}.pdb`` -- N, CA, C, O, Cβ (no Cβ for glycine), pLDDT (0-100) in the B-factor column, residues
   numbered ``residue_index + 1`` (:func:`~workflow_lib.structure.pdb_writer.write_pdb`).
+* ``{protein}.cif`` -- the same model as mmCIF, pLDDT as the ModelCIF per-residue quality metric and in
+  ``B_iso_or_equiv`` (:func:`~workflow_lib.structure.mmcif_writer.write_mmcif`), as AlphaFold DB and ColabFold
+  write it;
+* ``{protein}.confidence.json`` -- per-residue pLDDT in AlphaFold DB's layout (``residueNumber``,
+  ``confidenceScore``, ``confidenceCategory``: H > 90 ≥ M > 70 ≥ L > 50 ≥ D), with the protein and its mean;
 * ``{protein}.pred.npz`` -- :data:`PREDICTION`: 6D probabilities as float16, pLDDT, backbone.
 * ``{protein}.residues.parquet`` -- :data:`PREDICTED_RESIDUES`: one row per residue with pLDDT and the DSSP
   secondary structure of the *predicted* model (mkdssp on the written PDB). Without mkdssp, or when mkdssp
@@ -14,6 +19,7 @@ Each file is written atomically.
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 from pathlib import Path
@@ -26,7 +32,9 @@ from workflow_lib.inference.predict import Prediction
 from workflow_lib.schemas.io import write_npz, write_table
 from workflow_lib.schemas.prediction import EMBEDDINGS, PREDICTED_RESIDUES, PREDICTION
 from workflow_lib.seqio.alphabet import encode
+from workflow_lib.seqio.atomic import write_text_atomic
 from workflow_lib.structure.dssp import reduce_to_three, run_dssp
+from workflow_lib.structure.mmcif_writer import write_mmcif
 from workflow_lib.structure.pdb_writer import write_pdb
 
 LOG = logging.getLogger(__name__)
@@ -52,14 +60,32 @@ def predicted_secondary_structure(pdb_path: Path, residue_numbers: np.ndarray) -
     return states, list(reduce_to_three("".join(states)))
 
 
+PLDDT_CATEGORIES = ((90.0, "H"), (70.0, "M"), (50.0, "L"), (-np.inf, "D"))
+"""AlphaFold DB's confidence bands: very high (> 90), confident, low, very low (≤ 50)."""
+
+
+def confidence_json(name: str, numbers: np.ndarray, plddt: np.ndarray) -> str:
+    """The ``{protein}.confidence.json`` text (AlphaFold DB's per-residue confidence layout)."""
+    scores = [round(float(value), 2) for value in plddt]
+    categories = [next(label for bound, label in PLDDT_CATEGORIES if value > bound) for value in scores]
+    return json.dumps({"protein": name, "meanPlddt": round(float(np.mean(plddt)), 2),
+                       "residueNumber": [int(n) for n in numbers], "confidenceScore": scores,
+                       "confidenceCategory": categories}) + "\n"
+
+
 def write_prediction(out_dir: str | Path, name: str, prediction: Prediction) -> dict[str, Path]:
-    """Write the PDB, the ``.pred.npz``, the residue table (and embeddings when present); returns the paths."""
+    """Write the PDB, the mmCIF, the confidence JSON, the ``.pred.npz``, the residue table (and embeddings
+    when present); returns the paths."""
     out_dir = Path(out_dir)
-    paths = {"pdb": out_dir / f"{name}.pdb", "npz": out_dir / f"{name}.pred.npz",
+    paths = {"pdb": out_dir / f"{name}.pdb", "cif": out_dir / f"{name}.cif",
+             "confidence": out_dir / f"{name}.confidence.json", "npz": out_dir / f"{name}.pred.npz",
              "residues": out_dir / f"{name}.residues.parquet"}
     numbers = prediction.residue_index.astype(np.int64) + 1
     write_pdb(paths["pdb"], prediction.sequence, prediction.backbone, prediction.plddt,
               residue_numbers=[str(n) for n in numbers], title=f"TRACKFOLD {name}")
+    write_mmcif(paths["cif"], name, prediction.sequence, prediction.backbone, prediction.plddt,
+                residue_numbers=numbers)
+    write_text_atomic(paths["confidence"], confidence_json(name, numbers, prediction.plddt))
     arrays = {head: prediction.probs[head].astype(np.float16) for head in ("dist", "omega", "theta", "phi")}
     arrays.update(plddt=prediction.plddt, backbone=prediction.backbone,
                   aatype=encode(prediction.sequence).astype(np.int8),

@@ -1,7 +1,9 @@
-"""Sub-command ``trackfold summarize``: a proteome's ``summary.parquet``, ``runtime.parquet`` and report PNGs.
+"""Sub-command ``trackfold summarize``: a proteome's ``summary.parquet`` (and ``summary.tsv``),
+``runtime.parquet`` and report PNGs.
 
     trackfold summarize --results results --proteome ecoli --out results/ecoli/summary.parquet \\
-        --runtime-out results/ecoli/runtime.parquet --plots-dir results/ecoli/report [--require msa,predict]
+        --tsv results/ecoli/summary.tsv --runtime-out results/ecoli/runtime.parquet \\
+        --plots-dir results/ecoli/report [--require msa,predict]
 """
 
 from __future__ import annotations
@@ -12,12 +14,13 @@ from pathlib import Path
 
 from workflow_lib.errors import InputError
 from workflow_lib.report import plots
-from workflow_lib.report.collect import (OPTIONAL_STAGES, a3m_path, build_summary, read_plddt,
-                                         residues_path)
+from workflow_lib.report.collect import OPTIONAL_STAGES, a3m_path, build_summary, read_plddt, residues_path
+from workflow_lib.report.compare import is_measured
 from workflow_lib.report.progress import track
-from workflow_lib.schemas.report import RUNTIME, SUMMARY
-from workflow_lib.seqio.msa import read_a3m
 from workflow_lib.schemas.io import write_table
+from workflow_lib.schemas.report import RUNTIME, SUMMARY
+from workflow_lib.seqio.atomic import write_text_atomic
+from workflow_lib.seqio.msa import read_a3m
 
 LOG = logging.getLogger(__name__)
 
@@ -41,6 +44,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--results", required=True, help="the workflow's results folder")
     parser.add_argument("--proteome", required=True, help="proteome name (results/NAME/)")
     parser.add_argument("--out", required=True, help="summary table (Parquet)")
+    parser.add_argument("--tsv", help="the summary's results as a tab-separated table (no run times, so two runs "
+                                      "of one configuration write the same file); empty cells are null")
     parser.add_argument("--runtime-out", help="runtime table, one row per benchmarked job (Parquet)")
     parser.add_argument("--plots-dir", help=f"write the report PNGs here ({', '.join(PLOTS)})")
     parser.add_argument("--require", type=_stages, default=[],
@@ -61,6 +66,9 @@ def run(args: argparse.Namespace) -> int:
     others = [p.parent.parent.name for p in results.glob("*/chunks/chunks.parquet")]
     summary, runtime = build_summary(results, args.proteome, require=args.require, other_proteomes=others)
     write_table(args.out, summary, SUMMARY)
+    if args.tsv:
+        results_only = summary[[column for column in summary.columns if not is_measured(column)]]
+        write_text_atomic(args.tsv, results_only.to_csv(sep="\t", index=False, na_rep="", float_format="%.4g"))
     if args.runtime_out:
         write_table(args.runtime_out, runtime, RUNTIME)
     if args.plots_dir:

@@ -38,8 +38,8 @@ file (under ``results/``)                                              layout   
 ``train/{name}/evaluation/evaluation_residues.parquet``                ``evaluation_residues``       :mod:`.evaluation`
 =====================================================================  ============================  =============
 
-Files in standard formats are not declared here: FASTA (chunks), A3M (MSAs), PDB (structures), JSON
-manifests and model cards; nor the training state ``run/train_state.pt`` and checkpoints (torch tensors read
+Files in standard formats are not declared here: FASTA (chunks), A3M (MSAs), PDB and mmCIF (structures), the
+per-protein confidence JSON, the summary TSV, JSON manifests and model cards; nor the training state ``run/train_state.pt`` and checkpoints (torch tensors read
 with ``weights_only=True``, see :mod:`workflow_lib.model.checkpoint`).
 
 This ``__init__`` imports nothing, so a stage that reads one family does not import the others.

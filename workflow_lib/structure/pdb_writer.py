@@ -1,6 +1,7 @@
 """Write a backbone (N, CA, C, optional O and Cβ) as a PDB file that Biopython, TM-align and mkdssp read.
 
-The file holds a ``HEADER`` line (mkdssp 4 refuses PDB files without one), a ``CRYST1`` line with a unit cell
+The file holds a ``HEADER`` line (mkdssp 4 refuses PDB files without one), ``SEQRES`` records (the chain's
+sequence, which tools that align models to sequences read), a ``CRYST1`` line with a unit cell
 (P 1, 1 Å — a placeholder, as AlphaFold and RoseTTAFold write), one ``ATOM`` record per present atom, ``TER``
 and ``END``. Per-residue confidence (pLDDT, by convention 0–100) goes in the B-factor column of every atom of
 the residue; occupancy is 1.00.
@@ -23,10 +24,12 @@ from Bio.Data.PDBData import protein_letters_1to3
 from workflow_lib.seqio.atomic import write_text_atomic
 from workflow_lib.structure.cbeta import ideal_oxygen, virtual_cb
 
-_RESNAME = {letter: name.upper() for letter, name in protein_letters_1to3.items()}
-_RESNAME["X"] = "UNK"
-_ATOM_NAMES = ("N", "CA", "C", "O", "CB")
-_ELEMENTS = ("N", "C", "C", "O", "C")
+RESIDUE_NAMES = {letter: name.upper() for letter, name in protein_letters_1to3.items()}
+RESIDUE_NAMES["X"] = "UNK"
+"""Residue names of the one-letter codes (X: UNK)."""
+ATOM_NAMES = ("N", "CA", "C", "O", "CB")
+"""The atoms written per residue, in order (Cβ not for glycine)."""
+ATOM_ELEMENTS = ("N", "C", "C", "O", "C")
 CRYST1 = "CRYST1    1.000    1.000    1.000  90.00  90.00  90.00 P 1           1"
 
 
@@ -71,7 +74,7 @@ def complete_backbone(sequence: str, coords: np.ndarray) -> np.ndarray:
 def format_pdb(sequence: str, coords: np.ndarray, bfactors: np.ndarray | None = None, *, chain_id: str = "A",
                residue_numbers: list[str] | tuple[str, ...] | None = None, title: str = "TRACKFOLD MODEL") -> str:
     """The PDB text :func:`write_pdb` writes (arguments as there)."""
-    unknown = sorted(set(sequence) - set(_RESNAME))
+    unknown = sorted(set(sequence) - set(RESIDUE_NAMES))
     if unknown:
         raise ValueError(f"sequence has letters without a residue name: {''.join(unknown)}")
     if len(chain_id) != 1 or not chain_id.isprintable() or chain_id == " ":
@@ -97,12 +100,14 @@ def format_pdb(sequence: str, coords: np.ndarray, bfactors: np.ndarray | None = 
     if length > 9999 and residue_numbers is None:
         raise ValueError(f"{length} residues do not fit the PDB format (at most 9999)")
 
-    lines = [f"{'HEADER    ' + title[:40]:<50}{'01-JAN-00':<9}   XXXX".ljust(80), CRYST1.ljust(80)]
+    lines = [f"{'HEADER    ' + title[:40]:<50}{'01-JAN-00':<9}   XXXX".ljust(80)]
+    lines += seqres_records(sequence, chain_id)
+    lines.append(CRYST1.ljust(80))
     serial = 0
     for i, letter in enumerate(sequence):
-        resname = _RESNAME[letter]
+        resname = RESIDUE_NAMES[letter]
         number, icode = numbers[i]
-        for k, atom_name in enumerate(_ATOM_NAMES):
+        for k, atom_name in enumerate(ATOM_NAMES):
             x, y, z = full[i, k]
             if not np.isfinite(full[i, k]).all():
                 continue
@@ -110,12 +115,19 @@ def format_pdb(sequence: str, coords: np.ndarray, bfactors: np.ndarray | None = 
             if serial > 99999:
                 raise ValueError("more than 99999 atoms do not fit the PDB format")
             lines.append(f"ATOM  {serial:5d}  {atom_name:<3s} {resname:3s} {chain_id}{number:4d}{icode or ' ':1s}   "
-                         f"{x:8.3f}{y:8.3f}{z:8.3f}{1.0:6.2f}{bfactors[i]:6.2f}          {_ELEMENTS[k]:>2s}  ")
+                         f"{x:8.3f}{y:8.3f}{z:8.3f}{1.0:6.2f}{bfactors[i]:6.2f}          {ATOM_ELEMENTS[k]:>2s}  ")
     last_number, last_icode = numbers[-1] if numbers else (0, "")
-    lines.append(f"TER   {serial + 1:5d}      {_RESNAME[sequence[-1]] if sequence else 'UNK':3s} "
+    lines.append(f"TER   {serial + 1:5d}      {RESIDUE_NAMES[sequence[-1]] if sequence else 'UNK':3s} "
                  f"{chain_id}{last_number:4d}{last_icode or ' ':1s}".ljust(80))
     lines.append("END".ljust(80))
     return "\n".join(lines) + "\n"
+
+
+def seqres_records(sequence: str, chain_id: str) -> list[str]:
+    """The ``SEQRES`` lines of one chain (13 residues a line)."""
+    names = [RESIDUE_NAMES[letter] for letter in sequence]
+    return [f"SEQRES {row + 1:3d} {chain_id} {len(names):4d}  {' '.join(names[start:start + 13])}".ljust(80)
+            for row, start in enumerate(range(0, len(names), 13))]
 
 
 def write_pdb(path: str | Path, sequence: str, coords: np.ndarray, bfactors: np.ndarray | None = None, *,
