@@ -48,6 +48,7 @@ from workflow_lib.search.bias import composition_bias_bits  # noqa: E402
 from workflow_lib.search.engine import DatabaseTotals, make_query, prefilter_query_shard  # noqa: E402
 from workflow_lib.db.kmer_index import DEFAULT_SHAPE, build_kmer_index  # noqa: E402
 from workflow_lib.search.gapless import GAPLESS_OFFSET_BITS  # noqa: E402
+from workflow_lib.search.shard_cache import ShardCache  # noqa: E402
 from workflow_lib.search.settings import DIAGONALS_PER_TARGET, FAST, default_kmer_threshold  # noqa: E402
 from workflow_lib.seqio.atomic import write_text_atomic  # noqa: E402
 
@@ -86,6 +87,7 @@ def run_set(name: str, n_queries: int) -> dict:
     shard = load_shard(db_dir, 0)
     indices = {shape: load_kmer_index(db_dir, 0) if shape == DEFAULT_SHAPE
                else build_kmer_index(shard.residues, shard.offsets, shape=shape) for shape in {entry[0] for entry in GRID}}
+    caches = {shape: ShardCache() for shape in indices}   # one per index, as the search keeps one per shard
     ids = list(shard.ids)
     position = {target: k for k, target in enumerate(ids)}
     targets = [shard.sequence(k) for k in range(len(shard))]
@@ -116,7 +118,8 @@ def run_set(name: str, n_queries: int) -> dict:
             settings = dataclasses.replace(FAST.search, kmer_threshold=threshold, diagonals_per_target=diagonals,
                                            **({} if band else SEED_PASS))
             started = time.process_time()
-            prefiltered = prefilter_query_shard(query, shard, indices[shape], totals, settings)
+            prefiltered = prefilter_query_shard(query, shard, indices[shape], totals, settings,
+                                                cache=caches[shape])
             seconds = time.process_time() - started
             passed = set(prefiltered.gapless.sequence.tolist())
             gapped = set(prefiltered.gapless.sequence[prefiltered.passed].tolist())

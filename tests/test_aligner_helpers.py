@@ -10,7 +10,7 @@ import numpy as np
 from workflow_lib.aligner.profile import Profile
 
 ALIGNER_DATA = Path(__file__).parent / "data" / "aligner"
-SHARED_DATA = Path("/work/shared/data")
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"   # ../shared/data beside the repo
 
 
 def random_profile(rng: np.random.Generator, length: int, *, name: str = "random", sharpness: float = 0.3) -> Profile:

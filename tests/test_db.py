@@ -184,3 +184,22 @@ def test_build_memory_is_bounded_by_the_shard_not_the_database(tmp_path, example
         assert manifest.total_sequences == copies * len(records) and manifest.n_shards == shards
     assert peaks[4] <= 1.15 * peaks[1], peaks
     assert not list(tmp_path.glob("db4/.build-*"))       # the first pass's bucket files are gone
+
+
+def test_renamed_copies_never_reuse_an_id_of_the_database(tmp_path, example_db):
+    """Many reused IDs (concatenated genome annotations restart PROKKA_00001 ... in every file): every copy with
+    another sequence gets a fresh name, also when the database lists that name later, and a killed build's
+    work folder is cleared."""
+    records = read_fasta(example_db)[:60]
+    first = "".join(f">PROKKA_{i:05d}\n{r.sequence}\n" for i, r in enumerate(records[:30]))
+    second = "".join(f">PROKKA_{i:05d}\n{r.sequence}\n" for i, r in enumerate(records[30:]))
+    clash = f">PROKKA_00000__2\n{records[0].sequence[::-1]}\n"
+    (tmp_path / "a.fasta").write_text(first)
+    (tmp_path / "b.fasta").write_text(second + clash)
+    (tmp_path / "db" / ".build-killed").mkdir(parents=True)
+    manifest, _ = build_database([tmp_path / "a.fasta", tmp_path / "b.fasta"], tmp_path / "db", shards=3)
+    ids = [i for s in range(manifest.n_shards) for i in load_shard(tmp_path / "db", s).ids]
+    assert len(ids) == len(set(ids)) == 61
+    assert ids[30] == "PROKKA_00000__3" and ids[31] == "PROKKA_00001__2" and ids[-1] == "PROKKA_00000__2"
+    assert manifest.inputs[1]["duplicates_renamed"] == 30
+    assert not list((tmp_path / "db").glob(".build-*"))

@@ -170,3 +170,10 @@ def test_bad_records_are_reported_and_skipped_when_asked(tmp_path, data_dir):
     only_bad = _write(tmp_path, ">x\nMK1\n")
     with pytest.raises(InputError, match=r"no usable FASTA records \(1 bad records skipped\)"):
         list(iter_fasta(only_bad, on_bad_record=bad.append))
+
+
+def test_a_skipped_record_does_not_claim_its_id(tmp_path):
+    path = _write(tmp_path, ">p1\nMKV1L\n>p1\nMKVLA\n")
+    bad = []
+    assert [r.sequence for r in iter_fasta(path, on_bad_record=bad.append)] == ["MKVLA"]
+    assert [b.record for b in bad] == ["p1"]

@@ -14,8 +14,14 @@ Layout of ``DIR`` (``results/db/{database}/`` in the workflow):
 Duplicate IDs (real databases have them: Prokka's genus_Escherichia repeats 15 IDs) are handled so that every
 target ID in the database is unique: a record with the ID *and* sequence of an earlier one is dropped (it would
 only double hits and inflate the database size); a record with an earlier ID but another sequence is renamed
-``ID__2``, ``ID__3``, … (``duplicate_ids="rename"``, the default) or stops the build
+``ID__2``, ``ID__3``, … (``duplicate_ids="rename"``, the default; a name that another record of the database
+already has, before or after it, is skipped, so every ID is unique) or stops the build
 (``duplicate_ids="error"``). The manifest counts both.
+
+The build streams in two passes, so its memory is bounded by one shard (and one bucket of hashes), not by the
+database: the first pass writes each record's hashed ID and sequence to bucket files and decides the duplicates
+bucket by bucket (:mod:`workflow_lib.db.dedupe`); the second reads the inputs again and writes the kept records
+shard by shard, cutting a shard where the residues so far reach its share of the total.
 
 A record that breaks the FASTA policy (a character that is not a residue, an empty or a nucleotide sequence,
 a header without ID; :mod:`workflow_lib.seqio.fasta`) is skipped, logged and counted per input in the manifest
@@ -31,6 +37,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import shutil
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -49,6 +56,8 @@ from workflow_lib.seqio.atomic import write_text_atomic
 from workflow_lib.seqio.fasta import BadRecord, iter_fasta
 
 FORMAT_VERSION = 2  # 2: shards carry a k-mer index
+WORK_PREFIX = ".build-"
+"""The first pass's bucket files live in ``DIR/.build-*`` while a build runs (removed after it, or by the next)."""
 MANIFEST = "manifest.json"
 LOG = logging.getLogger(__name__)
 
@@ -162,7 +171,9 @@ def build_database(fasta_paths: Sequence[str | Path], out_dir: str | Path, *, sh
         return read_manifest(out_dir), False
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".build-") as work:
+    for stale in out_dir.glob(f"{WORK_PREFIX}*"):   # what a killed build left behind
+        shutil.rmtree(stale, ignore_errors=True)
+    with tempfile.TemporaryDirectory(dir=out_dir, prefix=WORK_PREFIX) as work:
         writer = BucketWriter(Path(work))
         bad = _scan(inputs, writer, on_bad_record)
         decisions = resolve(writer)

@@ -64,6 +64,10 @@ class BucketWriter:
             with open(self.path(int(buckets[start])), "ab") as handle:
                 rows[start:end].tofile(handle)
 
+    def ids_path(self, bucket: int) -> Path:
+        """The bucket's distinct ID hashes, sorted (``[n, 2]`` uint64: high, low), written by :func:`resolve`."""
+        return self.folder / f"ids_{bucket:04d}.npy"
+
     def read(self, bucket: int) -> np.ndarray:
         path = self.path(bucket)
         return np.fromfile(path, dtype=ROW) if path.exists() else np.zeros(0, dtype=ROW)
@@ -95,6 +99,7 @@ def resolve(writer: BucketWriter) -> Decisions:
             continue
         rows = rows[np.lexsort((rows["record"], rows["id_lo"], rows["id_hi"]))]
         new_id = np.r_[True, (rows["id_hi"][1:] != rows["id_hi"][:-1]) | (rows["id_lo"][1:] != rows["id_lo"][:-1])]
+        np.save(writer.ids_path(bucket), np.stack([rows["id_hi"][new_id], rows["id_lo"][new_id]], axis=1))
         first = np.maximum.accumulate(np.where(new_id, np.arange(rows.size), 0))  # row of each ID's first record
         same_sequence = (rows["seq_hi"] == rows["seq_hi"][first]) & (rows["seq_lo"] == rows["seq_lo"][first])
         drop = ~new_id & same_sequence
@@ -122,21 +127,25 @@ def resolve(writer: BucketWriter) -> Decisions:
 
 
 class IdLookup:
-    """Whether an ID is a kept record's ID (for renamed copies' names), reading one bucket per question."""
+    """Whether an ID is a kept record's ID (for renamed copies' names): a binary search in the bucket's sorted
+    ID hashes, which :func:`resolve` wrote and which are read memory-mapped (nothing is loaded per question)."""
 
     def __init__(self, writer: BucketWriter) -> None:
         self.writer = writer
-        self.cached: dict[int, set[tuple[int, int]]] = {}
+        self.opened: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def __contains__(self, identifier: str) -> bool:
         hi, lo = digest(identifier)
         bucket = lo % BUCKETS
-        if bucket not in self.cached:
-            if len(self.cached) >= 8:
-                self.cached.pop(next(iter(self.cached)))
-            rows = self.writer.read(bucket)
-            self.cached[bucket] = set(zip(rows["id_hi"].tolist(), rows["id_lo"].tolist()))
-        return (hi, lo) in self.cached[bucket]
+        if bucket not in self.opened:
+            path = self.writer.ids_path(bucket)
+            if not path.exists():
+                return False
+            ids = np.load(path, mmap_mode="r")
+            self.opened[bucket] = (ids[:, 0], ids[:, 1])
+        his, los = self.opened[bucket]
+        start, end = np.searchsorted(his, hi, side="left"), np.searchsorted(his, hi, side="right")
+        return bool((los[start:end] == lo).any())
 
 
 class ShardCutter:

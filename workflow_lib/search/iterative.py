@@ -40,7 +40,7 @@ import pandas as pd
 
 from workflow_lib.aligner import Profile, profile_from_alignment, profile_from_sequence
 from workflow_lib.aligner.context import ContextModel
-from workflow_lib.search.settings import MsaSettings, SearchSettings
+from workflow_lib.search.settings import MsaSettings, SearchSettings, Settings
 from workflow_lib.seqio.alphabet import GAP_CODE
 from workflow_lib.seqio.msa import Alignment
 
@@ -321,13 +321,16 @@ def build_msas(records, db_dir, search_settings: SearchSettings | None = None,
     (:func:`iterations` with :func:`~workflow_lib.search.engine.search_database`).
 
     ``records``: :class:`workflow_lib.seqio.fasta.Record`; returns one :class:`MsaResult` per record, in order.
-    ``search_settings``/``settings``: None for the defaults (:mod:`workflow_lib.search.settings`).
+    ``search_settings``/``settings``: None for the defaults (:mod:`workflow_lib.search.settings`); search
+    settings left out follow the MSA settings' pseudocounts (calibration and prefilter composition as
+    :class:`~workflow_lib.search.settings.Settings` pairs them).
     ``device``: where the Viterbi stages run (:mod:`workflow_lib.search.engine`; default NumPy, None = CUDA
     when available).
     """
     from workflow_lib.search.engine import DatabaseTotals, make_queries, search_database
-    search_settings = search_settings or SearchSettings()
     settings = settings or MsaSettings()
+    if search_settings is None:
+        search_settings = Settings(pseudocounts=settings.pseudocounts, context_model=settings.context_model).search
     totals = DatabaseTotals.from_manifest(db_dir)
 
     def search(names: list[str], profiles: list[Profile], iteration: int) -> tuple[pd.DataFrame, dict[str, float]]:

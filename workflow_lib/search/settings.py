@@ -17,7 +17,8 @@ turn that into the option's or the config key's name. :func:`add_settings_argume
 options with :class:`Settings`' defaults and :func:`cli_options` writes a :class:`Settings` back as those
 options (what the workflow's rules pass to the search jobs).
 
-This module imports NumPy-level modules only (the workflow's config reads it when Snakemake starts).
+The workflow's config reads this module when Snakemake starts; it needs NumPy-level modules only, but importing
+it runs :mod:`workflow_lib.search`'s ``__init__`` (the search API, with pandas and pyarrow: about 0.1 s).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import re
+import shlex
 from dataclasses import dataclass
 
 import numpy as np
@@ -222,6 +224,8 @@ class Settings:
     prefilter_composition: float | None = None
 
     def __post_init__(self) -> None:
+        if not self.max_evalue > 0:   # the passes report up to max(max_evalue, inclusion_evalue): check it here
+            raise ValueError(f"max_evalue must be positive, got {self.max_evalue}")
         self.msa, self.search   # noqa: B018 (each builds and checks its values)
 
     @property
@@ -400,5 +404,5 @@ def cli_options(settings: Settings) -> str:
                 ("kmer_threshold", settings.kmer_threshold), ("diagonals_per_target", settings.diagonals_per_target),
                 ("gapless_offset", settings.gapless_offset), ("band_gate", settings.band_gate),
                 ("band_offset", settings.band_offset), ("prefilter_composition", settings.prefilter_composition),
-                ("context_model", settings.context_model))
+                ("context_model", None if settings.context_model is None else shlex.quote(settings.context_model)))
                 if value is not None))

@@ -189,12 +189,12 @@ def _checked_record(path: Path, header: str, lines: list[str], line_no: int, see
     if identifier in seen and not allow_duplicates:
         raise InputError(f"duplicate ID (first seen at line {seen[identifier]}, again at line {line_no})",
                          path=path, record=identifier)
-    if not allow_duplicates:
-        seen[identifier] = line_no
     sequence = _check_sequence(path, identifier, lines, line_no)
     if check_nucleotide and looks_nucleotide(sequence):
         raise InputError("looks like a nucleotide sequence (only A, C, G, T/U, N); trackfold needs protein "
                          "sequences (translate first)", path=path, record=identifier)
+    if not allow_duplicates:
+        seen[identifier] = line_no   # a skipped bad record does not claim its ID
     return identifier, description.strip(), sequence
 
 

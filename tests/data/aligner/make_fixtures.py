@@ -1,6 +1,6 @@
 """Regenerate the aligner fixtures in this directory from shared/data with HH-suite (run once; see README).
 
-    python tests/data/aligner/make_fixtures.py /work/shared/data
+    python tests/data/aligner/make_fixtures.py ../shared/data
 
 Writes ``hhm/*.hhm`` (``hhmake`` profiles of real MSAs), ``hhalign/*.atab`` and ``hhalign/scores.tsv`` (the
 ``hhalign -norealign`` Viterbi alignments and scores of the pairs in ``PAIRS``), and ``versions.txt``.
@@ -114,4 +114,4 @@ def main(shared: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1] if len(sys.argv) > 1 else "/work/shared/data"))
+    main(Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parents[3].parent / "shared" / "data"))
