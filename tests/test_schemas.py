@@ -89,6 +89,17 @@ def test_atomic_path_leaves_nothing_on_failure(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
 
 
+def test_written_files_get_the_permissions_of_a_new_file(tmp_path):
+    """Not the 0600 of a temporary file: a database on a shared file system must be readable by the group."""
+    import os
+    import stat
+
+    write_table(tmp_path / "c.parquet", _chunks(), CHUNKS)
+    (tmp_path / "plain.txt").write_text("x")
+    expected = stat.S_IMODE(os.stat(tmp_path / "plain.txt").st_mode)
+    assert stat.S_IMODE(os.stat(tmp_path / "c.parquet").st_mode) == expected
+
+
 # ------------------------------------------------------------------------------------------ one home
 def _declarations_outside_schemas(root):
     """(file, name) of every module-level TableSchema(...) / NpzSchema(...) call outside workflow_lib/schemas."""

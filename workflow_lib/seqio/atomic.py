@@ -2,7 +2,9 @@
 
 Every writer in trackfold goes through :func:`atomic_path`: the content is written to a temporary file in
 the destination's directory (same file system, so the final ``os.replace`` is atomic) and renamed only
-after the writer returned without error and the data was flushed to disk.
+after the writer returned without error and the data was flushed to disk. The file gets the permissions of any
+new file (``0666`` less the umask), not the private ``0600`` of a temporary file, so that a database or result
+folder on a shared file system is readable by whom the umask allows.
 """
 
 from __future__ import annotations
@@ -12,6 +14,11 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+FILE_MODE = 0o666 & ~_UMASK
+"""The mode of every file written here: what ``open(path, "w")`` would have given."""
 
 
 @contextlib.contextmanager
@@ -32,6 +39,7 @@ def atomic_path(destination: str | Path, *, suffix: str | None = None) -> Iterat
         yield tmp
         with open(tmp, "rb+") as handle:
             os.fsync(handle.fileno())
+        os.chmod(tmp, FILE_MODE)
         os.replace(tmp, destination)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
