@@ -176,50 +176,20 @@ def all_targets():
         targets += [msa_stats_path(proteome, name) for name in chunk_names(proteome)]
         targets += STAGE_INPUTS.template_targets(proteome)
         targets += STAGE_INPUTS.feature_targets(proteome)
-        targets += structure_targets(proteome)
+        targets += STAGE_INPUTS.structure_targets(proteome)
         targets.append(f"{RESULTS}/{proteome}/summary.parquet")
     return targets
 
 
 # ------------------------------------------------------------------------------------------------ MSA stage
 # rules/search.smk writes results/{proteome}/msa/{protein}.a3m for every protein of a chunk and, last,
-# results/{proteome}/msa/chunk_NNNN.stats.parquet; later stages depend on that table (msa_done) and read the
-# A3M by path (a3m_path), because the per-protein A3Ms are not declared outputs of the per-chunk job.
-
-
-# safe ID -> chunk name of every planned protein, per proteome: one lookup per job instead of a table scan
-# (a scan per job made planning quadratic in the proteome's size)
-CHUNK_OF = {
-    name: {str(s): chunk_name(int(c)) for s, c in zip(plan["safe_id"], plan["chunk"]) if c >= 0}
-    for name, plan in PLANS.items()
-}
-
-
-def protein_chunk(proteome, protein):
-    """The chunk name of a protein (by safe ID) of a planned proteome."""
-    chunk = CHUNK_OF[proteome].get(protein)
-    if chunk is None:
-        raise InputError(f"proteome '{proteome}' has no protein '{protein}' in any chunk")
-    return chunk
-
-
-def proteins_of(proteome):
-    """Safe IDs of the proteins of a proteome that are in a chunk (skipped ones excluded)."""
-    plan = PLANS[proteome]
-    return [str(p) for p in plan.loc[plan["chunk"] >= 0, "safe_id"]]
+# results/{proteome}/msa/chunk_NNNN.stats.parquet; later stages depend on that table and read the A3Ms by path,
+# because the per-protein A3Ms are not declared outputs of the per-chunk job. The template, feature and predict
+# stages work the same way, one job per chunk (workflow_lib/workflow/rule_inputs.py).
 
 
 def msa_stats_path(proteome, chunk):
     return f"{RESULTS}/{proteome}/msa/{chunk}.stats.parquet"
-
-
-def a3m_path(proteome, protein):
-    return f"{RESULTS}/{proteome}/msa/{protein}.a3m"
-
-
-def msa_done(wildcards):
-    """Input function: the statistics table of the chunk holding {protein} (its A3M is complete then)."""
-    return msa_stats_path(wildcards.proteome, protein_chunk(wildcards.proteome, wildcards.protein))
 
 
 def search_db_dir():
@@ -269,11 +239,6 @@ def precomputed_option(wildcards):
     return f"--precomputed {shlex.quote(path)}" if path and int(wildcards.iteration) == 1 else ""
 
 
-def structure_targets(proteome):
-    """The inference outputs (rules/predict.smk) of every planned protein of a proteome."""
-    return [
-        f"{RESULTS}/{proteome}/structures/{protein}{suffix}"
-        for protein in proteins_of(proteome)
-        for suffix in (".pdb", ".cif", ".confidence.json", ".pred.npz", ".residues.parquet")
-    ]
-
+def predict_mem_mb(wildcards, attempt):
+    """A predict job's memory (resources mem_mb): from the longest protein of its chunk, times the attempt."""
+    return attempt * PREDICT_SETTINGS.memory_mb(STAGE_INPUTS.longest(wildcards.proteome, f"chunk_{wildcards.chunk}"))

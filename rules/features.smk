@@ -1,4 +1,5 @@
-# Features: one npz per protein from its A3M and, when templates are configured, its template hits.
+# Features: one job per chunk: a {protein}.npz per protein from its A3M and, when templates are configured, its
+# template hits; then the chunk's table chunk_NNNN.stats.parquet (the declared output).
 # Library: workflow_lib.features (layout in workflow_lib/schemas/features.py); input functions: STAGE_INPUTS
 # (rules/templates.smk, which must be included first).
 
@@ -7,24 +8,27 @@ rule features:
     input:
         unpack(STAGE_INPUTS.feature_inputs),
     output:
-        npz=f"{RESULTS}/{{proteome}}/features/{{protein}}.npz",
+        stats=f"{RESULTS}/{{proteome}}/features/chunk_{{chunk}}.stats.parquet",
     params:
         trackfold=TRACKFOLD,
-        a3m=STAGE_INPUTS.a3m,
+        a3ms=STAGE_INPUTS.a3ms,
         out_dir=output_parent,
         templates=STAGE_INPUTS.feature_template_options,
         max_seqs=FEATURE_SETTINGS.max_seqs,
         max_stats_seqs=FEATURE_SETTINGS.max_stats_seqs,
+    wildcard_constraints:
+        chunk=r"\d{4}",
     log:
-        "logs/features/{proteome}/{protein}.log",
+        "logs/features/{proteome}/{chunk}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/features/{{proteome}}/{{protein}}.tsv"
+        f"{RESULTS}/benchmarks/features/{{proteome}}/{{chunk}}.tsv"
     threads: 1
     resources:
         mem_mb=4000,
-        runtime=30,
+        runtime=120,
     conda:
         "../envs/core.yaml"
     shell:
         "{params.trackfold} features --out-dir {params.out_dir} --max-seqs {params.max_seqs} "
-        "--max-stats-seqs {params.max_stats_seqs} {params.templates} {params.a3m} > {log} 2>&1"
+        "--max-stats-seqs {params.max_stats_seqs} {params.templates} --stats {output.stats} {params.a3ms} "
+        "> {log} 2>&1"

@@ -1,40 +1,43 @@
-# Inference: one job per protein, features npz + checkpoint -> PDB and mmCIF (pLDDT), confidence JSON, 6D npz,
-# residue table.
-# Library: workflow_lib.inference (predict: network runs, stitch: crop-and-stitch, outputs: files, cli).
+# Inference: one job per chunk: the chunk's feature files + checkpoint -> per protein PDB and mmCIF (pLDDT),
+# confidence JSON, 6D npz, residue table; then the chunk's table chunk_NNNN.stats.parquet (the declared output).
+# Proteins are sorted by length and share forward passes within predict.batch_size / predict.max_tokens; longer
+# than predict.window they are cropped and stitched; the job's memory follows its longest protein.
+# Library: workflow_lib.inference (predict: network runs and batches, stitch: crop-and-stitch, outputs, cli).
 # GPU: the rule declares resources gpu=0 and runs on the CPU; a job given a GPU (`--set-resources predict:gpu=1`,
-# as profiles/slurm does) runs on CUDA when torch sees one. One thread by default: proteins
+# as profiles/slurm does) runs on CUDA when torch sees one. One thread by default: chunks
 # run side by side, and torch's OpenMP threads slow down badly when cores are oversubscribed (benchmarks/RESULTS.md).
-# PREDICT_SETTINGS and structure_targets() live in rules/common.smk.
+# PREDICT_SETTINGS lives in rules/common.smk, STAGE_INPUTS in rules/templates.smk.
 
 rule predict:
     input:
-        features=f"{RESULTS}/{{proteome}}/features/{{protein}}.npz",
+        features=f"{RESULTS}/{{proteome}}/features/chunk_{{chunk}}.stats.parquet",
         model=PREDICT_MODEL,
     output:
-        pdb=f"{RESULTS}/{{proteome}}/structures/{{protein}}.pdb",
-        cif=f"{RESULTS}/{{proteome}}/structures/{{protein}}.cif",
-        confidence=f"{RESULTS}/{{proteome}}/structures/{{protein}}.confidence.json",
-        npz=f"{RESULTS}/{{proteome}}/structures/{{protein}}.pred.npz",
-        residues=f"{RESULTS}/{{proteome}}/structures/{{protein}}.residues.parquet",
+        stats=f"{RESULTS}/{{proteome}}/structures/chunk_{{chunk}}.stats.parquet",
     params:
         trackfold=TRACKFOLD,
+        inputs=STAGE_INPUTS.feature_files,
         out_dir=output_parent,
         device=torch_device,
         window=PREDICT_SETTINGS.window,
         seed=PREDICT_SETTINGS.seed,
         max_msa=PREDICT_SETTINGS.max_msa,
+        batch_size=PREDICT_SETTINGS.batch_size,
+        max_tokens=PREDICT_SETTINGS.max_tokens,
+    wildcard_constraints:
+        chunk=r"\d{4}",
     log:
-        "logs/predict/{proteome}/{protein}.log",
+        "logs/predict/{proteome}/{chunk}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/predict/{{proteome}}/{{protein}}.tsv"
+        f"{RESULTS}/benchmarks/predict/{{proteome}}/{{chunk}}.tsv"
     threads: 1
     resources:
-        mem_mb=8000,
-        runtime=120,
+        mem_mb=predict_mem_mb,
+        runtime=480,
         gpu=0,
     conda:
         "../envs/core.yaml"
     shell:
         "{params.trackfold} predict --model {input.model} --out-dir {params.out_dir} --device {params.device} "
-        "--window {params.window} --seed {params.seed} --max-msa {params.max_msa} --threads {threads} "
-        "{input.features} > {log} 2>&1"
+        "--window {params.window} --seed {params.seed} --max-msa {params.max_msa} --batch-size {params.batch_size} "
+        "--max-tokens {params.max_tokens} --threads {threads} --stats {output.stats} {params.inputs} > {log} 2>&1"

@@ -1,4 +1,5 @@
-# Per-proteome summary table, runtime table and report figures (workflow_lib/report); `snakemake --report
+# Per-proteome summary table, runtime table, report figures and HTML pages (report/index.html and one page per
+# protein under report/proteins/, written before the index) (workflow_lib/report); `snakemake --report
 # report.html` puts the figures, with the captions in report/, into one HTML file.
 # The summary picks up whichever stages the workflow has (workflow_lib/workflow/rule_inputs.py): a stage's files
 # become inputs as soon as some rule can produce them, so adding a stage's rules needs no change here.
@@ -27,6 +28,7 @@ rule summary:
         summary=f"{RESULTS}/{{proteome}}/summary.parquet",
         table=f"{RESULTS}/{{proteome}}/summary.tsv",
         runtime=f"{RESULTS}/{{proteome}}/runtime.parquet",
+        pages=f"{RESULTS}/{{proteome}}/report/index.html",
         msa_coverage=report(
             f"{RESULTS}/{{proteome}}/report/msa_coverage.png",
             caption="../report/msa_coverage.rst",
@@ -77,4 +79,5 @@ rule summary:
     shell:
         "{params.trackfold} summarize --results {params.results} --proteome {wildcards.proteome} "
         "--out {output.summary} --tsv {output.table} --runtime-out {output.runtime} --plots-dir {params.plots_dir} "
-        "--plot-proteins {params.plot_proteins} {params.require} {params.proteins} > {log} 2>&1"
+        "--pages-dir {params.plots_dir} --plot-proteins {params.plot_proteins} {params.require} {params.proteins} "
+        "> {log} 2>&1"

@@ -1,15 +1,16 @@
-# Templates: the template database (once per config) and the HMM-HMM template search of every protein.
+# Templates: the template database (once per config) and the HMM-HMM template search, one job per chunk: every
+# protein's {protein}.hits.parquet, then the chunk's table chunk_NNNN.stats.parquet (the declared output).
 # Library: workflow_lib.templates (build, search, E-value calibration); input functions in
-# workflow_lib/workflow/rule_inputs.py (STAGE_INPUTS, shared with rules/features.smk).
+# workflow_lib/workflow/rule_inputs.py (STAGE_INPUTS, shared with rules/features.smk and rules/predict.smk).
 
 from workflow_lib.workflow.rule_inputs import StageInputs
 from workflow_lib.workflow.config import FeatureConfig, TemplateConfig
 
 TEMPLATE_SETTINGS = TemplateConfig.from_dict(config.get("templates"), where="config 'templates'")
 FEATURE_SETTINGS = FeatureConfig.from_dict(config.get("features"), where="config 'features'")
-# a3m_path / msa_done come from rules/common.smk once the MSA stage provides them
+# msa_stats_path comes from rules/common.smk (the MSA stage's chunk table)
 STAGE_INPUTS = StageInputs(RESULTS, TEMPLATE_SETTINGS, FEATURE_SETTINGS, PLANS,
-                           a3m_path=globals().get("a3m_path"), msa_done=globals().get("msa_done"))
+                           msa_stats=globals().get("msa_stats_path"))
 
 
 rule template_msas:
@@ -76,26 +77,28 @@ rule template_search:
         msa=STAGE_INPUTS.msa_done,
         db=STAGE_INPUTS.db_manifest,
     output:
-        hits=f"{RESULTS}/{{proteome}}/templates/{{protein}}.hits.parquet",
+        stats=f"{RESULTS}/{{proteome}}/templates/chunk_{{chunk}}.stats.parquet",
     params:
         trackfold=TRACKFOLD,
-        a3m=STAGE_INPUTS.a3m,
+        a3ms=STAGE_INPUTS.a3ms,
         db_dir=STAGE_INPUTS.db_dir_of,
         out_dir=output_parent,
         max_hits=TEMPLATE_SETTINGS.max_hits,
         min_aligned=TEMPLATE_SETTINGS.min_aligned,
         decoys=TEMPLATE_SETTINGS.decoys,
+    wildcard_constraints:
+        chunk=r"\d{4}",
     log:
-        "logs/template_search/{proteome}/{protein}.log",
+        "logs/template_search/{proteome}/{chunk}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/template_search/{{proteome}}/{{protein}}.tsv"
+        f"{RESULTS}/benchmarks/template_search/{{proteome}}/{{chunk}}.tsv"
     threads: 1
     resources:
         mem_mb=2000,
-        runtime=30,
+        runtime=240,
     conda:
         "../envs/core.yaml"
     shell:
         "{params.trackfold} templates search --templates {params.db_dir} --out-dir {params.out_dir} "
         "--max-hits {params.max_hits} --min-aligned {params.min_aligned} --decoys {params.decoys} "
-        "--cpus {threads} {params.a3m} > {log} 2>&1"
+        "--cpus {threads} --stats {output.stats} {params.a3ms} > {log} 2>&1"

@@ -23,10 +23,11 @@ from workflow_lib.cli import main
 from workflow_lib.features import build_features, write_features
 from workflow_lib.model import ThreeTrackNetwork, preset
 from workflow_lib.model.checkpoint import save_checkpoint
-from workflow_lib.schemas.prediction import PREDICTED_RESIDUES, PREDICTION
+from workflow_lib.schemas.prediction import PREDICTED_RESIDUES, PREDICTION, PREDICTION_STATS
 from workflow_lib.inference.predict import (
     PredictOptions,
     model_inputs,
+    plan_batches,
     predict_features,
     predict_many,
     run_network,
@@ -230,6 +231,52 @@ def test_batched_proteins_match_single_runs(model, features):
         np.testing.assert_allclose(batched[name].probs["dist"], single[name].probs["dist"], atol=1e-5)
         np.testing.assert_allclose(batched[name].backbone, single[name].backbone, atol=1e-3)
         np.testing.assert_allclose(batched[name].plddt, single[name].plddt, atol=1e-3)
+
+
+def test_plan_batches_sorts_by_length_and_keeps_token_and_size_budgets():
+    lengths = [50, 300, 48, 400, 52, 100, 49, 51, 700]
+    # window 300: 400 and 700 run alone after the batches, in input order
+    plan = plan_batches(lengths, PredictOptions(batch_size=4))
+    assert plan == [[2, 6, 0, 7], [4], [5], [1], [3], [8]]
+    plan = plan_batches(lengths, PredictOptions(batch_size=10, max_tokens=160))
+    assert plan == [[2, 6, 0], [7, 4], [5], [1], [3], [8]]
+    for batch_size, max_tokens in ((1, 0), (3, 0), (8, 200), (64, 1000)):
+        plan = plan_batches(lengths, PredictOptions(batch_size=batch_size, max_tokens=max_tokens))
+        assert sorted(i for group in plan for i in group) == list(range(len(lengths)))
+        for group in plan:
+            longest = max(lengths[i] for i in group)
+            assert len(group) <= batch_size
+            assert len(group) == 1 or (not max_tokens or len(group) * longest <= max_tokens)
+            assert longest <= max(1.1 * min(lengths[i] for i in group), min(lengths[i] for i in group) + 8)
+
+
+def test_token_batched_cli_equals_one_by_one(tmp_path, checkpoint, features):
+    """Proteins sharing forward passes (token budget) give the one-by-one predictions within float rounding;
+    the stats table records every protein's pass; a protein longer than the window still runs alone."""
+    inputs = []
+    for name, stop in (("p40", 40), ("p38", 38), ("p41", 41), ("p64", 64)):
+        npz = tmp_path / "in" / f"{name}.npz"
+        write_features(npz, sliced(features, stop))
+        inputs.append(str(npz))
+    runs = {}
+    for run, extra in (("single", []), ("batched", ["--batch-size", "8", "--max-tokens", "130"])):
+        out = tmp_path / run
+        assert main(["predict", "--model", str(checkpoint), "--out-dir", str(out), "--device", "cpu",
+                     "--window", "48", "--max-msa", "16", "--stats", str(out / "stats.parquet"), *extra,
+                     *inputs]) == 0
+        runs[run] = read_frame(out / "stats.parquet", PREDICTION_STATS).set_index("protein")
+    assert runs["single"]["batch_size"].tolist() == [1, 1, 1, 1]
+    batched = runs["batched"]
+    # 38, 40, 41 fit 130 tokens as 38+40 (2 x 40 = 80), then 41 (3 x 41 = 123 <= 130): one pass of three
+    assert batched.loc[["p38", "p40", "p41"], "batch_size"].tolist() == [3, 3, 3]
+    assert batched.loc["p64", "batch_size"] == 1 and batched.loc["p64", "n_crops"] > 1
+    assert len(set(batched.loc[["p38", "p40", "p41"], "batch"])) == 1
+    for name in ("p40", "p38", "p41", "p64"):
+        one, many = (read_npz(tmp_path / run / f"{name}.pred.npz", PREDICTION) for run in ("single", "batched"))
+        np.testing.assert_allclose(many["dist"].astype(np.float32), one["dist"].astype(np.float32), atol=2e-3)
+        np.testing.assert_allclose(many["backbone"], one["backbone"], atol=1e-3)
+        np.testing.assert_allclose(many["plddt"], one["plddt"], atol=1e-3)
+        assert abs(runs["single"].loc[name, "mean_plddt"] - float(one["plddt"].mean())) < 1e-4
 
 
 # --- command line ---------------------------------------------------------------------------------------------

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import math
+import os
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -181,6 +183,56 @@ def test_summarize_command_writes_tables_and_plots(results, tmp_path):
     assert all(data.startswith(b"\x89PNG") and len(data) > 5000 for data in first.values())
     assert main(args) == 0   # same inputs, byte-identical figures
     assert first == {name: (out / "report" / name).read_bytes() for name in PLOTS}
+
+
+def test_protein_pages_show_each_stage_and_link_existing_files(results, tmp_path):
+    """One page per protein (MSA numbers, template hits, pLDDT plot, relative links to the files that exist) and an
+    index linking them; valid HTML (every tag closed), written by the summarize command."""
+    from html.parser import HTMLParser
+
+    out = tmp_path / "pages"
+    assert main(["summarize", "--results", str(results), "--proteome", "mini", "--out",
+                 str(tmp_path / "summary.parquet"), "--pages-dir", str(out)]) == 0
+    summary = read_frame(tmp_path / "summary.parquet", SUMMARY)
+    assert sorted(p.name for p in (out / "proteins").iterdir()) == sorted(f"{s}.html" for s in summary["safe_id"])
+    t1078 = (out / "proteins" / "T1078.html").read_text()
+    assert "3v0r_A" in t1078 and "<polyline" in t1078 and "mean pLDDT" in t1078
+    depth = int(summary.set_index("safe_id").loc["T1078", "msa_depth"])
+    assert f"<td>{depth}</td>" in t1078
+    a3m_link = Path(os.path.relpath(results / "mini" / "msa" / "T1078.a3m", out / "proteins")).as_posix()
+    assert f'href="{a3m_link}"' in t1078
+    assert (out / "proteins" / a3m_link).resolve() == (results / "mini" / "msa" / "T1078.a3m").resolve()
+    assert "PDB, pLDDT in B-factors) (not written)" in t1078     # no PDB in this results tree: not linked
+    fa69b = (out / "proteins" / "FA69B.html").read_text()
+    assert "searched; no template hit" in fa69b and "no prediction in this run" in fa69b
+    caudal = (out / "proteins" / "caudal_act.html").read_text()
+    assert "no template search in this run" in caudal
+    index = (out / "index.html").read_text()
+    assert all(f'href="proteins/{s}.html"' in index for s in summary["safe_id"])
+
+    class Balanced(HTMLParser):
+        VOID = {"meta", "br", "rect", "polyline"}
+
+        def __init__(self):
+            super().__init__()
+            self.stack = []
+
+        def handle_starttag(self, tag, attrs):
+            if tag not in self.VOID:
+                self.stack.append(tag)
+
+        def handle_startendtag(self, tag, attrs):
+            pass
+
+        def handle_endtag(self, tag):
+            if tag in self.VOID:
+                return
+            assert self.stack and self.stack.pop() == tag, tag
+
+    for page in (t1078, fa69b, caudal, index):
+        parser = Balanced()
+        parser.feed(page)
+        assert parser.stack == []
 
 
 def test_summarize_without_chunk_table_names_it(tmp_path, capsys):

@@ -17,10 +17,10 @@ import yaml
 
 from workflow_lib.errors import InputError
 from workflow_lib.workflow.rule_inputs import StageInputs, expand_structures
-from workflow_lib.workflow.config import FeatureConfig, TemplateConfig
+from workflow_lib.workflow.config import FeatureConfig, PredictConfig, TemplateConfig
 
 SNAKEMAKE = shutil.which("snakemake", path=str(Path(sys.executable).parent)) or shutil.which("snakemake")
-PLAN = pd.DataFrame({"safe_id": ["b", "a", "skipped"], "chunk": [0, 1, -1]})
+PLAN = pd.DataFrame({"safe_id": ["b", "a", "c", "skipped"], "chunk": [0, 1, 0, -1], "length": [50, 80, 700, 9000]})
 
 
 def test_stage_inputs(root):
@@ -30,27 +30,44 @@ def test_stage_inputs(root):
     stage = StageInputs("res", templates, FeatureConfig.from_dict({"max_templates": 2}), {"ana": PLAN})
     assert [Path(p).name for p in stage.structures] == ["2q2k.cif.gz", "3zee.cif.gz"]
     assert [Path(p).name for p in stage.msas] == ["2q2k_A.a3m"]
-    wildcards = SimpleNamespace(proteome="ana", protein="a")
-    assert stage.a3m(wildcards) == stage.msa_done(wildcards) == "res/ana/msa/a.a3m"
-    assert stage.template_targets("ana") == ["res/ana/templates/a.hits.parquet", "res/ana/templates/b.hits.parquet"]
-    assert stage.feature_targets("ana") == ["res/ana/features/a.npz", "res/ana/features/b.npz"]
+    assert stage.chunks("ana") == ["chunk_0000", "chunk_0001"]
+    assert stage.chunk_proteins("ana", "chunk_0000") == ["b", "c"] and stage.longest("ana", "chunk_0000") == 700
+    wildcards = SimpleNamespace(proteome="ana", chunk="0000")
+    # without the MSA stage's chunk table, the chunk's A3Ms are the inputs
+    assert stage.msa_done(wildcards) == ["res/ana/msa/b.a3m", "res/ana/msa/c.a3m"]
+    assert stage.a3ms(wildcards) == "res/ana/msa/b.a3m res/ana/msa/c.a3m"
+    assert stage.feature_files(wildcards) == "res/ana/features/b.npz res/ana/features/c.npz"
+    assert stage.template_targets("ana") == ["res/ana/templates/chunk_0000.stats.parquet",
+                                             "res/ana/templates/chunk_0001.stats.parquet"]
+    assert stage.feature_targets("ana") == ["res/ana/features/chunk_0000.stats.parquet",
+                                            "res/ana/features/chunk_0001.stats.parquet"]
+    assert stage.structure_targets("ana")[1] == "res/ana/structures/chunk_0001.stats.parquet"
     inputs = stage.feature_inputs(wildcards)
-    assert inputs == {"msa": "res/ana/msa/a.a3m", "hits": "res/ana/templates/a.hits.parquet",
-                      "db": "res/templates/tdb/manifest.json"}
+    assert inputs == {"msa": ["res/ana/msa/b.a3m", "res/ana/msa/c.a3m"],
+                      "hits": "res/ana/templates/chunk_0000.stats.parquet", "db": "res/templates/tdb/manifest.json"}
     options = stage.feature_template_options(wildcards, SimpleNamespace(**inputs))
-    assert options == "--templates res/templates/tdb --template-hits res/ana/templates/a.hits.parquet --max-templates 2"
-    lead = StageInputs("res", templates, FeatureConfig(), {"ana": PLAN}, a3m_path=lambda p, q: f"m/{p}/{q}.a3m",
-                       msa_done=lambda w: f"m/{w.proteome}/chunk.stats.parquet")
-    assert lead.a3m(wildcards) == "m/ana/a.a3m" and lead.msa_done(wildcards) == "m/ana/chunk.stats.parquet"
+    assert options == "--templates res/templates/tdb --template-hits res/ana/templates --max-templates 2"
+    lead = StageInputs("res", templates, FeatureConfig(), {"ana": PLAN},
+                       msa_stats=lambda proteome, chunk: f"m/{proteome}/{chunk}.stats.parquet")
+    assert lead.msa_done(wildcards) == "m/ana/chunk_0000.stats.parquet"
     off = StageInputs("res", TemplateConfig(), FeatureConfig(), {"ana": PLAN})
-    assert off.template_targets("ana") == [] and off.feature_inputs(wildcards) == {"msa": "res/ana/msa/a.a3m"}
+    assert off.template_targets("ana") == []
+    assert off.feature_inputs(wildcards) == {"msa": ["res/ana/msa/b.a3m", "res/ana/msa/c.a3m"]}
     assert off.feature_template_options(wildcards, SimpleNamespace()) == ""
+    with pytest.raises(InputError, match="no chunk 'chunk_0007'"):
+        stage.chunk_proteins("ana", "chunk_0007")
     with pytest.raises(InputError, match="no file matches"):
         expand_structures(["/nonexistent/*.pdb"])
 
 
+def test_predict_memory_follows_the_longest_protein():
+    settings = PredictConfig(window=300)
+    assert settings.memory_mb(50) == settings.memory_mb(300) == 2000
+    assert settings.memory_mb(1000) == 2000 + 1560 and settings.memory_mb(2500) > 11000
+
+
 @pytest.mark.skipif(SNAKEMAKE is None, reason="snakemake is not installed")
-def test_dry_run_features_of_one_protein(root, tmp_path):
+def test_dry_run_features_of_one_chunk(root, tmp_path):
     results = tmp_path / "results"
     fasta = root / "example" / "proteomes" / "ecoli_slice.fasta"
     first = fasta.read_text().split("\n", 1)[0][1:].split()[0]
@@ -62,7 +79,7 @@ def test_dry_run_features_of_one_protein(root, tmp_path):
               "templates": {"name": "tdb", "structures": [str(root / "example/templates/structures/3zee.cif.gz")]},
               "features": {"max_templates": 1}}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    target = f"{results}/eco/features/{protein}.npz"
+    target = f"{results}/eco/features/chunk_0000.stats.parquet"
     result = subprocess.run([SNAKEMAKE, "-s", str(root / "Snakefile"), "-d", str(tmp_path), "-n", "-p", target,
                              "--configfile", str(tmp_path / "config.yaml")], capture_output=True, text=True,
                             timeout=300, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
@@ -71,7 +88,8 @@ def test_dry_run_features_of_one_protein(root, tmp_path):
     counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.MULTILINE)}
     assert {rule: counts.get(rule) for rule in ("templates_build", "template_search", "features")} == \
         {"templates_build": 1, "template_search": 1, "features": 1}
-    # the A3M is read by path once the MSA stage's chunk statistics (written last) exist
+    # the A3Ms are read by path once the MSA stage's chunk statistics (written last) exist
     assert f"{results}/eco/msa/chunk_0000.stats.parquet" in result.stdout
     assert f"{results}/eco/msa/{protein}.a3m" in result.stdout
-    assert f"--template-hits {results}/eco/templates/{protein}.hits.parquet --max-templates 1" in result.stdout
+    assert f"--template-hits {results}/eco/templates --max-templates 1" in result.stdout
+    assert f"--stats {results}/eco/templates/chunk_0000.stats.parquet" in result.stdout

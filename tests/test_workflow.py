@@ -52,10 +52,11 @@ def test_dry_run_on_the_bundled_example(root, tmp_path):
     result = _snakemake(root, root, "-n", "--configfile", str(root / "config" / "config.yaml"),
                         "--config", f"results={tmp_path / 'results'}")
     counts = _job_counts(result.stdout)
-    # 30 proteins in 3 chunks, 2 shards, 3 iterations; 47 templates (their MSAs in one job); one summary
+    # 30 proteins in 3 chunks, 2 shards, 3 iterations; 47 templates (their MSAs in one job); the template search,
+    # features and inference one job per chunk; one summary
     expected = {"db_build": 1, "chunk_table": 1, "chunk_fasta": 3, "search_profiles": 3 * 3,
                 "search_shard": 3 * 2 * 3, "msa_merge": 3 * 3, "msa_final": 3, "template_msas": 1,
-                "templates_build": 1, "template_search": 30, "features": 30, "predict": 30, "summary": 1, "all": 1}
+                "templates_build": 1, "template_search": 3, "features": 3, "predict": 3, "summary": 1, "all": 1}
     assert counts == {**expected, "total": sum(expected.values())}
 
 
@@ -63,10 +64,10 @@ def test_dry_run_two_proteomes_lists_every_chunk(root, tmp_path):
     config = _config(tmp_path, root, {"ana": "anaerococcus_slice.fasta", "eco": "ecoli_slice.fasta"})
     counts = _job_counts(_snakemake(root, tmp_path, "-n", "--configfile", str(config)).stdout)
     # 8 + 2 chunks of at most 4 proteins, 3 shards, 3 iterations, no template stage (no structures configured)
-    chunks, proteins = 8 + 2, 30 + 6
+    chunks = 8 + 2
     expected = {"db_build": 1, "chunk_table": 2, "chunk_fasta": chunks, "search_profiles": chunks * 3,
-                "search_shard": chunks * 3 * 3, "msa_merge": chunks * 3, "msa_final": chunks, "features": proteins,
-                "predict": proteins, "summary": 2, "all": 1}
+                "search_shard": chunks * 3 * 3, "msa_merge": chunks * 3, "msa_final": chunks, "features": chunks,
+                "predict": chunks, "summary": 2, "all": 1}
     assert counts == {**expected, "total": sum(expected.values())}
 
 
@@ -98,7 +99,7 @@ def test_device_comes_from_resources_not_config(root, tmp_path):
     assert "--device auto" not in plain and "--device numpy" in plain and "--device cpu" in plain
     given = _snakemake(root, root, "-n", "-p", *config, "--set-resources", "predict:gpu=1",
                        "search_shard:gpu=1").stdout
-    assert given.count("--device auto") == 30 + 18     # every predict and search_shard job, no other
+    assert given.count("--device auto") == 3 + 18     # every predict and search_shard job, no other
     moved = tmp_path / "moved.yaml"
     moved.write_text(yaml.safe_dump({"predict": {"device": "cuda"}}))
     result = _snakemake(root, root, "-n", *config[:2], str(moved), check=False)

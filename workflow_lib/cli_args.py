@@ -16,6 +16,14 @@ def positive_int(text: str) -> int:
     return value
 
 
+def non_negative_int(text: str) -> int:
+    """argparse type: an integer of at least 0."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
+    return value
+
+
 def unique_outputs(paths: Iterable[str], name_of: Callable[[str], str], suffix: str) -> dict[str, str]:
     """``{output name: input path}``; two inputs that would write the same ``{name}{suffix}`` are an error."""
     names: dict[str, str] = {}

@@ -8,13 +8,18 @@ hits of ``trackfold templates search``: HITS is one ``.hits.parquet`` file (one 
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
+
+import pandas as pd
 
 from workflow_lib.cli_args import positive_int, unique_outputs
 from workflow_lib.errors import InputError
 from workflow_lib.features.build import build_features, write_features
 from workflow_lib.features.msa_features import DEFAULT_MAX_SEQS, DEFAULT_MAX_STATS_SEQS
 from workflow_lib.features.templates import DEFAULT_MAX_TEMPLATES
+from workflow_lib.schemas.features import FEATURE_STATS
+from workflow_lib.schemas.io import write_table
 from workflow_lib.seqio.msa import a3m_stem
 from workflow_lib.templates.database import load_template_db
 
@@ -32,6 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     features.add_argument("--template-hits", help="hits table (one A3M) or directory of {stem}.hits.parquet")
     features.add_argument("--max-templates", type=int, default=DEFAULT_MAX_TEMPLATES,
                           help=f"best template hits used (default {DEFAULT_MAX_TEMPLATES})")
+    features.add_argument("--stats", help="also write this table: one row per feature file (L, rows, Neff, "
+                                          "templates, seconds), after every feature file (the workflow's "
+                                          "per-chunk output)")
     features.set_defaults(handler=run_features)
 
 
@@ -58,12 +66,19 @@ def run_features(args: argparse.Namespace) -> int:
     database = load_template_db(args.templates) if args.templates is not None else None
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    stats = []
     for stem, path in stems.items():
+        start = time.perf_counter()
         features = build_features(path, max_seqs=args.max_seqs, max_stats_seqs=args.max_stats_seqs, seed=args.seed,
                                   templates=database, template_hits=hits[stem], max_templates=args.max_templates)
         out = out_dir / f"{stem}.npz"
         write_features(out, features)
         depth, length = features["msa"].shape
+        stats.append({"protein": stem, "length": length, "rows": depth,
+                      "alignments": int(features["num_alignments"]), "neff": float(features["neff"]),
+                      "templates": int(features["template_mask"].size), "seconds": time.perf_counter() - start})
         print(f"{out}: N={depth} (of {int(features['num_alignments'])}) L={length} "
               f"Neff={float(features['neff']):.1f} T={features['template_mask'].size}")
+    if args.stats:
+        write_table(args.stats, pd.DataFrame(stats, columns=FEATURE_STATS.schema.names), FEATURE_STATS)
     return 0

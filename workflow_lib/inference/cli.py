@@ -1,9 +1,14 @@
 """Sub-command ``trackfold predict``.
 
 ``trackfold predict --model CKPT --out-dir DIR [--device auto|cpu|cuda] [--window N] [--seed N]
-[--max-msa N] [--batch-size N] [--threads N] [--embeddings] FEATURES.npz|A3M...`` writes per protein (the
-file stem: ``X.npz`` / ``X.a3m`` -> ``X``) the files of :mod:`workflow_lib.inference.outputs`: ``{protein}.pdb``,
-``{protein}.pred.npz``, ``{protein}.residues.parquet`` and, with ``--embeddings``, ``{protein}.embeddings.npz``.
+[--max-msa N] [--batch-size N] [--max-tokens N] [--threads N] [--embeddings] [--stats TABLE]
+FEATURES.npz|A3M...`` writes per protein (the file stem: ``X.npz`` / ``X.a3m`` -> ``X``) the files of
+:mod:`workflow_lib.inference.outputs` and, last, with ``--stats``, one
+:data:`~workflow_lib.schemas.prediction.PREDICTION_STATS` row per protein (the workflow's per-chunk output).
+
+The inputs' lengths are read first (a feature file's ``residue_index`` only), the forward passes planned by
+:func:`~workflow_lib.inference.predict.plan_batches`, and each pass's inputs loaded when it runs, so memory
+holds one pass's features at a time.
 
 A3M inputs are turned into features on the fly with the feature stage's defaults
 (:func:`~workflow_lib.features.build.build_features`).
@@ -13,12 +18,15 @@ from __future__ import annotations
 
 import argparse
 import time
+import zipfile
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import torch
 
-from workflow_lib.cli_args import positive_int, unique_outputs
+from workflow_lib.cli_args import non_negative_int, positive_int, unique_outputs
+from workflow_lib.errors import SchemaError
 from workflow_lib.features.build import build_features, read_features
 from workflow_lib.inference.outputs import write_prediction
 from workflow_lib.inference.predict import (
@@ -26,13 +34,16 @@ from workflow_lib.inference.predict import (
     DEFAULT_WINDOW,
     PredictOptions,
     check_feature_widths,
-    predict_many,
+    plan_batches,
+    predict_group,
     resolve_device,
 )
 from workflow_lib.inference.stitch import MIN_WINDOW
 from workflow_lib.model.checkpoint import load_checkpoint
+from workflow_lib.schemas.io import write_table
+from workflow_lib.schemas.prediction import PREDICTION_STATS
 from workflow_lib.search.allocator import NEVER_TRIM, keep_freed_memory
-from workflow_lib.seqio.msa import a3m_stem
+from workflow_lib.seqio.msa import a3m_stem, read_a3m
 
 
 def protein_name(path: str | Path) -> str:
@@ -49,6 +60,18 @@ def load_inputs(path: str | Path) -> dict[str, np.ndarray]:
     if path.name.endswith(".npz"):
         return read_features(path)
     return build_features(path)
+
+
+def input_length(path: str | Path) -> int:
+    """Residues of a feature file (its ``residue_index`` alone is read) or of an A3M's query."""
+    path = Path(path)
+    if not path.name.endswith(".npz"):
+        return read_a3m(path).length
+    try:
+        with np.load(path) as data:
+            return int(data["residue_index"].shape[0])
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile) as error:
+        raise SchemaError(f"{path}: not a readable feature file: {error}") from None
 
 
 def _window(text: str) -> int:
@@ -72,12 +95,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          help=f"MSA rows per network call, query included (default {DEFAULT_MAX_MSA})")
     predict.add_argument("--seed", type=int, default=0, help="seed of the MSA row sample and of torch")
     predict.add_argument("--batch-size", type=positive_int, default=1,
-                         help="proteins of similar length per forward pass (default 1)")
+                         help="at most this many proteins of similar length per forward pass (default 1)")
+    predict.add_argument("--max-tokens", type=non_negative_int, default=0,
+                         help="at most this many padded residues (proteins x longest length) per forward pass; "
+                              "0: no limit (default 0)")
     predict.add_argument("--chunk-size", type=positive_int, default=None,
                          help="attention chunk size (less memory, same result); default: the checkpoint's")
     predict.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's)")
     predict.add_argument("--embeddings", action="store_true",
                          help="also write {protein}.embeddings.npz (single and pair representations)")
+    predict.add_argument("--stats", help="also write this table: one row per protein (length, mean pLDDT, "
+                                         "crops, pass, seconds), after every prediction's files")
     predict.set_defaults(handler=run_predict)
 
 
@@ -87,19 +115,32 @@ def run_predict(args: argparse.Namespace) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     options = PredictOptions(window=args.window, max_msa=args.max_msa, seed=args.seed, device=args.device,
-                             batch_size=args.batch_size, chunk_size=args.chunk_size, embeddings=args.embeddings)
+                             batch_size=args.batch_size, max_tokens=args.max_tokens, chunk_size=args.chunk_size,
+                             embeddings=args.embeddings)
     device = resolve_device(options.device)
     model, _ = load_checkpoint(args.model, map_location=device)
     check_feature_widths(model.config, where=str(args.model))
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    # Without batching, one feature file is held in memory at a time.
-    groups = ([list(names.items())] if options.batch_size > 1 else [[item] for item in names.items()])
+    named = list(names.items())
+    groups = plan_batches([input_length(path) for _, path in named], options)
+    stats = []
     start = time.perf_counter()
-    for group in groups:
-        items = [(name, load_inputs(path)) for name, path in group]
-        for name, prediction in predict_many(model, items, options):
+    for batch, group in enumerate(groups):
+        items = [(named[i][0], load_inputs(named[i][1])) for i in group]
+        began = time.perf_counter()
+        predictions = predict_group(model, items, options)
+        seconds = time.perf_counter() - began
+        residues = sum(len(prediction.sequence) for _, prediction in predictions)
+        for name, prediction in predictions:
             paths = write_prediction(out_dir, name, prediction)
-            print(f"{paths['pdb']}: L={len(prediction.sequence)} crops={prediction.n_crops} "
-                  f"mean pLDDT={float(prediction.plddt.mean()):.1f} ({time.perf_counter() - start:.1f} s, {device})")
+            length = len(prediction.sequence)
+            stats.append({"protein": name, "length": length, "mean_plddt": float(prediction.plddt.mean()),
+                          "n_crops": prediction.n_crops, "batch": batch, "batch_size": len(group),
+                          "seconds": seconds * length / residues, "device": device.type})
+            print(f"{paths['pdb']}: L={length} crops={prediction.n_crops} pass {batch + 1}/{len(groups)} "
+                  f"({len(group)} proteins) mean pLDDT={float(prediction.plddt.mean()):.1f} "
+                  f"({time.perf_counter() - start:.1f} s, {device})")
+    if args.stats:
+        write_table(args.stats, pd.DataFrame(stats, columns=PREDICTION_STATS.schema.names), PREDICTION_STATS)
     return 0

@@ -17,9 +17,11 @@ Memory: the network only ever sees ``window`` residues; the stitched 6D sums are
 
 Determinism: the model runs in eval mode (no dropout; the Performer projections are stored buffers), under
 ``torch.use_deterministic_algorithms(True)`` on CPU (:func:`deterministic`), so two CPU runs with the same
-seed, threads and inputs give byte-identical arrays. Batching pads proteins of similar length to one shape
-(masked); a protein's outputs then differ from its unbatched outputs by float rounding only (~1e-6 in the
-logits), which is why ``batch_size`` defaults to 1.
+seed, threads and inputs give byte-identical arrays. Batching (:func:`plan_batches`) sorts the proteins that fit
+one window by length and lets neighbours share a forward pass while the pass stays within ``batch_size``
+proteins and ``max_tokens`` padded residues (batch × longest length) and the longest is at most 10% (8
+residues) longer than the shortest; padding is masked, so a protein's outputs then differ from its unbatched
+outputs by float rounding only (~1e-6 in the logits), which is why ``batch_size`` defaults to 1.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ class PredictOptions:
     seed: int = 0
     device: str = "auto"
     batch_size: int = 1
+    max_tokens: int = 0
     chunk_size: int | None = None
     embeddings: bool = False
 
@@ -79,6 +82,8 @@ class PredictOptions:
             raise InputError(f"predict: device must be auto, cpu or cuda, got {self.device!r}")
         if not isinstance(self.batch_size, int) or self.batch_size < 1:
             raise InputError(f"predict: batch_size must be a positive integer, got {self.batch_size!r}")
+        if not isinstance(self.max_tokens, int) or self.max_tokens < 0:
+            raise InputError(f"predict: max_tokens must be 0 (no limit) or a positive integer, got {self.max_tokens!r}")
         if self.chunk_size is not None and (not isinstance(self.chunk_size, int) or self.chunk_size < 1):
             raise InputError(f"predict: chunk_size must be None or a positive integer, got {self.chunk_size!r}")
 
@@ -300,46 +305,57 @@ def predict_features(model: ThreeTrackNetwork, features: Mapping[str, np.ndarray
     return next(iter(predict_many(model, [("protein", features)], options)))[1]
 
 
-def _batches(items: Sequence[tuple[str, Mapping[str, np.ndarray]]], options: PredictOptions) -> list[list[int]]:
-    """Indices of single-window proteins grouped by similar length (at most ``batch_size`` each)."""
-    fitting = sorted((items[i][1]["msa"].shape[1], i) for i in range(len(items))
-                     if items[i][1]["msa"].shape[1] <= options.window)
+def plan_batches(lengths: Sequence[int], options: PredictOptions) -> list[list[int]]:
+    """The forward passes of :func:`predict_many`: lists of indices into ``lengths`` (query lengths).
+
+    Proteins that fit one window, sorted by length (ties by index), share a pass with their neighbours while the
+    pass holds at most ``options.batch_size`` proteins, at most ``options.max_tokens`` padded residues (pass
+    size × its longest length; 0: no limit) and its longest protein is at most 10% (and 8 residues) longer than
+    its shortest. Proteins longer than the window follow, one per entry, in input order (cropped and stitched).
+    """
+    fitting = sorted((int(length), i) for i, length in enumerate(lengths) if length <= options.window)
     groups: list[list[int]] = []
     shortest = 0
     for length, index in fitting:
         if groups and len(groups[-1]) < options.batch_size \
-                and length <= max(shortest * (1 + BATCH_LENGTH_SLACK), shortest + 8):
+                and length <= max(shortest * (1 + BATCH_LENGTH_SLACK), shortest + 8) \
+                and (not options.max_tokens or (len(groups[-1]) + 1) * length <= options.max_tokens):
             groups[-1].append(index)
         else:
             groups.append([index])
             shortest = length
+    groups += [[i] for i, length in enumerate(lengths) if length > options.window]
     return groups
+
+
+def predict_group(model: ThreeTrackNetwork, items: Sequence[tuple[str, Mapping[str, np.ndarray]]],
+                  options: PredictOptions = PredictOptions()) -> list[tuple[str, Prediction]]:
+    """One entry of :func:`plan_batches`: proteins that fit the window in one forward pass, or one protein
+    longer than the window, cropped and stitched."""
+    device = next(model.parameters()).device
+    check_feature_widths(model.config)
+    model.eval()
+    lengths = [features["msa"].shape[1] for _, features in items]
+    with deterministic(device, options.seed):
+        if len(items) == 1 and lengths[0] > options.window:
+            name, features = items[0]
+            crops = crop_plan(lengths[0], options.window)
+            LOG.info("%s: L=%d > window %d, %d crops", name, lengths[0], options.window, len(crops))
+            return [(name, _predict_cropped(model, features, options, device, crops))]
+        if max(lengths) > options.window:
+            raise InputError(f"predict: a batch of {len(items)} proteins holds one longer than the window "
+                             f"({max(lengths)} > {options.window}); such proteins run alone")
+        inputs = [model_inputs(features, model.config, max_msa=options.max_msa, seed=options.seed)
+                  for _, features in items]
+        outputs = run_network(model, inputs, device, chunk_size=options.chunk_size, embeddings=options.embeddings)
+        return [(name, _finish(features, result["coords"].astype(np.float64), result["plddt"], result, 1,
+                               result.get("single"), result.get("pair")))
+                for (name, features), result in zip(items, outputs)]
 
 
 def predict_many(model: ThreeTrackNetwork, items: Sequence[tuple[str, Mapping[str, np.ndarray]]],
                  options: PredictOptions = PredictOptions()) -> Iterator[tuple[str, Prediction]]:
-    """Predict named proteins; yields ``(name, Prediction)`` as each finishes (batches first, then long ones).
-
-    Proteins that fit one window are batched by similar length (``options.batch_size``); longer ones are
-    cropped and their crops run one at a time.
-    """
-    device = next(model.parameters()).device
-    config = model.config
-    check_feature_widths(config)
-    model.eval()
-    with deterministic(device, options.seed):
-        for group in _batches(items, options):
-            inputs = [model_inputs(items[i][1], config, max_msa=options.max_msa, seed=options.seed) for i in group]
-            outputs = run_network(model, inputs, device, chunk_size=options.chunk_size,
-                                  embeddings=options.embeddings)
-            for i, result in zip(group, outputs):
-                name, features = items[i]
-                yield name, _finish(features, result["coords"].astype(np.float64), result["plddt"], result, 1,
-                                    result.get("single"), result.get("pair"))
-        for name, features in items:
-            length = features["msa"].shape[1]
-            if length <= options.window:
-                continue
-            crops = crop_plan(length, options.window)
-            LOG.info("%s: L=%d > window %d, %d crops", name, length, options.window, len(crops))
-            yield name, _predict_cropped(model, features, options, device, crops)
+    """Predict named proteins; yields ``(name, Prediction)`` pass by pass (:func:`plan_batches`: batches of
+    similar length first, then the proteins longer than the window)."""
+    for group in plan_batches([features["msa"].shape[1] for _, features in items], options):
+        yield from predict_group(model, [items[i] for i in group], options)

@@ -1,9 +1,9 @@
 """Sub-command ``trackfold summarize``: a proteome's ``summary.parquet`` (and ``summary.tsv``),
-``runtime.parquet`` and report PNGs.
+``runtime.parquet``, report PNGs and HTML pages (an index and one page per protein, :mod:`.pages`).
 
     trackfold summarize --results results --proteome ecoli --out results/ecoli/summary.parquet \\
         --tsv results/ecoli/summary.tsv --runtime-out results/ecoli/runtime.parquet \\
-        --plots-dir results/ecoli/report [--require msa,predict]
+        --plots-dir results/ecoli/report --pages-dir results/ecoli/report [--require msa,predict]
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from workflow_lib.errors import InputError
 from workflow_lib.report import plots
 from workflow_lib.report.collect import OPTIONAL_STAGES, a3m_path, build_summary, read_plddt, residues_path
 from workflow_lib.report.compare import is_measured
+from workflow_lib.report.pages import write_pages
 from workflow_lib.report.progress import track
 from workflow_lib.schemas.io import write_table
 from workflow_lib.schemas.report import RUNTIME, SUMMARY
@@ -51,6 +52,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--require", type=_stages, default=[],
                         help="comma-separated stages that must have a file for every protein "
                              f"({', '.join(OPTIONAL_STAGES)})")
+    parser.add_argument("--pages-dir", help="write the HTML pages here: index.html (every protein) and "
+                                            "proteins/{safe_id}.html (MSA, template hits, pLDDT, links to files)")
     parser.add_argument("--plot-proteins", type=int, default=6,
                         help="proteins in the per-protein plots (default 6)")
     parser.add_argument("--protein", action="append", default=[],
@@ -74,6 +77,9 @@ def run(args: argparse.Namespace) -> int:
     if args.plots_dir:
         write_plots(results, args.proteome, summary, runtime, Path(args.plots_dir),
                     count=args.plot_proteins, wanted=args.protein)
+    if args.pages_dir:
+        pages = write_pages(results, args.proteome, summary, args.pages_dir)
+        LOG.info("wrote %d protein pages and %s", pages, Path(args.pages_dir) / "index.html")
     LOG.info("wrote %s (%d proteins)", args.out, len(summary))
     return 0
 

@@ -22,10 +22,13 @@ file (under ``results/``)                                              layout   
 ``templates/{template_db}/arrays.npz``                                 ``template_arrays``           :mod:`.templates`
 ``templates/{template_db}_msas/msa_stats.parquet``                     ``msa_stats``                 :mod:`.search`
 ``{proteome}/templates/{protein}.hits.parquet``                        ``template_hits``             :mod:`.templates`
+``{proteome}/templates/chunk_NNNN.stats.parquet``                      ``template_search_stats``     :mod:`.templates`
 ``{proteome}/features/{protein}.npz``                                  ``features``                  :mod:`.features`
+``{proteome}/features/chunk_NNNN.stats.parquet``                       ``feature_stats``             :mod:`.features`
 ``{proteome}/structures/{protein}.pred.npz``                           ``prediction``                :mod:`.prediction`
 ``{proteome}/structures/{protein}.residues.parquet``                   ``predicted_residues``        :mod:`.prediction`
 ``{proteome}/structures/{protein}.embeddings.npz`` (``--embeddings``)  ``embeddings``                :mod:`.prediction`
+``{proteome}/structures/chunk_NNNN.stats.parquet``                     ``prediction_stats``          :mod:`.prediction`
 ``{proteome}/summary.parquet``                                         ``summary``                   :mod:`.report`
 ``{proteome}/runtime.parquet``                                         ``runtime``                   :mod:`.report`
 ``train/{name}/data/chains.parquet``                                   ``training_chains``           :mod:`.training`

@@ -36,8 +36,9 @@ are computed from: all of them, or a deterministic sample of ``max_stats_seqs`` 
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 
-from workflow_lib.schemas.io import ArraySpec, NpzSchema
+from workflow_lib.schemas.io import ArraySpec, NpzSchema, TableSchema
 from workflow_lib.seqio.alphabet import N_CODES
 from workflow_lib.structure.geometry import DIST_BINS, OMEGA_BINS, PHI_BINS, THETA_BINS
 
@@ -107,3 +108,14 @@ def empty_templates(length: int) -> dict[str, np.ndarray]:
         "template_1d": np.zeros((0, length, C_TEMPLATE_1D), dtype=np.float32),
         "template_mask": np.zeros((0,), dtype=bool),
     }
+
+
+FEATURE_STATS = TableSchema("feature_stats", 1, pa.schema([
+    ("protein", pa.string()),        # the feature file's stem (the protein's safe ID in the workflow)
+    ("length", pa.int32()),          # L
+    ("rows", pa.int32()),            # N: MSA rows kept for the network
+    ("alignments", pa.int32()),      # rows of the input A3M
+    ("neff", pa.float32()),
+    ("templates", pa.int32()),       # T
+    ("seconds", pa.float64()),
+]), "Per protein of one trackfold features run (a chunk in the workflow); written after every feature file.")

@@ -36,3 +36,15 @@ PREDICTED_RESIDUES = TableSchema("predicted_residues", 1, pa.schema([
     ("ss8", pa.string()),            # DSSP 8-state of the predicted model (H G I E B T S P C, '-' unassigned); null
     ("ss3", pa.string()),            # H / E / C reduction; null without mkdssp
 ]), "Per-residue confidence and secondary structure of a predicted model.")
+
+
+PREDICTION_STATS = TableSchema("prediction_stats", 1, pa.schema([
+    ("protein", pa.string()),        # file stem of the prediction (the protein's safe ID in the workflow)
+    ("length", pa.int32()),
+    ("mean_plddt", pa.float32()),    # 0-100
+    ("n_crops", pa.int32()),         # network calls stitched (1: one window)
+    ("batch", pa.int32()),           # forward pass it shared with the other proteins of the same number
+    ("batch_size", pa.int32()),      # proteins in that pass
+    ("seconds", pa.float64()),       # the pass's wall time shared by residues (crops: the protein's own time)
+    ("device", pa.string()),         # cpu, cuda, ...
+]), "Per protein of one trackfold predict run (a chunk in the workflow); written after every prediction file.")

@@ -77,3 +77,13 @@ TEMPLATE_HITS = TableSchema("template_hits", 1, pa.schema([
     ("null_lambda", pa.float32()),       # fitted null model of this query (see templates.calibration)
     ("null_mu", pa.float32()),
 ]), "Template hits of one query against a template database (workflow_lib.schemas.templates).")
+
+
+TEMPLATE_SEARCH_STATS = TableSchema("template_search_stats", 1, pa.schema([
+    ("protein", pa.string()),            # the query (A3M stem: the protein's safe ID in the workflow)
+    ("hits", pa.int32()),                # rows of its {protein}.hits.parquet
+    ("best_template", pa.string()),      # rank-1 template; null without hits
+    ("best_evalue", pa.float64()),
+    ("best_identity", pa.float32()),
+    ("seconds", pa.float64()),           # wall time of this query's search
+]), "Per protein of one template-search job (a chunk): its hits in brief; written after every hits table.")

@@ -2,11 +2,13 @@
 "Representing Protein Structure"; "Secondary Structure Score").
 
 ``build_template_db(structures, out_dir, msa_dir=...)``: every protein chain of the first model of each PDB or
-mmCIF file (plain or gzip; :func:`workflow_lib.structure.read_structure`) becomes one template with
+mmCIF file (plain or gzip; :func:`workflow_lib.structure.read_structure`), and every chain of a backbone archive
+(``.npz`` with its sequence and DSSP files beside it, :mod:`workflow_lib.structure.backbones`: ProMod3's 19,939
+PDB chains, for example), becomes one template with
 
 - **coordinates** N, CA, C, O and the file's CB for every observed residue, with atom masks (the virtual CB is
   built later, where the 6D maps are computed);
-- **secondary structure** from ``mkdssp`` (8 states and the H/E/C reduction of
+- **secondary structure** from a backbone archive's DSSP file, else from ``mkdssp`` (8 states and the H/E/C reduction of
   :mod:`workflow_lib.structure.dssp`). Without mkdssp on PATH every state is ``-`` (unknown) and the manifest
   records ``"dssp": "unknown (mkdssp not found)"``: there is no home-made fallback assignment, so template
   SS features are simply zero then. Chains mkdssp rejects get ``-`` too (counted in the manifest);
@@ -30,7 +32,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,7 +46,8 @@ from workflow_lib.schemas.io import write_npz, write_table
 from workflow_lib.schemas.templates import TEMPLATE_ARRAYS, TEMPLATE_CHAINS
 from workflow_lib.seqio.atomic import write_text_atomic
 from workflow_lib.seqio.msa import read_a3m
-from workflow_lib.structure.dssp import UNKNOWN_STATE, mkdssp_version, secondary_structure
+from workflow_lib.structure.backbones import DSSP_FILE, SEQUENCES_FILE, is_backbone_archive, read_backbone_archive
+from workflow_lib.structure.dssp import UNKNOWN_STATE, mkdssp_version, reduce_to_three, secondary_structure
 from workflow_lib.structure.parse import Chain, read_structure
 
 FORMAT_VERSION = 1
@@ -128,6 +131,18 @@ def _secondary_structure(chain: Chain, have_dssp: bool) -> tuple[str, str, bool]
     return ss.ss8, ss.ss3, True
 
 
+def template_chains(path: str | Path) -> Iterator[tuple[Chain, str | None]]:
+    """The chains of one structure source with their DSSP 8 states when the source carries them: every protein
+    chain of a PDB/mmCIF file (states None: mkdssp assigns them), or every chain of a backbone archive
+    (:mod:`workflow_lib.structure.backbones`, states from its DSSP file)."""
+    if is_backbone_archive(path):
+        for entry in read_backbone_archive(path):
+            yield entry.chain, entry.ss8
+    else:
+        for chain in read_structure(path):
+            yield chain, None
+
+
 def _inputs(structures: Sequence[str | Path]) -> list[dict]:
     if not structures:
         raise InputError("no structure files given")
@@ -137,6 +152,9 @@ def _inputs(structures: Sequence[str | Path]) -> list[dict]:
         if not path.is_file():
             raise InputError("structure file does not exist", path=path)
         inputs.append({"path": str(path), "sha256": sha256_file(path)})
+        if is_backbone_archive(path):  # its sequences and DSSP states are inputs too
+            inputs += [{"path": str(path.parent / name), "sha256": sha256_file(path.parent / name), "of": str(path)}
+                       for name in (SEQUENCES_FILE, DSSP_FILE) if (path.parent / name).is_file()]
     return inputs
 
 
@@ -157,10 +175,10 @@ def collect_templates(structures: Sequence[str | Path], *, msa_dir: str | Path |
     entries: list[TemplateEntry] = []
     seen: dict[str, str] = {}
     summaries = []
-    counters = {"dssp_failed": 0, "from_a3m": 0}
+    counters = {"dssp_failed": 0, "from_a3m": 0, "dssp_from_archive": 0}
     for path in structures:
         kept, skipped = [], []
-        for chain in read_structure(path):
+        for chain, archive_ss8 in template_chains(path):
             if len(chain) < min_length:
                 skipped.append({"chain": chain.name, "reason": f"{len(chain)} residues < min_length {min_length}"})
                 continue
@@ -169,8 +187,12 @@ def collect_templates(structures: Sequence[str | Path], *, msa_dir: str | Path |
                                  "structure file a unique name", path=path, record=chain.chain_id)
             seen[chain.name] = str(path)
             profile, mapping, source = template_profile(chain, msa_dir)
-            ss8, ss3, assigned = _secondary_structure(chain, have_dssp)
-            counters["dssp_failed"] += int(have_dssp and not assigned)
+            if archive_ss8 is not None:
+                ss8, ss3 = archive_ss8, reduce_to_three(archive_ss8)
+                counters["dssp_from_archive"] += 1
+            else:
+                ss8, ss3, assigned = _secondary_structure(chain, have_dssp)
+                counters["dssp_failed"] += int(have_dssp and not assigned)
             counters["from_a3m"] += int(source != SINGLE_SEQUENCE)
             entries.append(TemplateEntry(chain, profile, mapping, source, ss8, ss3))
             kept.append(chain.name)
@@ -263,7 +285,8 @@ def build_template_db(structures: Sequence[str | Path], out_dir: str | Path, *,
     if not force and _up_to_date(out_dir, fingerprint):
         LOG.info("template database %s is up to date (inputs unchanged)", out_dir)
         return read_template_manifest(out_dir), False
-    entries, summaries, counters = collect_templates([e["path"] for e in fingerprint["inputs"]], msa_dir=msa_dir,
+    entries, summaries, counters = collect_templates([e["path"] for e in fingerprint["inputs"] if "of" not in e],
+                                                     msa_dir=msa_dir,
                                                      min_length=min_length, dssp=version is not None)
     table, arrays = _tables(entries)
     write_table(out_dir / CHAINS_FILE, table, TEMPLATE_CHAINS)
@@ -272,7 +295,7 @@ def build_template_db(structures: Sequence[str | Path], out_dir: str | Path, *,
         "kind": "template_db", "format_version": FORMAT_VERSION,
         "templates": len(entries), "profile_positions": int(arrays["residue_map"].size),
         "residues": int(arrays["coords"].shape[0]), "profiles_from_a3m": counters["from_a3m"],
-        "dssp_failed": counters["dssp_failed"], **fingerprint, "chains": summaries,
+        "dssp_failed": counters["dssp_failed"], "dssp_from_archive": counters["dssp_from_archive"], **fingerprint, "chains": summaries,
         "files": {CHAINS_FILE: sha256_file(out_dir / CHAINS_FILE), ARRAYS_FILE: sha256_file(out_dir / ARRAYS_FILE)},
     }
     write_text_atomic(out_dir / MANIFEST, json.dumps(manifest, indent=2) + "\n")  # last: its presence = complete

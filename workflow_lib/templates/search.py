@@ -8,6 +8,16 @@ secondary-structure score off as documented there), fits the query's null model 
 them by E-value (ties: higher bit score, then template ID) and returns the best ``max_hits`` as a
 :data:`~workflow_lib.schemas.templates.TEMPLATE_HITS` table.
 
+**Prefilter** (seed "Iterative MSA Alignment": HHblits runs its prefilter before Viterbi on every database,
+PDB70 included): against a database of more than :data:`PREFILTER_MIN_TEMPLATES` templates, only the
+candidates of the sequence search's gapless prefilter (:func:`~workflow_lib.search.gapless.gapless_prefilter`:
+the query profile's k-mer seeds against the templates' profile sequences, the best diagonals of each template
+scored exactly) reach the Viterbi stage, at the *sensitive* search setting's thresholds (0.5 bits of seed slack,
+8 diagonals per template, pass above 0 + log2(Lq · Lt) bits) and at most ``max_candidates`` of them, best
+gapless score first. A full Viterbi scan of 20,000 PDB chains costs about 110 s per query on one core; E-values
+still count every template of the database (``db_size``), so they keep their meaning. ``prefilter=False`` (or
+``trackfold templates search --no-prefilter``) scans every template.
+
 - ``identity``: aligned pairs with the same residue / aligned columns (query residue vs template profile
   sequence residue; X never counts as identical);
 - ``similarity``: aligned pairs whose substitution log-odds ``log(g(a, b) / f(b))`` is positive (BLAST's
@@ -28,15 +38,23 @@ import pyarrow as pa
 from workflow_lib.aligner.lanes import align_profiles
 from workflow_lib.aligner.profile import Profile
 from workflow_lib.aligner.substitution import DEFAULT_BACKGROUND, substitution_probabilities
+from workflow_lib.db.kmer_index import index_is_spaced
 from workflow_lib.errors import InputError
 from workflow_lib.schemas.io import write_table
 from workflow_lib.schemas.templates import TEMPLATE_HITS
+from workflow_lib.search.gapless import gapless_prefilter
+from workflow_lib.search.seeds import profile_scores_bits
+from workflow_lib.search.settings import SENSITIVE_PREFILTER, default_kmer_threshold
 from workflow_lib.seqio.alphabet import N_AMINO
 from workflow_lib.templates.calibration import DEFAULT_DECOYS, NullModel, fit_null
 from workflow_lib.templates.database import TemplateDatabase
 
 DEFAULT_MAX_HITS = 10
 DEFAULT_MIN_ALIGNED = 10
+PREFILTER_MIN_TEMPLATES = 1000
+"""Template databases up to this size are scanned by Viterbi in full; larger ones are prefiltered."""
+DEFAULT_MAX_CANDIDATES = 1000
+"""Prefilter candidates (best gapless scores) passed to the Viterbi stage per query."""
 QUERY_ONLY = frozenset("ID")
 TEMPLATE_ONLY = frozenset("JG")
 
@@ -94,16 +112,26 @@ def _empty() -> pd.DataFrame:
 
 def search_templates(query: Profile, database: TemplateDatabase, *, query_name: str | None = None,
                      max_hits: int = DEFAULT_MAX_HITS, min_aligned: int = DEFAULT_MIN_ALIGNED,
-                     n_decoys: int = DEFAULT_DECOYS, seed: int = 0, cpus: int | None = 1
+                     n_decoys: int = DEFAULT_DECOYS, seed: int = 0, cpus: int | None = 1,
+                     prefilter: bool | None = None, max_candidates: int = DEFAULT_MAX_CANDIDATES
                      ) -> tuple[pd.DataFrame, NullModel]:
-    """The hits table (schema :data:`TEMPLATE_HITS`, best first) and the fitted null model of ``query``."""
+    """The hits table (schema :data:`TEMPLATE_HITS`, best first) and the fitted null model of ``query``.
+
+    ``prefilter``: None = when the database holds more than :data:`PREFILTER_MIN_TEMPLATES` templates (module
+    docstring)."""
+    if max_candidates < 1:
+        raise InputError(f"max_candidates must be at least 1, got {max_candidates}")
     if max_hits < 1 or min_aligned < 1:
         raise InputError(f"max_hits and min_aligned must be at least 1, got {max_hits} and {min_aligned}")
     templates = database.profiles
     null = fit_null(query, templates, n_decoys=n_decoys, seed=seed, cpus=cpus)
-    hits = align_profiles(query, templates, cpus=cpus)
+    use_prefilter = len(templates) > PREFILTER_MIN_TEMPLATES if prefilter is None else prefilter
+    candidates = (prefilter_candidates(query, database, max_candidates) if use_prefilter
+                  else np.arange(len(templates)))
+    chosen = [templates[k] for k in candidates]
+    hits = align_profiles(query, chosen, cpus=cpus) if chosen else []
     rows = []
-    for hit, template in zip(hits, templates):
+    for hit, template in zip(hits, chosen):
         if hit.aligned_columns < min_aligned:
             continue
         identical, positive = pair_scores(query.sequence, template.sequence, hit.pairs)
@@ -125,6 +153,21 @@ def search_templates(query: Profile, database: TemplateDatabase, *, query_name: 
     frame = frame.head(max_hits).reset_index(drop=True)
     frame["rank"] = np.arange(1, len(frame) + 1)
     return _typed(frame), null
+
+
+def prefilter_candidates(query: Profile, database: TemplateDatabase,
+                         max_candidates: int = DEFAULT_MAX_CANDIDATES) -> np.ndarray:
+    """Indices of the templates that pass the gapless prefilter (module docstring), best score first, at most
+    ``max_candidates``."""
+    index, residues, offsets = database.prefilter_arrays
+    scores = profile_scores_bits(query.emissions, query.background)
+    threshold = default_kmer_threshold(int(index["k"]), SENSITIVE_PREFILTER["kmer_slack"],
+                                       spaced=index_is_spaced(index))
+    passed = gapless_prefilter(scores, index, residues, offsets, kmer_threshold=threshold,
+                               diagonals_per_target=SENSITIVE_PREFILTER["diagonals_per_target"],
+                               offset_bits=SENSITIVE_PREFILTER["gapless_offset"])
+    order = np.lexsort((passed.sequence, -passed.score))[:max_candidates]
+    return np.sort(passed.sequence[order]).astype(np.int64)
 
 
 def write_hits(path: str | Path, hits: pd.DataFrame) -> None:

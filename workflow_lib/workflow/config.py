@@ -197,14 +197,26 @@ class PredictConfig(StageConfig):
     window: int = 300
     seed: int = 0
     max_msa: int = 256
+    batch_size: int = 1
+    max_tokens: int = 0
 
     def __post_init__(self) -> None:
+        if self.batch_size < 1:
+            raise InputError(f"predict.batch_size must be at least 1, got {self.batch_size}")
+        if self.max_tokens < 0:
+            raise InputError(f"predict.max_tokens must be at least 0, got {self.max_tokens}")
         if not self.model:
             raise InputError("predict.model must name a checkpoint file")
         if self.window < 16:
             raise InputError(f"predict.window must be at least 16, got {self.window}")
         if self.max_msa < 1:
             raise InputError(f"predict.max_msa must be at least 1, got {self.max_msa}")
+
+    def memory_mb(self, longest: int) -> int:
+        """The memory a predict job asks for, from its longest protein: 2 GB, plus three copies of the stitched
+        6D probabilities of a protein longer than the window (float32 [L, L, 130]: sums, mean, file buffer)."""
+        stitched = 3 * longest * longest * 130 * 4 / 1e6 if longest > self.window else 0.0
+        return int(2000 + stitched)
 
 
 @dataclasses.dataclass(frozen=True)

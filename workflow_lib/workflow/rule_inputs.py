@@ -33,22 +33,26 @@ def expand_structures(patterns: tuple[str, ...] | list[str]) -> list[str]:
 
 
 class StageInputs:
-    """Paths and options of the template and feature rules for one configuration.
+    """Paths and options of the per-chunk template, feature and inference rules for one configuration.
 
-    ``a3m_path(proteome, protein)`` and ``msa_done(wildcards)`` are the MSA stage's helpers from
-    ``rules/common.smk``; without them the documented A3M location ``{results}/{proteome}/msa/{protein}.a3m``
-    is used directly (hand-placed A3Ms, explicit targets).
+    Each of those stages runs one job per chunk of the proteome plan (``chunk`` wildcard: four digits) that
+    writes a file per protein (``templates/{protein}.hits.parquet``, ``features/{protein}.npz``,
+    ``structures/{protein}.*``) and, last, the chunk's statistics table ``{stage}/chunk_NNNN.stats.parquet``,
+    the job's declared output: as for the MSA stage, a chunk is complete when its table exists, so a killed job
+    is rerun whole and 100,000 proteins are a few thousand jobs, not several hundred thousand.
+
+    ``msa_stats(proteome, chunk_name)`` is the MSA stage's chunk table (``rules/common.smk``); without it the
+    chunk's A3Ms at the documented location ``{results}/{proteome}/msa/{protein}.a3m`` are the inputs
+    (hand-placed A3Ms).
     """
 
     def __init__(self, results: str, templates: TemplateConfig, features: FeatureConfig,
-                 plans: Mapping[str, pd.DataFrame], *, a3m_path: Callable[[str, str], str] | None = None,
-                 msa_done: Callable[[object], str] | None = None) -> None:
+                 plans: Mapping[str, pd.DataFrame], *, msa_stats: Callable[[str, str], str] | None = None) -> None:
         self.results = results
         self.templates = templates
         self.features = features
         self.plans = plans
-        self._a3m_path = a3m_path
-        self._msa_done = msa_done
+        self._msa_stats = msa_stats
         self.structures = expand_structures(templates.structures)
         self.db_dir = f"{results}/templates/{templates.name}"
         self.db_manifest = f"{self.db_dir}/manifest.json"
@@ -61,14 +65,59 @@ class StageInputs:
             self.msa_option = f"--msa-dir {shlex.quote(self.db_dir + '_msas')}"
         else:
             self.msas, self.msa_option = [], ""
+        self._members: dict[str, dict[str, list[str]]] = {}
+        self._longest: dict[str, dict[str, int]] = {}
+        for proteome, plan in plans.items():
+            members: dict[str, list[str]] = {}
+            longest: dict[str, int] = {}
+            lengths = plan["length"] if "length" in plan else [0] * len(plan)
+            for safe_id, chunk, length in zip(plan["safe_id"], plan["chunk"], lengths):
+                if chunk >= 0:
+                    name = chunk_name(int(chunk))
+                    members.setdefault(name, []).append(str(safe_id))
+                    longest[name] = max(longest.get(name, 0), int(length))
+            self._members[proteome] = {name: sorted(ids) for name, ids in sorted(members.items())}
+            self._longest[proteome] = longest
 
-    def a3m(self, wildcards) -> str:
-        if self._a3m_path is not None:
-            return str(self._a3m_path(wildcards.proteome, wildcards.protein))
-        return f"{self.results}/{wildcards.proteome}/msa/{wildcards.protein}.a3m"
+    # --- the plan -------------------------------------------------------------------------------------------
+    def chunks(self, proteome: str) -> list[str]:
+        """Chunk names (``chunk_NNNN``) of a proteome that hold proteins."""
+        return list(self._members[proteome])
 
-    def msa_done(self, wildcards) -> str:
-        return str(self._msa_done(wildcards)) if self._msa_done is not None else self.a3m(wildcards)
+    def chunk_proteins(self, proteome: str, chunk: str) -> list[str]:
+        """Safe IDs of the proteins of chunk ``chunk_NNNN``, sorted."""
+        proteins = self._members[proteome].get(chunk)
+        if proteins is None:
+            raise InputError(f"proteome '{proteome}' has no chunk '{chunk}'")
+        return proteins
+
+    def longest(self, proteome: str, chunk: str) -> int:
+        """Length of the longest protein of a chunk (0 when the plan has no lengths)."""
+        return self._longest[proteome].get(chunk, 0)
+
+    def _files(self, wildcards, folder: str, suffix: str) -> list[str]:
+        chunk = f"chunk_{wildcards.chunk}"
+        return [f"{self.results}/{wildcards.proteome}/{folder}/{p}{suffix}"
+                for p in self.chunk_proteins(wildcards.proteome, chunk)]
+
+    def stats_path(self, stage: str, proteome: str, chunk: str) -> str:
+        """A per-chunk stage's declared output: ``{results}/{proteome}/{stage}/chunk_NNNN.stats.parquet``."""
+        return f"{self.results}/{proteome}/{stage}/{chunk}.stats.parquet"
+
+    # --- inputs and options of the rules -------------------------------------------------------------------
+    def a3ms(self, wildcards) -> str:
+        """The chunk's A3M files, quoted for the shell."""
+        return " ".join(shlex.quote(p) for p in self._files(wildcards, "msa", ".a3m"))
+
+    def feature_files(self, wildcards) -> str:
+        """The chunk's feature files, quoted for the shell (rule predict)."""
+        return " ".join(shlex.quote(p) for p in self._files(wildcards, "features", ".npz"))
+
+    def msa_done(self, wildcards) -> str | list[str]:
+        """The MSA stage's chunk table (the chunk's A3Ms are complete then), or the A3Ms themselves."""
+        if self._msa_stats is not None:
+            return str(self._msa_stats(wildcards.proteome, f"chunk_{wildcards.chunk}"))
+        return self._files(wildcards, "msa", ".a3m")
 
     @staticmethod
     def db_dir_of(wildcards, input) -> str:  # noqa: A002 (Snakemake's argument name)
@@ -79,13 +128,10 @@ class StageInputs:
         """The template chains' FASTA, written next to rule template_msas' statistics table."""
         return str(Path(output.stats).parent / "chains.fasta")
 
-    def hits_path(self, proteome: str, protein: str) -> str:
-        return f"{self.results}/{proteome}/templates/{protein}.hits.parquet"
-
-    def feature_inputs(self, wildcards) -> dict[str, str]:
-        inputs = {"msa": self.msa_done(wildcards)}
+    def feature_inputs(self, wildcards) -> dict[str, str | list[str]]:
+        inputs: dict[str, str | list[str]] = {"msa": self.msa_done(wildcards)}
         if self.templates.enabled:
-            inputs["hits"] = self.hits_path(wildcards.proteome, wildcards.protein)
+            inputs["hits"] = self.stats_path("templates", wildcards.proteome, f"chunk_{wildcards.chunk}")
             inputs["db"] = self.db_manifest
         return inputs
 
@@ -93,21 +139,21 @@ class StageInputs:
         if not self.templates.enabled:
             return ""
         return (f"--templates {shlex.quote(str(Path(input.db).parent))} "
-                f"--template-hits {shlex.quote(str(input.hits))} --max-templates {self.features.max_templates}")
+                f"--template-hits {shlex.quote(str(Path(input.hits).parent))} "
+                f"--max-templates {self.features.max_templates}")
 
-    def proteins(self, proteome: str) -> list[str]:
-        """Safe IDs of the proteins in a chunk (skipped proteins have no outputs)."""
-        plan = self.plans[proteome]
-        return sorted(plan.loc[plan["chunk"] >= 0, "safe_id"])
-
+    # --- targets -------------------------------------------------------------------------------------------
     def template_targets(self, proteome: str) -> list[str]:
-        """Every template-hits table of a proteome (none when no template structures are configured)."""
+        """The template search's chunk tables (none when no template structures are configured)."""
         if not self.templates.enabled:
             return []
-        return [self.hits_path(proteome, protein) for protein in self.proteins(proteome)]
+        return [self.stats_path("templates", proteome, c) for c in self.chunks(proteome)]
 
     def feature_targets(self, proteome: str) -> list[str]:
-        return [f"{self.results}/{proteome}/features/{protein}.npz" for protein in self.proteins(proteome)]
+        return [self.stats_path("features", proteome, c) for c in self.chunks(proteome)]
+
+    def structure_targets(self, proteome: str) -> list[str]:
+        return [self.stats_path("structures", proteome, c) for c in self.chunks(proteome)]
 
 
 # The summary (rules/report.smk).
@@ -141,7 +187,8 @@ class ReportInputs:
         return any(r.name != "summary" and r.is_producer(path) for r in self._rules())
 
     def inputs(self, wildcards) -> dict[str, str | list[str]]:
-        """The chunk plan and chunk FASTAs, plus the per-protein files of every stage in the run."""
+        """The chunk plan and chunk FASTAs, plus the chunk tables of every stage in the run (each written after
+        its chunk's per-protein files, which the summary reads)."""
         proteome = wildcards.proteome
         plan = self.plans[proteome]
         planned = [str(s) for s in plan.loc[plan["chunk"] >= 0, "safe_id"]]
@@ -153,12 +200,9 @@ class ReportInputs:
         }
         if not planned:
             return inputs
-        candidates = {
-            "msa": [f"{root}/msa/{chunk_name(c)}.stats.parquet" for c in chunks],
-            "templates": [f"{root}/templates/{s}.hits.parquet" for s in planned],
-            "features": [f"{root}/features/{s}.npz" for s in planned],
-            "predict": [f"{root}/structures/{s}.residues.parquet" for s in planned],
-        }
+        folders = {"msa": "msa", "templates": "templates", "features": "features", "predict": "structures"}
+        candidates = {stage: [f"{root}/{folder}/{chunk_name(c)}.stats.parquet" for c in chunks]
+                      for stage, folder in folders.items()}
         targets = set(map(str, self._targets())) if self._targets is not None else None
         targeted = {stage: targets is None or bool(targets.intersection(paths))
                     for stage, paths in candidates.items()}
