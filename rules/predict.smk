@@ -24,6 +24,7 @@ rule predict:
         max_msa=PREDICT_SETTINGS.max_msa,
         batch_size=PREDICT_SETTINGS.batch_size,
         max_tokens=PREDICT_SETTINGS.max_tokens,
+        pair_heads=PREDICT_SETTINGS.pair_heads_option,
     wildcard_constraints:
         chunk=r"\d{4}",
     log:
@@ -40,4 +41,4 @@ rule predict:
     shell:
         "{params.trackfold} predict --model {input.model} --out-dir {params.out_dir} --device {params.device} "
         "--window {params.window} --seed {params.seed} --max-msa {params.max_msa} --batch-size {params.batch_size} "
-        "--max-tokens {params.max_tokens} --threads {threads} --stats {output.stats} {params.inputs} > {log} 2>&1"
+        "--max-tokens {params.max_tokens} --pair-heads {params.pair_heads} --threads {threads} --stats {output.stats} {params.inputs} > {log} 2>&1"

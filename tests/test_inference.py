@@ -279,6 +279,31 @@ def test_token_batched_cli_equals_one_by_one(tmp_path, checkpoint, features):
         assert abs(runs["single"].loc[name, "mean_plddt"] - float(one["plddt"].mean())) < 1e-4
 
 
+def test_pair_heads_choose_the_6d_maps_written(tmp_path, checkpoint, features):
+    """--pair-heads keeps only the chosen 6D maps (none: pLDDT and backbone only, for proteome-scale runs); the
+    structure and pLDDT do not change, cropped or not."""
+    npz = tmp_path / "in" / "p64.npz"
+    write_features(npz, sliced(features, 64))
+    sizes = {}
+    for run, heads in (("all", "dist,omega,theta,phi"), ("dist", "dist"), ("none", "none")):
+        assert main(["predict", "--model", str(checkpoint), "--out-dir", str(tmp_path / run), "--device", "cpu",
+                     "--window", "48", "--max-msa", "16", "--pair-heads", heads, str(npz)]) == 0
+        sizes[run] = (tmp_path / run / "p64.pred.npz").stat().st_size
+    arrays = {run: read_npz(tmp_path / run / "p64.pred.npz", PREDICTION) for run in sizes}
+    assert {"dist", "omega", "theta", "phi"} <= set(arrays["all"])
+    assert "dist" in arrays["dist"] and not {"omega", "theta", "phi"} & set(arrays["dist"])
+    assert not {"dist", "omega", "theta", "phi"} & set(arrays["none"])
+    assert sizes["none"] < sizes["dist"] < sizes["all"]
+    for run in ("dist", "none"):
+        assert arrays[run]["backbone"].tobytes() == arrays["all"]["backbone"].tobytes()
+        assert arrays[run]["plddt"].tobytes() == arrays["all"]["plddt"].tobytes()
+    assert arrays["dist"]["dist"].tobytes() == arrays["all"]["dist"].tobytes()
+    with pytest.raises(SystemExit) as stopped:
+        main(["predict", "--model", str(checkpoint), "--out-dir", str(tmp_path / "bad"), "--pair-heads", "psi",
+              str(npz)])
+    assert stopped.value.code == 2
+
+
 # --- command line ---------------------------------------------------------------------------------------------
 def test_predict_cli_outputs_parse_and_are_deterministic(tmp_path, checkpoint, features):
     npz = tmp_path / "in" / "t1078_cut.npz"

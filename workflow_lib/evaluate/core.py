@@ -116,9 +116,11 @@ def read_prediction(pred_pdb: str | Path, pred_npz: str | Path | None = None) ->
         if npz_sequence != model.sequence:
             raise InputError(f"aatype ({len(npz_sequence)} residues) differs from the sequence of {pred_pdb} "
                              f"({len(model.sequence)} residues)", path=pred_npz)
-        if arrays["dist"].shape[-1] != DIST_BINS:
-            raise InputError(f"dist has {arrays['dist'].shape[-1]} bins, expected {DIST_BINS}", path=pred_npz)
-        plddt, dist = _percent(arrays["plddt"]), arrays["dist"].astype(np.float32)
+        plddt = _percent(arrays["plddt"])
+        if "dist" in arrays:  # written unless trackfold predict ran with --pair-heads without dist
+            if arrays["dist"].shape[-1] != DIST_BINS:
+                raise InputError(f"dist has {arrays['dist'].shape[-1]} bins, expected {DIST_BINS}", path=pred_npz)
+            dist = arrays["dist"].astype(np.float32)
     return PredictedModel(model.sequence, model.ca.astype(np.float64), plddt, dist)
 
 

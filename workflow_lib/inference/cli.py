@@ -32,6 +32,7 @@ from workflow_lib.inference.outputs import write_prediction
 from workflow_lib.inference.predict import (
     DEFAULT_MAX_MSA,
     DEFAULT_WINDOW,
+    HEADS_6D,
     PredictOptions,
     check_feature_widths,
     plan_batches,
@@ -74,6 +75,16 @@ def input_length(path: str | Path) -> int:
         raise SchemaError(f"{path}: not a readable feature file: {error}") from None
 
 
+def _pair_heads(text: str) -> tuple[str, ...]:
+    if text.strip() == "none":
+        return ()
+    heads = tuple(part.strip() for part in text.split(",") if part.strip())
+    unknown = sorted(set(heads) - set(HEADS_6D))
+    if unknown or not heads:
+        raise argparse.ArgumentTypeError(f"expected 'none' or names among {', '.join(HEADS_6D)}, got {text!r}")
+    return heads
+
+
 def _window(text: str) -> int:
     value = int(text)
     if value < MIN_WINDOW:
@@ -104,6 +115,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     predict.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's)")
     predict.add_argument("--embeddings", action="store_true",
                          help="also write {protein}.embeddings.npz (single and pair representations)")
+    predict.add_argument("--pair-heads", type=_pair_heads, default=HEADS_6D,
+                         help="6D probabilities written to .pred.npz: comma-separated among dist, omega, theta, "
+                              "phi, or 'none' (about 260 bytes per residue pair for all four; default all)")
     predict.add_argument("--stats", help="also write this table: one row per protein (length, mean pLDDT, "
                                          "crops, pass, seconds), after every prediction's files")
     predict.set_defaults(handler=run_predict)
@@ -116,7 +130,7 @@ def run_predict(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     options = PredictOptions(window=args.window, max_msa=args.max_msa, seed=args.seed, device=args.device,
                              batch_size=args.batch_size, max_tokens=args.max_tokens, chunk_size=args.chunk_size,
-                             embeddings=args.embeddings)
+                             embeddings=args.embeddings, pair_heads=args.pair_heads)
     device = resolve_device(options.device)
     model, _ = load_checkpoint(args.model, map_location=device)
     check_feature_widths(model.config, where=str(args.model))

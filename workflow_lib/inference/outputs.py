@@ -7,7 +7,8 @@
   write it;
 * ``{protein}.confidence.json`` -- per-residue pLDDT in AlphaFold DB's layout (``residueNumber``,
   ``confidenceScore``, ``confidenceCategory``: H > 90 ≥ M > 70 ≥ L > 50 ≥ D), with the protein and its mean;
-* ``{protein}.pred.npz`` -- :data:`PREDICTION`: 6D probabilities as float16, pLDDT, backbone.
+* ``{protein}.pred.npz`` -- :data:`PREDICTION`: pLDDT, backbone and the 6D probabilities as float16 (the heads
+  of ``--pair-heads``: all four by default; about 260 bytes per residue pair, so 23 MB at 300 residues).
 * ``{protein}.residues.parquet`` -- :data:`PREDICTED_RESIDUES`: one row per residue with pLDDT and the DSSP
   secondary structure of the *predicted* model (mkdssp on the written PDB). Without mkdssp, or when mkdssp
   rejects the model, ``ss8``/``ss3`` are null (a warning is logged); there is no home-made assignment.
@@ -86,7 +87,7 @@ def write_prediction(out_dir: str | Path, name: str, prediction: Prediction) -> 
     write_mmcif(paths["cif"], name, prediction.sequence, prediction.backbone, prediction.plddt,
                 residue_numbers=numbers)
     write_text_atomic(paths["confidence"], confidence_json(name, numbers, prediction.plddt))
-    arrays = {head: prediction.probs[head].astype(np.float16) for head in ("dist", "omega", "theta", "phi")}
+    arrays = {head: probs.astype(np.float16) for head, probs in prediction.probs.items()}
     arrays.update(plddt=prediction.plddt, backbone=prediction.backbone,
                   aatype=encode(prediction.sequence).astype(np.int8),
                   residue_index=prediction.residue_index.astype(np.int32),

@@ -72,6 +72,7 @@ class PredictOptions:
     max_tokens: int = 0
     chunk_size: int | None = None
     embeddings: bool = False
+    pair_heads: tuple[str, ...] = ("dist", "omega", "theta", "phi")
 
     def __post_init__(self) -> None:
         if not isinstance(self.window, int) or self.window < MIN_WINDOW:
@@ -82,6 +83,10 @@ class PredictOptions:
             raise InputError(f"predict: device must be auto, cpu or cuda, got {self.device!r}")
         if not isinstance(self.batch_size, int) or self.batch_size < 1:
             raise InputError(f"predict: batch_size must be a positive integer, got {self.batch_size!r}")
+        unknown = sorted(set(self.pair_heads) - set(HEADS_6D))
+        if unknown or len(set(self.pair_heads)) != len(self.pair_heads):
+            raise InputError(f"predict: pair_heads must be distinct names among {', '.join(HEADS_6D)}, got "
+                             f"{list(self.pair_heads)}")
         if not isinstance(self.max_tokens, int) or self.max_tokens < 0:
             raise InputError(f"predict: max_tokens must be 0 (no limit) or a positive integer, got {self.max_tokens!r}")
         if self.chunk_size is not None and (not isinstance(self.chunk_size, int) or self.chunk_size < 1):
@@ -94,7 +99,7 @@ class Prediction:
 
     ``sequence`` (L letters), ``residue_index [L]`` int32, ``backbone [L, 5, 3]`` float32 N, CA, C, O, Cβ
     (Å; Cβ NaN for glycine), ``plddt [L]`` float32 on 0-100, ``probs`` head -> float32 ``[L, L, bins]``
-    (``dist``, ``omega``, ``theta``, ``phi``), ``n_crops``, and when asked ``single [L, C_m]`` / ``pair
+    (those of ``dist``, ``omega``, ``theta``, ``phi`` in ``PredictOptions.pair_heads``), ``n_crops``, and when asked ``single [L, C_m]`` / ``pair
     [L, L, C_z]`` float32 embeddings.
     """
 
@@ -237,10 +242,12 @@ def _collate_templates(items: Sequence[dict[str, np.ndarray]], n_res: int) -> di
 
 
 # --- running the network ----------------------------------------------------------------------------------
-def _outputs(out: dict[str, torch.Tensor], b: int, n: int, embeddings: bool) -> dict[str, np.ndarray]:
-    """Protein ``b`` of a batched output, its first ``n`` residues, as float32 numpy (6D as probabilities)."""
+def _outputs(out: dict[str, torch.Tensor], b: int, n: int, embeddings: bool,
+             heads: Sequence[str] = HEADS_6D) -> dict[str, np.ndarray]:
+    """Protein ``b`` of a batched output, its first ``n`` residues, as float32 numpy (the 6D ``heads`` as
+    probabilities)."""
     result = {head: torch.softmax(out[f"{head}_logits"][b, :n, :n].float(), dim=-1).cpu().numpy()
-              for head in HEADS_6D}
+              for head in heads}
     result["coords"] = out["coords"][b, :n].float().cpu().numpy()
     result["plddt"] = out["plddt"][b, :n].float().cpu().numpy()
     if embeddings:
@@ -250,12 +257,13 @@ def _outputs(out: dict[str, torch.Tensor], b: int, n: int, embeddings: bool) -> 
 
 
 def run_network(model: ThreeTrackNetwork, items: Sequence[dict[str, np.ndarray]], device: torch.device, *,
-                chunk_size: int | None = None, embeddings: bool = False) -> list[dict[str, np.ndarray]]:
+                chunk_size: int | None = None, embeddings: bool = False,
+                heads: Sequence[str] = HEADS_6D) -> list[dict[str, np.ndarray]]:
     """One batched forward pass over unbatched inputs (:func:`model_inputs`); per-item numpy outputs."""
     batch = collate(items, device)
     with torch.inference_mode():
         out = model(batch, chunk_size=chunk_size)
-    return [_outputs(out, b, item["msa"].shape[1], embeddings) for b, item in enumerate(items)]
+    return [_outputs(out, b, item["msa"].shape[1], embeddings, heads) for b, item in enumerate(items)]
 
 
 def _finish(features: Mapping[str, np.ndarray], backbone_3: np.ndarray, plddt: np.ndarray,
@@ -266,7 +274,8 @@ def _finish(features: Mapping[str, np.ndarray], backbone_3: np.ndarray, plddt: n
     return Prediction(
         sequence=sequence, residue_index=features["residue_index"].astype(np.int32), backbone=backbone,
         plddt=(100.0 * np.clip(plddt, 0.0, 1.0)).astype(np.float32),
-        probs={head: np.asarray(probs[head], dtype=np.float32) for head in HEADS_6D}, n_crops=n_crops,
+        probs={head: np.asarray(probs[head], dtype=np.float32) for head in HEADS_6D if head in probs},
+        n_crops=n_crops,
         single=None if single is None else single.astype(np.float32),
         pair=None if pair is None else pair.astype(np.float32))
 
@@ -283,9 +292,10 @@ def _predict_cropped(model: ThreeTrackNetwork, features: Mapping[str, np.ndarray
         inputs = model_inputs(features, model.config, columns=crop.indices, max_msa=options.max_msa,
                               seed=options.seed)
         (result,) = run_network(model, [inputs], device, chunk_size=options.chunk_size,
-                                embeddings=options.embeddings)
-        pair_keys = HEADS_6D + (("pair",) if options.embeddings else ())
-        pair_mean.add(crop.indices, {key: result[key] for key in pair_keys})
+                                embeddings=options.embeddings, heads=options.pair_heads)
+        pair_keys = tuple(options.pair_heads) + (("pair",) if options.embeddings else ())
+        if pair_keys:
+            pair_mean.add(crop.indices, {key: result[key] for key in pair_keys})
         if crop.contiguous:
             chained.append(crop.indices)
             chained_coords.append(result["coords"])
@@ -294,7 +304,7 @@ def _predict_cropped(model: ThreeTrackNetwork, features: Mapping[str, np.ndarray
                 chained_1d[1].append(result["single"])
     backbone_3, means = stitch_backbone(length, chained, chained_coords,
                                         chained_1d if options.embeddings else chained_1d[:1])
-    stitched = pair_mean.mean()
+    stitched = pair_mean.mean() if options.pair_heads or options.embeddings else {}
     return _finish(features, backbone_3, means[0], stitched, len(crops),
                    means[1] if options.embeddings else None, stitched.get("pair"))
 
@@ -347,7 +357,8 @@ def predict_group(model: ThreeTrackNetwork, items: Sequence[tuple[str, Mapping[s
                              f"({max(lengths)} > {options.window}); such proteins run alone")
         inputs = [model_inputs(features, model.config, max_msa=options.max_msa, seed=options.seed)
                   for _, features in items]
-        outputs = run_network(model, inputs, device, chunk_size=options.chunk_size, embeddings=options.embeddings)
+        outputs = run_network(model, inputs, device, chunk_size=options.chunk_size, embeddings=options.embeddings,
+                              heads=options.pair_heads)
         return [(name, _finish(features, result["coords"].astype(np.float64), result["plddt"], result, 1,
                                result.get("single"), result.get("pair")))
                 for (name, features), result in zip(items, outputs)]

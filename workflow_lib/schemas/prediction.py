@@ -8,16 +8,21 @@ import pyarrow as pa
 from workflow_lib.schemas.io import ArraySpec, NpzSchema, TableSchema
 
 PREDICTION = NpzSchema("prediction", 1, {
-    "dist": ArraySpec("float16", ("L", "L", "dist_bins"), "P(Cβ distance bin), symmetric; last bin = no contact"),
-    "omega": ArraySpec("float16", ("L", "L", "omega_bins"), "P(ω dihedral bin); last bin = no contact"),
-    "theta": ArraySpec("float16", ("L", "L", "theta_bins"), "P(θ dihedral bin), row residue i; last = no contact"),
-    "phi": ArraySpec("float16", ("L", "L", "phi_bins"), "P(φ planar-angle bin), row residue i; last = no contact"),
+    "dist": ArraySpec("float16", ("L", "L", "dist_bins"), "P(Cβ distance bin), symmetric; last bin = no contact",
+                    optional=True),
+    "omega": ArraySpec("float16", ("L", "L", "omega_bins"), "P(ω dihedral bin); last bin = no contact",
+                    optional=True),
+    "theta": ArraySpec("float16", ("L", "L", "theta_bins"), "P(θ dihedral bin), row residue i; last = no contact",
+                    optional=True),
+    "phi": ArraySpec("float16", ("L", "L", "phi_bins"), "P(φ planar-angle bin), row residue i; last = no contact",
+                    optional=True),
     "plddt": ArraySpec("float32", ("L",), "predicted lDDT-Cα, 0-100"),
     "backbone": ArraySpec("float32", ("L", 5, 3), "N, CA, C, O, Cβ in Å (Cβ NaN for glycine)"),
     "aatype": ArraySpec("int8", ("L",), "query residue codes (workflow_lib.seqio.alphabet)"),
     "residue_index": ArraySpec("int32", ("L",), "residue index of the feature file (PDB number - 1)"),
     "n_crops": ArraySpec("int32", (), "network calls stitched (1: the protein fit one window)"),
-}, "Per-protein prediction of trackfold predict (workflow_lib.inference.outputs).")
+}, "Per-protein prediction of trackfold predict (workflow_lib.inference.outputs); the 6D heads are those asked "
+   "for (--pair-heads, all four by default).")
 
 
 EMBEDDINGS = NpzSchema("embeddings", 1, {

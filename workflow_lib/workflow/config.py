@@ -199,8 +199,12 @@ class PredictConfig(StageConfig):
     max_msa: int = 256
     batch_size: int = 1
     max_tokens: int = 0
+    pair_heads: tuple[str, ...] = ("dist", "omega", "theta", "phi")
 
     def __post_init__(self) -> None:
+        unknown = sorted(set(self.pair_heads) - {"dist", "omega", "theta", "phi"})
+        if unknown:
+            raise InputError(f"predict.pair_heads: {unknown} are not among dist, omega, theta, phi")
         if self.batch_size < 1:
             raise InputError(f"predict.batch_size must be at least 1, got {self.batch_size}")
         if self.max_tokens < 0:
@@ -211,6 +215,11 @@ class PredictConfig(StageConfig):
             raise InputError(f"predict.window must be at least 16, got {self.window}")
         if self.max_msa < 1:
             raise InputError(f"predict.max_msa must be at least 1, got {self.max_msa}")
+
+    @property
+    def pair_heads_option(self) -> str:
+        """``trackfold predict --pair-heads``: the heads, comma-separated, or ``none``."""
+        return ",".join(self.pair_heads) or "none"
 
     def memory_mb(self, longest: int) -> int:
         """The memory a predict job asks for, from its longest protein: 2 GB, plus three copies of the stitched
