@@ -242,3 +242,8 @@ def precomputed_option(wildcards):
 def predict_mem_mb(wildcards, attempt):
     """A predict job's memory (resources mem_mb): from the longest protein of its chunk, times the attempt."""
     return attempt * PREDICT_SETTINGS.memory_mb(STAGE_INPUTS.longest(wildcards.proteome, f"chunk_{wildcards.chunk}"))
+
+
+def predict_runtime(wildcards, attempt):
+    """A predict job's minutes (resources runtime): from its proteins' forward passes, times the attempt."""
+    return attempt * PREDICT_SETTINGS.runtime_min(STAGE_INPUTS.lengths(wildcards.proteome, f"chunk_{wildcards.chunk}"))

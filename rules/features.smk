@@ -7,11 +7,12 @@
 rule features:
     input:
         unpack(STAGE_INPUTS.feature_inputs),
+        plan=STAGE_INPUTS.plan,
     output:
         stats=f"{RESULTS}/{{proteome}}/features/chunk_{{chunk}}.stats.parquet",
     params:
         trackfold=TRACKFOLD,
-        a3ms=STAGE_INPUTS.a3ms,
+        msa_dir=STAGE_INPUTS.msa_dir,
         out_dir=output_parent,
         templates=STAGE_INPUTS.feature_template_options,
         max_seqs=FEATURE_SETTINGS.max_seqs,
@@ -30,5 +31,5 @@ rule features:
         "../envs/core.yaml"
     shell:
         "{params.trackfold} features --out-dir {params.out_dir} --max-seqs {params.max_seqs} "
-        "--max-stats-seqs {params.max_stats_seqs} {params.templates} --stats {output.stats} {params.a3ms} "
-        "> {log} 2>&1"
+        "--max-stats-seqs {params.max_stats_seqs} {params.templates} --stats {output.stats} "
+        "--chunk-plan {input.plan} --chunk {wildcards.chunk} {params.msa_dir} > {log} 2>&1"

@@ -12,11 +12,12 @@ rule predict:
     input:
         features=f"{RESULTS}/{{proteome}}/features/chunk_{{chunk}}.stats.parquet",
         model=PREDICT_MODEL,
+        plan=STAGE_INPUTS.plan,
     output:
         stats=f"{RESULTS}/{{proteome}}/structures/chunk_{{chunk}}.stats.parquet",
     params:
         trackfold=TRACKFOLD,
-        inputs=STAGE_INPUTS.feature_files,
+        features_dir=STAGE_INPUTS.features_dir,
         out_dir=output_parent,
         device=torch_device,
         window=PREDICT_SETTINGS.window,
@@ -34,11 +35,12 @@ rule predict:
     threads: 1
     resources:
         mem_mb=predict_mem_mb,
-        runtime=480,
+        runtime=predict_runtime,
         gpu=0,
     conda:
         "../envs/core.yaml"
     shell:
         "{params.trackfold} predict --model {input.model} --out-dir {params.out_dir} --device {params.device} "
         "--window {params.window} --seed {params.seed} --max-msa {params.max_msa} --batch-size {params.batch_size} "
-        "--max-tokens {params.max_tokens} --pair-heads {params.pair_heads} --threads {threads} --stats {output.stats} {params.inputs} > {log} 2>&1"
+        "--max-tokens {params.max_tokens} --pair-heads {params.pair_heads} --threads {threads} --stats {output.stats} "
+        "--chunk-plan {input.plan} --chunk {wildcards.chunk} {params.features_dir} > {log} 2>&1"

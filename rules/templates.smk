@@ -16,6 +16,7 @@ STAGE_INPUTS = StageInputs(RESULTS, TEMPLATE_SETTINGS, FEATURE_SETTINGS, PLANS,
 rule template_msas:
     input:
         structures=STAGE_INPUTS.structures,
+        companions=STAGE_INPUTS.structure_companions,
         manifest=f"{RESULTS}/db/{SEARCH_DATABASE}/manifest.json",
     output:
         stats=f"{RESULTS}/templates/{{template_db}}_msas/msa_stats.parquet",
@@ -47,6 +48,7 @@ rule template_msas:
 rule templates_build:
     input:
         structures=STAGE_INPUTS.structures,
+        companions=STAGE_INPUTS.structure_companions,
         msas=STAGE_INPUTS.msas,
     output:
         manifest=f"{RESULTS}/templates/{{template_db}}/manifest.json",
@@ -76,11 +78,12 @@ rule template_search:
     input:
         msa=STAGE_INPUTS.msa_done,
         db=STAGE_INPUTS.db_manifest,
+        plan=STAGE_INPUTS.plan,
     output:
         stats=f"{RESULTS}/{{proteome}}/templates/chunk_{{chunk}}.stats.parquet",
     params:
         trackfold=TRACKFOLD,
-        a3ms=STAGE_INPUTS.a3ms,
+        msa_dir=STAGE_INPUTS.msa_dir,
         db_dir=STAGE_INPUTS.db_dir_of,
         out_dir=output_parent,
         max_hits=TEMPLATE_SETTINGS.max_hits,
@@ -101,4 +104,5 @@ rule template_search:
     shell:
         "{params.trackfold} templates search --templates {params.db_dir} --out-dir {params.out_dir} "
         "--max-hits {params.max_hits} --min-aligned {params.min_aligned} --decoys {params.decoys} "
-        "--cpus {threads} --stats {output.stats} {params.a3ms} > {log} 2>&1"
+        "--cpus {threads} --stats {output.stats} --chunk-plan {input.plan} --chunk {wildcards.chunk} {params.msa_dir} "
+        "> {log} 2>&1"

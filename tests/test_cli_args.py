@@ -1,4 +1,4 @@
-"""Shared CLI argument helpers: positive integers and one output file per input."""
+"""Shared CLI argument helpers: positive integers, one output file per input, a chunk's inputs from its table."""
 
 from __future__ import annotations
 
@@ -8,7 +8,11 @@ import shutil
 import pytest
 
 from workflow_lib.cli import main
-from workflow_lib.cli_args import positive_int, unique_outputs
+from workflow_lib.cli_args import chunk_inputs, positive_int, unique_outputs
+from workflow_lib.db.chunks import chunk_table
+from workflow_lib.schemas.db import CHUNKS
+from workflow_lib.schemas.io import write_table
+from workflow_lib.seqio.fasta import read_fasta
 from workflow_lib.errors import InputError
 
 
@@ -29,6 +33,24 @@ def test_two_inputs_writing_the_same_output_are_refused(tmp_path, data_dir, caps
     assert main(["features", "--out-dir", str(tmp_path / "out"), first, second]) == 2
     assert "writes the same" in capsys.readouterr().err
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_chunk_inputs_come_from_the_chunk_table(tmp_path, root):
+    """--chunk-plan PLAN --chunk N DIR: the chunk's proteins, by safe ID, in DIR (the per-chunk rules' inputs)."""
+    records = read_fasta(root / "example" / "proteomes" / "ecoli_slice.fasta")
+    plan = chunk_table("eco", records, 4)
+    write_table(tmp_path / "chunks.parquet", plan, CHUNKS)
+    (tmp_path / "msa").mkdir()
+    got = chunk_inputs([str(tmp_path / "msa")], str(tmp_path / "chunks.parquet"), 1, ".a3m")
+    expected = sorted(plan.loc[plan["chunk"] == 1, "safe_id"])
+    assert got == [str(tmp_path / "msa" / f"{s}.a3m") for s in expected] and expected
+    assert chunk_inputs(["a.a3m", "b.a3m"], None, None, ".a3m") == ["a.a3m", "b.a3m"]
+    with pytest.raises(InputError, match="go together"):
+        chunk_inputs([str(tmp_path / "msa")], str(tmp_path / "chunks.parquet"), None, ".a3m")
+    with pytest.raises(InputError, match="chunk 99 holds no protein"):
+        chunk_inputs([str(tmp_path / "msa")], str(tmp_path / "chunks.parquet"), 99, ".a3m")
+    with pytest.raises(InputError, match="give one folder"):
+        chunk_inputs(["x.a3m"], str(tmp_path / "chunks.parquet"), 1, ".a3m")
 
 
 def test_command_table_matches_what_the_modules_register():

@@ -83,6 +83,12 @@ def test_archive_disagreements_name_the_file_and_chain(tmp_path):
         handle.write("\n".join(lines) + "\n")
     with pytest.raises(InputError, match=r"chains\.fasta\.gz.*record 1 should be"):
         list(read_backbone_archive(broken / "backbone.npz"))
+    shutil.copy(SLICE / "chains.fasta.gz", broken / "chains.fasta.gz")
+    shutil.copy(SLICE / "dssp.fasta.gz", broken / "dssp.fasta.gz")
+    with gzip.open(broken / "dssp.fasta.gz", "at") as handle:   # one record too many
+        handle.write(">9XYZ_A\nCCCC\n")
+    with pytest.raises(InputError, match=r"dssp\.fasta\.gz.*more records than the archive's 50 chains.*9XYZ_A"):
+        list(read_backbone_archive(broken / "backbone.npz"))
 
 
 def test_template_database_from_an_archive(database):
@@ -117,4 +123,5 @@ def test_templates_cli_reads_archives(tmp_path):
     out = tmp_path / "chains.fasta"
     assert main(["templates", "sequences", "--out", str(out), "--min-length", "30", str(ARCHIVE)]) == 0
     names = [line[1:] for line in out.read_text().splitlines() if line.startswith(">")]
-    assert "1KT6_A" in names and len(names) <= 50
+    expected = [e.chain.name for e in read_backbone_archive(ARCHIVE) if len(e.chain) >= 30]
+    assert names == expected and "1KT6_A" in names and len(names) < 50

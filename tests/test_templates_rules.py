@@ -1,4 +1,4 @@
-"""rules/templates.smk and rules/features.smk: input functions, and a dry run for the features of one protein
+"""rules/templates.smk and rules/features.smk: input functions, and a dry run for the features of one chunk
 (template database, template search and features jobs, after the MSA stage's chunk job)."""
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ def test_stage_inputs(root):
     wildcards = SimpleNamespace(proteome="ana", chunk="0000")
     # without the MSA stage's chunk table, the chunk's A3Ms are the inputs
     assert stage.msa_done(wildcards) == ["res/ana/msa/b.a3m", "res/ana/msa/c.a3m"]
-    assert stage.a3ms(wildcards) == "res/ana/msa/b.a3m res/ana/msa/c.a3m"
-    assert stage.feature_files(wildcards) == "res/ana/features/b.npz res/ana/features/c.npz"
+    assert stage.plan(wildcards) == "res/ana/chunks/chunks.parquet"
+    assert stage.msa_dir(wildcards) == "res/ana/msa" and stage.features_dir(wildcards) == "res/ana/features"
     assert stage.template_targets("ana") == ["res/ana/templates/chunk_0000.stats.parquet",
                                              "res/ana/templates/chunk_0001.stats.parquet"]
     assert stage.feature_targets("ana") == ["res/ana/features/chunk_0000.stats.parquet",
@@ -60,20 +60,26 @@ def test_stage_inputs(root):
         expand_structures(["/nonexistent/*.pdb"])
 
 
-def test_predict_memory_follows_the_longest_protein():
+def test_predict_memory_and_runtime_follow_the_chunk():
     settings = PredictConfig(window=300)
-    assert settings.memory_mb(50) == settings.memory_mb(300) == 2000
-    assert settings.memory_mb(1000) == 2000 + 1560 and settings.memory_mb(2500) > 11000
+    assert settings.memory_mb(50) == settings.memory_mb(300) == 3000
+    assert settings.memory_mb(1000) == 3000 + 1560 and settings.memory_mb(2500) > 12000
+    assert PredictConfig(window=300, pair_heads=()).memory_mb(2500) == 3000         # no 6D maps kept
+    assert PredictConfig(window=300, pair_heads=("dist",)).memory_mb(1000) == 3000 + 444
+    batched = PredictConfig(window=300, batch_size=16, max_tokens=1024)        # 4 proteins of 256 per pass
+    assert batched.memory_mb(256) == 3000 + 3 * 256 * 256 * 10_000 // 10**6
+    # forward passes as crop_plan makes them: 1 within the window, one per pair of 150-residue segments beyond
+    from workflow_lib.inference.stitch import crop_plan
+
+    for length in (1, 300, 301, 450, 451, 1000, 2358):
+        assert settings.network_calls(length) == len(crop_plan(length, 300)), length
+    assert settings.runtime_min([100, 300, 1000]) == 10 + 2 * (1 + 1 + len(crop_plan(1000, 300)))
 
 
 @pytest.mark.skipif(SNAKEMAKE is None, reason="snakemake is not installed")
 def test_dry_run_features_of_one_chunk(root, tmp_path):
     results = tmp_path / "results"
     fasta = root / "example" / "proteomes" / "ecoli_slice.fasta"
-    first = fasta.read_text().split("\n", 1)[0][1:].split()[0]
-    from workflow_lib.seqio.fasta import safe_name
-
-    protein = safe_name(first)
     config = {"results": str(results), "proteomes": {"eco": str(fasta)},
               "databases": {"sprot": {"fasta": [str(root / "example" / "db" / "sprot_firmicutes_slice.fasta.gz")]}},
               "templates": {"name": "tdb", "structures": [str(root / "example/templates/structures/3zee.cif.gz")]},
@@ -90,6 +96,7 @@ def test_dry_run_features_of_one_chunk(root, tmp_path):
         {"templates_build": 1, "template_search": 1, "features": 1}
     # the A3Ms are read by path once the MSA stage's chunk statistics (written last) exist
     assert f"{results}/eco/msa/chunk_0000.stats.parquet" in result.stdout
-    assert f"{results}/eco/msa/{protein}.a3m" in result.stdout
     assert f"--template-hits {results}/eco/templates --max-templates 1" in result.stdout
     assert f"--stats {results}/eco/templates/chunk_0000.stats.parquet" in result.stdout
+    # the chunk's proteins come from the chunk table, not from a command line of every path
+    assert f"--chunk-plan {results}/eco/chunks/chunks.parquet --chunk 0000 {results}/eco/msa " in result.stdout

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from workflow_lib.cli_args import positive_int, unique_outputs
+from workflow_lib.cli_args import add_chunk_options, chunk_inputs, positive_int, unique_outputs
 from workflow_lib.errors import InputError
 from workflow_lib.features.build import build_features, write_features
 from workflow_lib.features.msa_features import DEFAULT_MAX_SEQS, DEFAULT_MAX_STATS_SEQS
@@ -25,7 +25,8 @@ from workflow_lib.templates.database import load_template_db
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     features = subparsers.add_parser("features", help="A3M files -> per-protein feature npz files")
-    features.add_argument("a3m", nargs="+", help="A3M alignments, query first (plain or .gz)")
+    features.add_argument("a3m", nargs="+", help="A3M alignments, query first (plain or .gz), or with --chunk-plan "
+                                                 "the folder holding them")
     features.add_argument("--out-dir", required=True, help="directory for {stem}.npz")
     features.add_argument("--max-seqs", type=positive_int, default=DEFAULT_MAX_SEQS,
                           help=f"MSA rows kept for the network, query included (default {DEFAULT_MAX_SEQS})")
@@ -37,6 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     features.add_argument("--template-hits", help="hits table (one A3M) or directory of {stem}.hits.parquet")
     features.add_argument("--max-templates", type=int, default=DEFAULT_MAX_TEMPLATES,
                           help=f"best template hits used (default {DEFAULT_MAX_TEMPLATES})")
+    add_chunk_options(features, "{protein}.a3m")
     features.add_argument("--stats", help="also write this table: one row per feature file (L, rows, Neff, "
                                           "templates, seconds), after every feature file (the workflow's "
                                           "per-chunk output)")
@@ -61,7 +63,7 @@ def _hits_for(args: argparse.Namespace, stems: dict[str, str]) -> dict[str, Path
 def run_features(args: argparse.Namespace) -> int:
     if args.max_stats_seqs < args.max_seqs:
         raise InputError(f"--max-stats-seqs ({args.max_stats_seqs}) is smaller than --max-seqs ({args.max_seqs})")
-    stems = unique_outputs(args.a3m, a3m_stem, ".npz")
+    stems = unique_outputs(chunk_inputs(args.a3m, args.chunk_plan, args.chunk, ".a3m"), a3m_stem, ".npz")
     hits = _hits_for(args, stems)
     database = load_template_db(args.templates) if args.templates is not None else None
     out_dir = Path(args.out_dir)

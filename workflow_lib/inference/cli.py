@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from workflow_lib.cli_args import non_negative_int, positive_int, unique_outputs
+from workflow_lib.cli_args import add_chunk_options, chunk_inputs, non_negative_int, positive_int, unique_outputs
 from workflow_lib.errors import SchemaError
 from workflow_lib.features.build import build_features, read_features
 from workflow_lib.inference.outputs import write_prediction
@@ -94,7 +94,8 @@ def _window(text: str) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     predict = subparsers.add_parser("predict", help="feature files or A3Ms -> predicted structures (PDB, 6D, pLDDT)")
-    predict.add_argument("inputs", nargs="+", help="feature files ({protein}.npz) or A3M alignments")
+    predict.add_argument("inputs", nargs="+", help="feature files ({protein}.npz) or A3M alignments, or with "
+                                                   "--chunk-plan the folder of feature files")
     predict.add_argument("--model", required=True, help="checkpoint (.pt) written by trackfold train")
     predict.add_argument("--out-dir", required=True, help="directory for {protein}.pdb, .pred.npz, .residues.parquet")
     predict.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
@@ -118,13 +119,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     predict.add_argument("--pair-heads", type=_pair_heads, default=HEADS_6D,
                          help="6D probabilities written to .pred.npz: comma-separated among dist, omega, theta, "
                               "phi, or 'none' (about 260 bytes per residue pair for all four; default all)")
+    add_chunk_options(predict, "{protein}.npz")
     predict.add_argument("--stats", help="also write this table: one row per protein (length, mean pLDDT, "
                                          "crops, pass, seconds), after every prediction's files")
     predict.set_defaults(handler=run_predict)
 
 
 def run_predict(args: argparse.Namespace) -> int:
-    names = unique_outputs(args.inputs, protein_name, ".pdb")
+    names = unique_outputs(chunk_inputs(args.inputs, args.chunk_plan, args.chunk, ".npz"), protein_name, ".pdb")
     keep_freed_memory(trim_threshold=NEVER_TRIM)  # each crop reuses the last one's freed activations
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import os
+from urllib.parse import quote
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -86,7 +87,7 @@ def plddt_svg(plddt: np.ndarray, width: int = 720, height: int = 160) -> str:
 def _link(path: Path, page_dir: Path, label: str) -> str:
     if not path.exists():
         return f"<span class=\"missing\">{html.escape(label)} (not written)</span>"
-    relative = Path(os.path.relpath(path, page_dir)).as_posix()
+    relative = quote(Path(os.path.relpath(path, page_dir)).as_posix())
     return f"<a href=\"{html.escape(relative)}\">{html.escape(label)}</a>"
 
 
@@ -155,7 +156,7 @@ def index_page(proteome: str, summary: pd.DataFrame, summary_href: str = "../sum
         if int(row["chunk"]) < 0:
             rows.append([name, str(int(row["length"])), f"skipped: {html.escape(str(row['note']))}", "", "", "", ""])
             continue
-        page = html.escape(f"proteins/{row['safe_id']}.html")
+        page = html.escape(quote(f"proteins/{row['safe_id']}.html"))
         template = row.get("top_template")
         rows.append([f"<a href=\"{page}\">{name}</a>", str(int(row["length"])), _number(row.get("msa_depth"), "d"),
                      _number(row.get("msa_neff"), ".1f"),
@@ -177,6 +178,6 @@ def write_pages(results: str | Path, proteome: str, summary: pd.DataFrame, out_d
     planned = summary[summary["chunk"] >= 0]
     for _, row in track(list(planned.iterrows()), "protein pages", unit="pages"):
         write_text_atomic(page_dir / f"{row['safe_id']}.html", protein_page(results, proteome, row, page_dir))
-    summary_href = Path(os.path.relpath(results / proteome / "summary.tsv", out_dir)).as_posix()
+    summary_href = quote(Path(os.path.relpath(results / proteome / "summary.tsv", out_dir)).as_posix())
     write_text_atomic(out_dir / "index.html", index_page(proteome, summary, summary_href))
     return len(planned)

@@ -43,6 +43,11 @@ class BackboneChain:
     ss8: str
 
 
+def companion_files(path: str | Path) -> list[Path]:
+    """The sequence and DSSP files a backbone archive is read with (inputs of a build, as the archive is)."""
+    return [Path(path).parent / SEQUENCES_FILE, Path(path).parent / DSSP_FILE]
+
+
 def is_backbone_archive(path: str | Path) -> bool:
     """True for an ``.npz`` file (a backbone archive, as opposed to a PDB or mmCIF file)."""
     return Path(path).name.lower().endswith(".npz")
@@ -87,9 +92,10 @@ def read_backbone_archive(path: str | Path, *, names: set[str] | None = None) ->
     offsets = arrays["offsets"].astype(np.int64)
     coords = arrays["coords_centi_angstrom"]
     if offsets.shape != (len(chain_names) + 1,) or offsets[0] != 0 or offsets[-1] != len(coords) \
-            or np.any(np.diff(offsets) < 0) or coords.shape[1:] != (4, 3):
-        raise InputError(f"inconsistent archive: {len(chain_names)} names, offsets {offsets.shape}, coordinates "
-                         f"{coords.shape}", path=path)
+            or np.any(np.diff(offsets) < 0) or coords.shape[1:] != (4, 3) \
+            or arrays["start_resnum"].shape != (len(chain_names),):
+        raise InputError(f"inconsistent archive: {len(chain_names)} names, offsets {offsets.shape}, start_resnum "
+                         f"{arrays['start_resnum'].shape}, coordinates {coords.shape}", path=path)
     sequences_path, dssp_path = _companion(path, SEQUENCES_FILE), _companion(path, DSSP_FILE)
     sequences = iter_fasta(sequences_path, check_nucleotide=False)
     states = _dssp_records(dssp_path)
@@ -118,3 +124,8 @@ def read_backbone_archive(path: str | Path, *, names: set[str] | None = None) ->
                       chain_breaks=np.zeros(0, dtype=np.int64), bfactors=np.full(length, np.nan, np.float32),
                       source=str(path))
         yield BackboneChain(chain, dssp.sequence)
+    for source, rest in ((sequences_path, sequences), (dssp_path, states)):
+        extra = next(rest, None)
+        if extra is not None:
+            raise InputError(f"more records than the archive's {len(chain_names)} chains (the first extra one: "
+                             f"'{extra.id}')", path=source)

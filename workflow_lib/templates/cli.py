@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from workflow_lib.aligner.profile import profile_from_alignment
-from workflow_lib.cli_args import unique_outputs
+from workflow_lib.cli_args import add_chunk_options, chunk_inputs, unique_outputs
 from workflow_lib.schemas.io import write_table
 from workflow_lib.schemas.templates import TEMPLATE_SEARCH_STATS
 from workflow_lib.seqio.fasta import write_fasta
@@ -53,7 +53,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build.set_defaults(handler=run_build)
 
     search = commands.add_parser("search", help="query A3Ms -> {stem}.hits.parquet (profile-profile Viterbi)")
-    search.add_argument("a3m", nargs="+", help="query A3M files (query first; plain or .gz)")
+    search.add_argument("a3m", nargs="+", help="query A3M files (query first; plain or .gz), or with --chunk-plan "
+                                               "the folder holding them")
     search.add_argument("--templates", required=True, help="template database directory")
     search.add_argument("--out-dir", required=True, help="directory for {stem}.hits.parquet")
     search.add_argument("--max-hits", type=_at_least(1), default=DEFAULT_MAX_HITS,
@@ -69,6 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help=f"prefilter candidates aligned by Viterbi per query (default {DEFAULT_MAX_CANDIDATES})")
     search.add_argument("--seed", type=int, default=0, help="seed of the decoy shuffles")
     search.add_argument("--cpus", type=int, default=1, help="processes (0 = all cores; default 1)")
+    add_chunk_options(search, "{protein}.a3m")
     search.add_argument("--stats", help="also write this table: one row per query (hits, best template, "
                                         "seconds), after every hits table (the workflow's per-chunk output)")
     search.set_defaults(handler=run_search)
@@ -91,7 +93,7 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def run_search(args: argparse.Namespace) -> int:
-    stems = unique_outputs(args.a3m, a3m_stem, ".hits.parquet")
+    stems = unique_outputs(chunk_inputs(args.a3m, args.chunk_plan, args.chunk, ".a3m"), a3m_stem, ".hits.parquet")
     database = load_template_db(args.templates)
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

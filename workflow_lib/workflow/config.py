@@ -12,7 +12,7 @@ import dataclasses
 import re
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from workflow_lib.db.chunks import ChunkSettings
@@ -221,11 +221,33 @@ class PredictConfig(StageConfig):
         """``trackfold predict --pair-heads``: the heads, comma-separated, or ``none``."""
         return ",".join(self.pair_heads) or "none"
 
+    def network_calls(self, length: int) -> int:
+        """Forward passes of one protein: 1 within the window, else one per pair of half-window segments (as
+        :func:`workflow_lib.inference.stitch.crop_plan`)."""
+        if length <= self.window:
+            return 1
+        segment = self.window // 2
+        segments = -(-(length - segment) // segment) + 1
+        return segments * (segments - 1) // 2
+
     def memory_mb(self, longest: int) -> int:
-        """The memory a predict job asks for, from its longest protein: 2 GB, plus three copies of the stitched
-        6D probabilities of a protein longer than the window (float32 [L, L, 130]: sums, mean, file buffer)."""
-        stitched = 3 * longest * longest * 130 * 4 / 1e6 if longest > self.window else 0.0
-        return int(2000 + stitched)
+        """The memory a predict job asks for, from its longest protein: 3 GB (2.2-2.5 GB measured for one
+        300-residue window on the CPU), plus the other proteins of a batch (about 10 KB per residue pair each:
+        16 proteins of 256 residues took 10 GB), plus three copies of the kept 6D maps of a protein longer than
+        the window (float32 [L, L, bins]: sums, mean, file buffer; 130 bins for all four maps)."""
+        window = min(longest, self.window)
+        batch = self.batch_size
+        if self.max_tokens:
+            batch = min(batch, max(self.max_tokens // max(window, 1), 1))
+        batched = (batch - 1) * window * window * 10_000 / 1e6
+        bins = sum({"dist": 37, "omega": 37, "theta": 37, "phi": 19}[head] for head in self.pair_heads)
+        stitched = 3 * longest * longest * bins * 4 / 1e6 if longest > self.window else 0.0
+        return int(3000 + batched + stitched)
+
+    def runtime_min(self, lengths: Sequence[int]) -> int:
+        """The minutes a predict job asks for: 10, plus 2 per forward pass of its proteins (64 s wall were
+        measured for one 300-residue window on a busy CPU core; a GPU takes a fraction of that)."""
+        return int(10 + 2 * sum(self.network_calls(int(length)) for length in lengths))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,6 +17,7 @@ import pandas as pd
 
 from workflow_lib.db.chunks import chunk_name
 from workflow_lib.errors import InputError
+from workflow_lib.structure.backbones import companion_files, is_backbone_archive
 from workflow_lib.workflow.config import FeatureConfig, TemplateConfig
 
 
@@ -54,6 +55,9 @@ class StageInputs:
         self.plans = plans
         self._msa_stats = msa_stats
         self.structures = expand_structures(templates.structures)
+        # a backbone archive is read with its sequence and DSSP files: inputs of the template rules too
+        self.structure_companions = [str(p) for s in self.structures if is_backbone_archive(s)
+                                     for p in companion_files(s)]
         self.db_dir = f"{results}/templates/{templates.name}"
         self.db_manifest = f"{self.db_dir}/manifest.json"
         if templates.msa_dir:
@@ -66,18 +70,18 @@ class StageInputs:
         else:
             self.msas, self.msa_option = [], ""
         self._members: dict[str, dict[str, list[str]]] = {}
-        self._longest: dict[str, dict[str, int]] = {}
+        self._lengths: dict[str, dict[str, list[int]]] = {}
         for proteome, plan in plans.items():
             members: dict[str, list[str]] = {}
-            longest: dict[str, int] = {}
+            chunk_lengths: dict[str, list[int]] = {}
             lengths = plan["length"] if "length" in plan else [0] * len(plan)
             for safe_id, chunk, length in zip(plan["safe_id"], plan["chunk"], lengths):
                 if chunk >= 0:
                     name = chunk_name(int(chunk))
                     members.setdefault(name, []).append(str(safe_id))
-                    longest[name] = max(longest.get(name, 0), int(length))
+                    chunk_lengths.setdefault(name, []).append(int(length))
             self._members[proteome] = {name: sorted(ids) for name, ids in sorted(members.items())}
-            self._longest[proteome] = longest
+            self._lengths[proteome] = chunk_lengths
 
     # --- the plan -------------------------------------------------------------------------------------------
     def chunks(self, proteome: str) -> list[str]:
@@ -91,9 +95,13 @@ class StageInputs:
             raise InputError(f"proteome '{proteome}' has no chunk '{chunk}'")
         return proteins
 
+    def lengths(self, proteome: str, chunk: str) -> list[int]:
+        """Lengths of the proteins of a chunk (zeros when the plan has no lengths)."""
+        return self._lengths[proteome].get(chunk, [])
+
     def longest(self, proteome: str, chunk: str) -> int:
         """Length of the longest protein of a chunk (0 when the plan has no lengths)."""
-        return self._longest[proteome].get(chunk, 0)
+        return max(self.lengths(proteome, chunk), default=0)
 
     def _files(self, wildcards, folder: str, suffix: str) -> list[str]:
         chunk = f"chunk_{wildcards.chunk}"
@@ -105,13 +113,17 @@ class StageInputs:
         return f"{self.results}/{proteome}/{stage}/{chunk}.stats.parquet"
 
     # --- inputs and options of the rules -------------------------------------------------------------------
-    def a3ms(self, wildcards) -> str:
-        """The chunk's A3M files, quoted for the shell."""
-        return " ".join(shlex.quote(p) for p in self._files(wildcards, "msa", ".a3m"))
+    def plan(self, wildcards) -> str:
+        """The proteome's chunk table: the per-chunk commands read their proteins from it (``--chunk-plan``)."""
+        return f"{self.results}/{wildcards.proteome}/chunks/chunks.parquet"
 
-    def feature_files(self, wildcards) -> str:
-        """The chunk's feature files, quoted for the shell (rule predict)."""
-        return " ".join(shlex.quote(p) for p in self._files(wildcards, "features", ".npz"))
+    def msa_dir(self, wildcards) -> str:
+        """The folder of the proteome's A3Ms, quoted for the shell."""
+        return shlex.quote(f"{self.results}/{wildcards.proteome}/msa")
+
+    def features_dir(self, wildcards) -> str:
+        """The folder of the proteome's feature files, quoted for the shell (rule predict)."""
+        return shlex.quote(f"{self.results}/{wildcards.proteome}/features")
 
     def msa_done(self, wildcards) -> str | list[str]:
         """The MSA stage's chunk table (the chunk's A3Ms are complete then), or the A3Ms themselves."""
