@@ -241,7 +241,9 @@ def precomputed_option(wildcards):
 
 def predict_mem_mb(wildcards, attempt):
     """A predict job's memory (resources mem_mb): from the longest protein of its chunk, times the attempt."""
-    return attempt * PREDICT_SETTINGS.memory_mb(STAGE_INPUTS.longest(wildcards.proteome, f"chunk_{wildcards.chunk}"))
+    longest = STAGE_INPUTS.longest(wildcards.proteome, f"chunk_{wildcards.chunk}")
+    templates = FEATURE_SETTINGS.max_templates if TEMPLATE_SETTINGS.enabled else 0
+    return attempt * PREDICT_SETTINGS.memory_mb(longest, templates)
 
 
 def predict_runtime(wildcards, attempt):
