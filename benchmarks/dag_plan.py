@@ -25,7 +25,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from search_bench.report import write_section  # noqa: E402
+from search_bench.report import publish  # noqa: E402
 
 SECTION = "## Workflow planning: 100,000 proteins"
 AMINO = "ACDEFGHIKLMNPQRSTVWY"
@@ -107,9 +107,7 @@ def main() -> int:
         f"- Jobs = chunks × (3 × ({args.shards} + 2) + 5) + 5: the search runs per chunk, shard and iteration, the "
         "template search, features and inference per chunk.",
     ])
-    print(body)
-    if args.results:
-        write_section(args.results, SECTION, body)
+    publish(body, args.results, SECTION)
     return 0
 
 

@@ -24,7 +24,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from search_bench.report import write_section  # noqa: E402
+from search_bench.report import publish  # noqa: E402
 from workflow_lib.report.collect import read_benchmark, stage_of_rule  # noqa: E402
 from workflow_lib.schemas.db import CHUNKS  # noqa: E402
 from workflow_lib.schemas.io import read_frame  # noqa: E402
@@ -85,9 +85,7 @@ def main() -> int:
         f"2 cores, {total_cpu / 3600 / 32:.1f} h on 32 (the jobs of a stage are independent; the search's "
         "iterations and the stages follow one another per chunk, not across the proteome).",
     ])
-    print(body)
-    if args.results_md:
-        write_section(args.results_md, SECTION, body)
+    publish(body, args.results_md, SECTION)
     return 0
 
 

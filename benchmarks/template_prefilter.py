@@ -24,7 +24,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from search_bench.report import write_section  # noqa: E402
+from search_bench.report import publish  # noqa: E402
 from workflow_lib.aligner.profile import profile_from_alignment  # noqa: E402
 from workflow_lib.seqio.msa import a3m_stem, read_a3m  # noqa: E402
 from workflow_lib.templates.database import load_template_db  # noqa: E402
@@ -96,9 +96,7 @@ def main() -> int:
         "",
         "- E-values are the same in every run: they count all templates, prefiltered or not.",
     ])
-    print(body)
-    if args.results:
-        write_section(args.results, SECTION, body)
+    publish(body, args.results, SECTION)
     return 0
 
 

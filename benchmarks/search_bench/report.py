@@ -129,3 +129,10 @@ def write_section(results: Path, heading: str, body: str) -> None:
     """Replace (or append) the ``heading`` section of the Markdown file ``results``, atomically."""
     existing = results.read_text() if results.exists() else "# Benchmarks\n"
     write_text_atomic(results, replace_section(existing, heading, body))
+
+
+def publish(body: str, results: Path | None, heading: str) -> None:
+    """Print a section's body and, when ``results`` is given, write it there under ``heading``."""
+    print(body)
+    if results is not None:
+        write_section(results, heading, body)
