@@ -120,3 +120,47 @@ def coevolution_features(codes: np.ndarray, weights: np.ndarray, *, pseudocount:
     """float32 ``[L, L, 2]``: APC-corrected covariance norm (channel 0) and APC-corrected MI (channel 1)."""
     cov_norm, mutual_info = raw_coevolution(codes, weights, pseudocount=pseudocount, block_bytes=block_bytes)
     return np.stack([apc(cov_norm), apc(mutual_info)], axis=-1).astype(np.float32)
+
+
+def coevolution_features_torch(codes: "torch.Tensor", weights: "torch.Tensor", *,
+                               dtype: "torch.dtype | None" = None) -> "torch.Tensor":
+    """:func:`coevolution_features` (pseudocount 0) in torch, on the tensors' device: ``[L, L, 2]`` float32.
+
+    For building features where the data are (a GPU during training on a training pack): the pair frequencies
+    are one ``[L·21, L·21]`` matrix product, so memory is ``L²·21²`` numbers (0.6 GB at L = 400 in float64,
+    the default ``dtype``, which matches the NumPy path to rounding).
+    """
+    import torch
+
+    dtype = dtype or torch.float64
+    states = torch.where(codes.long() >= GAP_STATE, GAP_STATE, codes.long())
+    depth, length = states.shape
+    w = weights.to(dtype)
+    if not bool(torch.all(w >= 0)) or not float(w.sum()) > 0:
+        raise ValueError("weights must be non-negative with a positive sum")
+    w = w / w.sum()
+    one_hot = torch.nn.functional.one_hot(states, PROFILE_STATES).to(dtype)            # [N, L, 21]
+    f_single = torch.einsum("n,nla->la", w, one_hot)                                   # [L, 21]
+    flat = one_hot.reshape(depth, length * PROFILE_STATES)
+    f_pair = ((flat * w[:, None]).T @ flat).reshape(length, PROFILE_STATES, length, PROFILE_STATES)
+    f_pair = f_pair.permute(0, 2, 1, 3)                                                # [L, L, 21, 21]
+    f_outer = f_single[:, None, :, None] * f_single[None, :, None, :]
+    deviation = (f_pair - f_outer)[..., :GAP_STATE, :GAP_STATE]
+    cov_norm = torch.sqrt((deviation * deviation).sum(dim=(-1, -2)))
+    positive = (f_pair > 0) & (f_outer > 0)
+    ratio = torch.where(positive, f_pair / torch.where(positive, f_outer, torch.ones_like(f_outer)),
+                        torch.ones_like(f_pair))
+    mutual_info = (f_pair * torch.log(ratio)).sum(dim=(-1, -2))
+    eye = torch.eye(length, dtype=torch.bool, device=codes.device)
+
+    def corrected(raw: "torch.Tensor") -> "torch.Tensor":
+        scores = raw.masked_fill(eye, 0.0)
+        if length < 2:
+            return scores
+        row_mean = scores.sum(dim=1) / (length - 1)
+        total_mean = scores.sum() / (length * (length - 1))
+        if float(total_mean) > 0:
+            scores = scores - torch.outer(row_mean, row_mean) / total_mean
+        return scores.masked_fill(eye, 0.0)
+
+    return torch.stack([corrected(cov_norm), corrected(mutual_info)], dim=-1).to(torch.float32)

@@ -94,7 +94,9 @@ class ThreeTrackNetwork(nn.Module):
     Output dict: ``dist_logits``/``omega_logits``/``theta_logits`` ``[B, L, L, 37]``, ``phi_logits``
     ``[B, L, L, 19]``, ``coords [B, L, 3, 3]`` (N, CA, C), ``cb [B, L, 3]``, ``plddt [B, L]`` in [0, 1],
     ``plddt_logits [B, L, 50]``, ``single [B, L, C_m]`` (query MSA row), ``pair [B, L, L, C_z]``,
-    ``state [B, L, C_s]``, ``frames_rot [B, L, 3, 3]``, ``frames_trans [B, L, 3]``.
+    ``state [B, L, C_s]``, ``frames_rot [B, L, 3, 3]``, ``frames_trans [B, L, 3]``, and the frames after the
+    initial structure and after each three-track block, ``trajectory_rot [K, B, L, 3, 3]`` and
+    ``trajectory_trans [K, B, L, 3]`` (``K = n_blocks_3track + 1``; the last are the final frames).
     """
 
     def __init__(self, config: ModelConfig) -> None:
@@ -181,14 +183,18 @@ class ThreeTrackNetwork(nn.Module):
             m, z = self._run(block, m, z, msa_mask, pair_mask, msa_weights, chunk_size)
         s, frames = self.initial_structure(m[:, 0], z, seq_mask)
         rot, trans = frames
+        trajectory = [(rot, trans)]
         for block in self.three_track_blocks:
             m, z, s, rot, trans = self._run(block, m, z, s, rot, trans, msa_mask, pair_mask, seq_mask,
                                             msa_weights, chunk_size)
+            trajectory.append((rot, trans))
         frames = Frames(rot, trans)
         out = dict(self.distogram_head(z))
         out.update(self.backbone_head(frames))
         out.update(self.plddt_head(s, m[:, 0]))
-        out.update(single=m[:, 0], pair=z, state=s, frames_rot=rot, frames_trans=trans)
+        out.update(single=m[:, 0], pair=z, state=s, frames_rot=rot, frames_trans=trans,
+                   trajectory_rot=torch.stack([r for r, _ in trajectory]),
+                   trajectory_trans=torch.stack([t for _, t in trajectory]))
         return out
 
 

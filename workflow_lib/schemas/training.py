@@ -1,11 +1,12 @@
 """The training workflow's tables: ``data/chains.parquet`` (:data:`TRAINING_CHAINS`),
-``run/metrics.parquet`` (:data:`TRAINING_METRICS`), ``run/validation.parquet`` (:data:`VALIDATION_CHAINS`)."""
+``run/metrics.parquet`` (:data:`TRAINING_METRICS`), ``run/validation.parquet`` (:data:`VALIDATION_CHAINS`); and
+the training pack's arrays (:data:`TRAINING_PACK`)."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-from workflow_lib.schemas.io import TableSchema
+from workflow_lib.schemas.io import ArraySpec, NpzSchema, TableSchema
 
 TRAINING_CHAINS = TableSchema("training_chains", 1, pa.schema([
     ("name", pa.string()),           # {entry}_{chain}; the A3M / feature stem
@@ -44,3 +45,17 @@ VALIDATION_CHAINS = TableSchema("validation_chains", 1, pa.schema([
     ("contact_precision_medlong", pa.float64()),
     ("loss", pa.float64()),
 ]), "Per-chain validation metrics of a trained model.")
+
+
+TRAINING_PACK = NpzSchema("training_pack", 1, {
+    "names": ArraySpec("S64", ("C",), "chain names (ASCII), the training table's order"),
+    "is_validation": ArraySpec("bool", ("C",), "chain is in the validation split"),
+    "cluster": ArraySpec("int32", ("C",), "identity cluster (training chains are drawn by cluster)"),
+    "lengths": ArraySpec("int32", ("C",), "residues of each chain"),
+    "depths": ArraySpec("int32", ("C",), "MSA rows kept for each chain (query included)"),
+    "residue_index": ArraySpec("int32", ("R",), "structure residue index of every residue, chains concatenated"),
+    "coords": ArraySpec("int16", ("R", 3, 3), "N, CA, C in 0.01 Å, each chain centred on its mean CA"),
+    "atom_mask": ArraySpec("bool", ("R", 3), "atom present"),
+    "msa": ArraySpec("int8", ("M",), "each chain's MSA rows [depth, length] flattened, chains concatenated"),
+    "seq_weights": ArraySpec("float32", ("D",), "each chain's row weights, chains concatenated"),
+}, "Everything trackfold train needs of many chains in one file (workflow_lib.training.pack).")

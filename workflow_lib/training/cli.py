@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import glob
 import json
 import shutil
@@ -30,6 +31,8 @@ from workflow_lib.training.config import TrainConfig, training_model_config
 from workflow_lib.training.data import prepare_training_data
 from workflow_lib.training.examples import load_training_chains
 from workflow_lib.training.loop import train, training_device
+from workflow_lib.training.losses import LossWeights
+from workflow_lib.training.pack import build_pack, read_pack
 
 
 def _override(text: str) -> tuple[str, Any]:
@@ -44,7 +47,8 @@ def _override(text: str) -> tuple[str, Any]:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     data = subparsers.add_parser("train-data", help="structure files -> training chains, identity split, A3Ms")
-    data.add_argument("structures", nargs="+", help="PDB/mmCIF files (plain or .gz)")
+    data.add_argument("structures", nargs="+",
+                      help="PDB/mmCIF files (plain or .gz) or backbone archives (backbone.npz with its FASTA files)")
     data.add_argument("--out-dir", required=True, help="writes chains.parquet, split.json, a3m/{name}.a3m")
     data.add_argument("--min-length", type=positive_int, default=40)
     data.add_argument("--max-length", type=positive_int, default=400)
@@ -53,21 +57,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     data.add_argument("--val-fraction", type=float, default=0.1)
     data.add_argument("--seed", type=int, default=0)
     data.add_argument("--cpus", type=positive_int, default=1)
+    data.add_argument("--names", help="a file of chain names (XXXX_C), one per line: use only these chains")
+    data.add_argument("--val-chains", type=positive_int, default=None,
+                      help="draw this many validation chains and leave out every chain close to one, instead of "
+                           "clustering all against all (for thousands of chains)")
     data.set_defaults(handler=run_train_data)
 
     tr = subparsers.add_parser("train", help="train the three-track network (resumes from OUT_DIR/train_state.pt)")
-    tr.add_argument("--chains", required=True, help="chains.parquet from train-data")
-    tr.add_argument("--features-dir", required=True, help="directory of {name}.npz feature files")
+    tr.add_argument("--chains", help="chains.parquet from train-data (with --features-dir)")
+    tr.add_argument("--features-dir", help="directory of {name}.npz feature files")
+    tr.add_argument("--pack", help="a training pack (trackfold train-pack) instead of --chains/--features-dir")
     tr.add_argument("--out-dir", required=True, help="train_state.pt, metrics.*, learning_curve.png, model.pt")
     tr.add_argument("--preset", default="small", choices=sorted(PRESETS))
     tr.add_argument("--set", dest="overrides", action="append", type=_override, default=[], metavar="KEY=VALUE",
                     help="model config override (repeatable), e.g. --set dropout=0.0")
     defaults = TrainConfig(model=training_model_config("tiny").to_dict())
-    for name in ("steps", "crop_size", "max_msa_rows", "checkpoint_every", "val_every", "val_max_chains",
+    for name in ("steps", "crop_size", "batch_size", "max_msa_rows", "checkpoint_every", "val_every", "val_max_chains",
                  "val_crop", "redraw_every", "warmup_steps", "seed"):
         tr.add_argument(f"--{name.replace('_', '-')}", type=int, default=getattr(defaults, name))
     for name in ("lr", "weight_decay", "clip_norm", "min_lr_fraction"):
         tr.add_argument(f"--{name.replace('_', '-')}", type=float, default=getattr(defaults, name))
+    tr.add_argument("--loss", dest="loss_weights", action="append", type=_override, default=[],
+                    metavar="KEY=VALUE", help="loss weight override (repeatable), e.g. --loss violation=0")
     tr.add_argument("--init-model", default="",
                     help="warm start from this checkpoint's weights (same architecture); ignored when resuming")
     tr.add_argument("--threads", type=positive_int, default=1, help="torch intra-op threads (default 1)")
@@ -79,6 +90,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     tr.add_argument("--device", choices=("auto", "cpu", "cuda"), default="cpu",
                     help="cpu (default), cuda, or auto: CUDA when torch sees a GPU")
     tr.set_defaults(handler=run_train)
+
+    pk = subparsers.add_parser("train-pack", help="the chains, MSAs and backbones of a training table in one file",
+                               description="A compact file for training on another machine (a GPU node): MSA "
+                                           "rows, weights and backbones; trackfold train --pack computes the "
+                                           "co-evolution features there.")
+    pk.add_argument("--chains", required=True, help="chains.parquet from train-data")
+    pk.add_argument("--msa-dir", nargs="+", required=True, help="directories holding {name}.a3m (first wins)")
+    pk.add_argument("--max-rows", type=positive_int, default=1024, help="MSA rows kept per chain (query included)")
+    pk.add_argument("--out", required=True, help="the pack (.npz)")
+    pk.set_defaults(handler=run_train_pack)
 
     batch = subparsers.add_parser(
         "train-batch", help="one MSA batch of the training chains: query FASTA, or checked precomputed A3Ms",
@@ -118,40 +139,72 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     card.set_defaults(handler=run_train_card)
 
 
+def read_names(path: str | None) -> set[str] | None:
+    """The chain names of a ``--names`` file (one per line, blank lines and ``#`` comments ignored)."""
+    if not path:
+        return None
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as error:
+        raise InputError(f"cannot read the names file: {error.strerror}", path=path) from None
+    names = {line.split()[0] for line in lines if line.strip() and not line.lstrip().startswith("#")}
+    if not names:
+        raise InputError("the names file lists no chain", path=path)
+    return names
+
+
 def run_train_data(args: argparse.Namespace) -> int:
     table = prepare_training_data(args.structures, args.out_dir, min_length=args.min_length,
                                   max_length=args.max_length, identity=args.identity, val_fraction=args.val_fraction,
-                                  seed=args.seed, cpus=args.cpus)
+                                  seed=args.seed, cpus=args.cpus, names=read_names(args.names),
+                                  val_chains=args.val_chains)
     counts = table["split"].value_counts().to_dict()
     print(f"{args.out_dir}/chains.parquet: {len(table)} chains in {table['cluster'].nunique()} clusters; "
           f"train {counts.get('train', 0)}, validation {counts.get('validation', 0)}")
     return 0
 
 
+def run_train_pack(args: argparse.Namespace) -> int:
+    counts = build_pack(read_frame(args.chains, TRAINING_CHAINS), args.msa_dir, args.out, max_rows=args.max_rows)
+    print(f"{args.out}: {counts['chains']} chains, {counts['residues']} residues, {counts['msa_rows']} MSA rows")
+    return 0
+
+
 def run_train(args: argparse.Namespace) -> int:
     torch.set_num_threads(args.threads)
     model = training_model_config(args.preset, **dict(args.overrides))
-    config = TrainConfig(model=model.to_dict(), steps=args.steps, crop_size=args.crop_size,
+    config = TrainConfig(model=model.to_dict(), steps=args.steps, crop_size=args.crop_size, batch_size=args.batch_size,
                          max_msa_rows=args.max_msa_rows, lr=args.lr, warmup_steps=args.warmup_steps,
                          min_lr_fraction=args.min_lr_fraction, weight_decay=args.weight_decay,
                          clip_norm=args.clip_norm, checkpoint_every=args.checkpoint_every, val_every=args.val_every,
                          val_max_chains=args.val_max_chains, val_crop=args.val_crop, redraw_every=args.redraw_every,
-                         seed=args.seed, init_model=str(args.init_model or ""))
+                         seed=args.seed, init_model=str(args.init_model or ""),
+                         loss_weights={**dataclasses.asdict(LossWeights()), **dict(args.loss_weights)})
     if config.init_model and not Path(config.init_model).is_file():
         raise InputError("--init-model: no such checkpoint", path=config.init_model)
-    table = read_frame(args.chains, TRAINING_CHAINS)
+    if bool(args.pack) == bool(args.chains or args.features_dir) or (args.chains is None) != (args.features_dir is None):
+        raise InputError("trackfold train needs either --pack or both --chains and --features-dir")
+    if args.pack:
+        table, chains = read_pack(args.pack, device=training_device(args.device))
+        by_name = {chain.name: chain for chain in chains}
+    else:
+        table = read_frame(args.chains, TRAINING_CHAINS)
     train_table = table[table["split"] == "train"]
     if args.max_train_chains:
         train_table = train_table.head(args.max_train_chains)
     val_table = table[table["split"] == "validation"]
     if train_table.empty:
-        raise InputError("no training chains in the table", path=args.chains)
-    train_chains = load_training_chains(train_table, args.features_dir)
-    val_chains = load_training_chains(val_table, args.features_dir)
+        raise InputError("no training chains in the table", path=args.pack or args.chains)
+    if args.pack:
+        train_chains = [by_name[name] for name in train_table["name"]]
+        val_chains = [by_name[name] for name in val_table["name"]]
+    else:
+        train_chains = load_training_chains(train_table, args.features_dir)
+        val_chains = load_training_chains(val_table, args.features_dir)
     result = train(config, train_chains, train_table["cluster"].tolist(), val_chains, args.out_dir,
                    resume=not args.no_resume, stop_after=args.stop_after,
                    time_limit_s=None if args.time_limit_min is None else 60.0 * args.time_limit_min,
-                   export_extra={"preset": args.preset, "chains_table": shown_path(args.chains),
+                   export_extra={"preset": args.preset, "chains_table": shown_path(args.pack or args.chains),
                                  "device": str(training_device(args.device))},
                    device=args.device)
     print(f"{args.out_dir}: {result.step} steps, {result.wall_s:.0f} s"

@@ -22,7 +22,7 @@ class TrainConfig(TrainSettings):
 
     def __post_init__(self) -> None:
         ModelConfig.from_dict(self.model)
-        for name in ("steps", "crop_size", "max_msa_rows", "checkpoint_every", "val_every", "val_max_chains",
+        for name in ("steps", "crop_size", "batch_size", "max_msa_rows", "checkpoint_every", "val_every", "val_max_chains",
                      "val_crop", "redraw_every"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -30,6 +30,9 @@ class TrainConfig(TrainSettings):
         if self.warmup_steps < 0 or not self.lr > 0 or self.clip_norm <= 0 or not 0 <= self.min_lr_fraction <= 1:
             raise InputError("training config: need warmup_steps ≥ 0, lr > 0, clip_norm > 0, "
                              "0 ≤ min_lr_fraction ≤ 1")
+        unknown = sorted(set(self.loss_weights) - {f.name for f in dataclasses.fields(LossWeights)})
+        if unknown:
+            raise InputError(f"training config: unknown loss weight(s) {unknown}")
         LossWeights(**self.loss_weights)
 
     @property

@@ -10,12 +10,21 @@ chain) divided by the length of the *shorter* chain (the CD-HIT convention; an a
 either direction exceeds the threshold). The table (:data:`TRAINING_CHAINS`) lists each chain's structure file
 and chain id; a query-only A3M per chain is written for ``trackfold features`` (replace it with a real MSA to
 train on alignments).
+
+Structure sources are PDB/mmCIF files or backbone archives (:mod:`workflow_lib.structure.backbones`, e.g. the
+20,000 chains of ProMod3's structure database; a chain of an archive is named and found by ``XXXX_C``).
+``names`` restricts the chains to a list (for example those that have an MSA). For thousands of chains the
+all-against-all clustering costs O(n²) alignments; :func:`split_against_validation` (``--val-chains N``) costs
+O(n · N) instead: N validation chains drawn at random, none more than ``identity`` identical to another, and
+every other chain more than ``identity`` identical to a validation chain left out of training (counted in
+``split.json``), so the guarantee is the same; training chains are then not clustered among themselves (each
+its own cluster).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +36,7 @@ from workflow_lib.schemas.io import write_table
 from workflow_lib.schemas.training import TRAINING_CHAINS
 from workflow_lib.seqio.alphabet import encode
 from workflow_lib.seqio.atomic import write_text_atomic
+from workflow_lib.structure.backbones import is_backbone_archive, read_backbone_archive
 from workflow_lib.structure.parse import Chain, read_structure
 
 
@@ -55,14 +65,29 @@ def chain_ok(chain: Chain, *, min_length: int, max_length: int, max_unknown: flo
     return ""
 
 
-def collect_chains(paths: Iterable[str | Path], *, min_length: int = 40, max_length: int = 400
-                   ) -> tuple[list[ChainRecord], dict[str, int]]:
+def read_chains(path: str | Path, names: set[str] | None = None) -> Iterator[Chain]:
+    """The chains of a structure file or of a backbone archive (only those named in ``names`` when given)."""
+    if is_backbone_archive(path):
+        yield from (entry.chain for entry in read_backbone_archive(path, names=names))
+        return
+    for chain in read_structure(path):
+        if names is None or chain.name.replace(".", "_") in names:
+            yield chain
+
+
+def chain_key(structure: str | Path, chain: Chain) -> str:
+    """How a training table row finds its chain in its structure: the name in an archive, else the chain id."""
+    return chain.name if is_backbone_archive(structure) else chain.chain_id
+
+
+def collect_chains(paths: Iterable[str | Path], *, min_length: int = 40, max_length: int = 400,
+                   names: set[str] | None = None) -> tuple[list[ChainRecord], dict[str, int]]:
     """Usable chains of the structure files (module docstring), identical sequences once; and skip counts."""
     records: list[ChainRecord] = []
     seen: set[str] = set()
     skipped: dict[str, int] = {}
     for path in sorted(str(p) for p in paths):
-        for chain in read_structure(path):
+        for chain in read_chains(path, names):
             reason = chain_ok(chain, min_length=min_length, max_length=max_length)
             if not reason and chain.sequence in seen:
                 reason = "identical sequence already taken"
@@ -71,7 +96,7 @@ def collect_chains(paths: Iterable[str | Path], *, min_length: int = 40, max_len
                 continue
             seen.add(chain.sequence)
             name = chain.name.replace(".", "_")
-            records.append(ChainRecord(name, path, chain.chain_id, chain.sequence))
+            records.append(ChainRecord(name, path, chain_key(path, chain), chain.sequence))
     names = [r.name for r in records]
     if len(set(names)) != len(names):
         dup = sorted({n for n in names if names.count(n) > 1})
@@ -149,6 +174,68 @@ def split_by_identity(records: Sequence[ChainRecord], *, identity: float = 0.3, 
     })
 
 
+def cross_identities(queries: Sequence[str], targets: Sequence[str], *, cpus: int = 1) -> np.ndarray:
+    """float32 ``[len(queries), len(targets)]``: identity (module docstring) of each query against each target,
+    the query's single-sequence profile aligned to the target sequence (0 where nothing aligns)."""
+    from workflow_lib.aligner import align_queries, profile_from_sequence
+
+    out = np.zeros((len(queries), len(targets)), dtype=np.float32)
+    if not len(queries) or not len(targets):
+        return out
+    codes = [encode(s) for s in targets]
+    hits = align_queries([profile_from_sequence(s) for s in queries], codes, backtrace=True, cpus=cpus)
+    for qi, row in enumerate(hits):
+        query = encode(queries[qi])
+        for tj, hit in enumerate(row):
+            if hit is not None and hit.aligned_columns:
+                same = int(np.sum(query[hit.pairs[:, 0]] == codes[tj][hit.pairs[:, 1]]))
+                out[qi, tj] = same / min(len(queries[qi]), len(targets[tj]))
+    return out
+
+
+def split_against_validation(records: Sequence[ChainRecord], *, val_chains: int, identity: float = 0.3,
+                             seed: int = 0, cpus: int = 1) -> tuple[pd.DataFrame, dict[str, float | int]]:
+    """The :data:`TRAINING_CHAINS` table for large chain sets (module docstring) and what it measured.
+
+    ``val_chains`` chains in a seeded random order are validation candidates; a candidate more than ``identity``
+    identical to an earlier kept one is dropped (greedy), every other chain more than ``identity`` identical to
+    a kept validation chain is left out. Returns the table (kept chains only) and ``{"excluded": n,
+    "max_cross_identity": highest validation-to-training identity}``.
+    """
+    if not 0 < val_chains < len(records):
+        raise InputError(f"--val-chains must be between 1 and {len(records) - 1}, got {val_chains}")
+    order = np.random.default_rng(seed).permutation(len(records))
+    candidates = [int(k) for k in order[:val_chains]]
+    sequences = [r.sequence for r in records]
+    among = cross_identities([sequences[k] for k in candidates], [sequences[k] for k in candidates], cpus=cpus)
+    kept: list[int] = []
+    for a in range(len(candidates)):
+        if all(max(among[a, b], among[b, a]) <= identity for b in kept):
+            kept.append(a)
+    validation = [candidates[a] for a in kept]
+    taken = set(validation)
+    others = [k for k in range(len(records)) if k not in taken]
+    cross = cross_identities([sequences[k] for k in validation], [sequences[k] for k in others], cpus=cpus)
+    too_close = cross.max(axis=0) > identity if len(validation) else np.zeros(len(others), dtype=bool)
+    train = [k for k, close in zip(others, too_close) if not close]
+    chosen = validation + train
+    split = ["validation"] * len(validation) + ["train"] * len(train)
+    remaining = cross[:, ~too_close] if len(validation) else cross
+    table = pd.DataFrame({
+        "name": [records[k].name for k in chosen],
+        "structure": [records[k].structure for k in chosen],
+        "chain": [records[k].chain for k in chosen],
+        "sequence": [records[k].sequence for k in chosen],
+        "length": [len(records[k].sequence) for k in chosen],
+        "cluster": np.arange(len(chosen), dtype=np.int32),
+        "split": split,
+    })
+    measured = {"excluded": int(too_close.sum()),
+                "validation_candidates_dropped": len(candidates) - len(validation),
+                "max_cross_identity": float(remaining.max()) if remaining.size else 0.0}
+    return table, measured
+
+
 def max_cross_identity(table: pd.DataFrame, *, cpus: int = 1) -> float:
     """Highest identity (module docstring) between a validation chain and a training chain (0 if none)."""
     from workflow_lib.aligner import align_queries, profile_from_sequence
@@ -173,14 +260,22 @@ def max_cross_identity(table: pd.DataFrame, *, cpus: int = 1) -> float:
 
 def prepare_training_data(structures: Sequence[str | Path], out_dir: str | Path, *, min_length: int = 40,
                           max_length: int = 400, identity: float = 0.3, val_fraction: float = 0.1, seed: int = 0,
-                          cpus: int = 1) -> pd.DataFrame:
+                          cpus: int = 1, names: set[str] | None = None, val_chains: int | None = None
+                          ) -> pd.DataFrame:
     """Write ``out_dir/chains.parquet`` (:data:`TRAINING_CHAINS`), ``out_dir/a3m/{name}.a3m`` (query only)
-    and ``out_dir/split.json`` (counts, settings, measured maximum cross-split identity)."""
+    and ``out_dir/split.json`` (counts, settings, measured maximum cross-split identity).
+
+    ``names``: only these chains; ``val_chains``: :func:`split_against_validation` instead of clustering."""
     out_dir = Path(out_dir)
-    records, skipped = collect_chains(structures, min_length=min_length, max_length=max_length)
+    records, skipped = collect_chains(structures, min_length=min_length, max_length=max_length, names=names)
     if len(records) < 2:
         raise InputError(f"only {len(records)} usable chain(s) in {len(structures)} structure file(s)")
-    table = split_by_identity(records, identity=identity, val_fraction=val_fraction, seed=seed, cpus=cpus)
+    measured: dict[str, float | int] = {}
+    if val_chains:
+        table, measured = split_against_validation(records, val_chains=val_chains, identity=identity, seed=seed,
+                                                   cpus=cpus)
+    else:
+        table = split_by_identity(records, identity=identity, val_fraction=val_fraction, seed=seed, cpus=cpus)
     write_table(out_dir / "chains.parquet", table, TRAINING_CHAINS)
     for name, sequence in zip(table["name"], table["sequence"]):
         write_text_atomic(out_dir / "a3m" / f"{name}.a3m", f">{name}\n{sequence}\n")
@@ -191,7 +286,11 @@ def prepare_training_data(structures: Sequence[str | Path], out_dir: str | Path,
         "validation_chains": int((table["split"] == "validation").sum()),
         "validation_clusters": int(table[table["split"] == "validation"]["cluster"].nunique()),
         "identity_threshold": identity, "min_length": min_length, "max_length": max_length, "seed": seed,
-        "max_cross_identity": max_cross_identity(table, cpus=cpus),
+        "split_method": "against validation" if val_chains else "single-linkage clusters",
+        "excluded_near_validation": int(measured.get("excluded", 0)),
+        "validation_candidates_dropped": int(measured.get("validation_candidates_dropped", 0)),
+        "max_cross_identity": (float(measured["max_cross_identity"]) if measured
+                               else max_cross_identity(table, cpus=cpus)),
     }
     write_text_atomic(out_dir / "split.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
     return table

@@ -10,29 +10,48 @@ plus at most ``max_msa_rows − 1`` other rows (:func:`subsample_msa_rows`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
+import torch.nn.functional as F
 
 from workflow_lib.errors import InputError
 from workflow_lib.features.build import read_features
-from workflow_lib.seqio.alphabet import encode
+from workflow_lib.seqio.alphabet import GAP_CODE, encode
 from workflow_lib.structure.geometry import bin_pair_geometry, pair_geometry
-from workflow_lib.structure.parse import Chain, read_structure
+from workflow_lib.structure.backbones import is_backbone_archive
+from workflow_lib.structure.parse import Chain
+from workflow_lib.training.data import chain_key, read_chains
+from workflow_lib.training.losses import bonded_pairs
 
 
 @dataclass(frozen=True)
 class TrainingChain:
-    """A chain's true backbone and the residue index the network sees (module docstring)."""
+    """A chain's true backbone and the residue index the network sees (module docstring).
+
+    The MSA features come from ``features_path`` (a feature file) or, for a chain of a training pack
+    (:mod:`workflow_lib.training.pack`), from ``msa`` / ``seq_weights`` / ``coevolution`` held in memory.
+    """
 
     name: str
-    features_path: Path
+    features_path: Path | None
     coords: np.ndarray          # float32 [L, 3, 3] N, CA, C (NaN where missing)
     atom_mask: np.ndarray       # bool [L, 3]
     residue_index: np.ndarray   # int64 [L]
+    msa: np.ndarray | None = None           # int8 [N, L] residue codes, the query first
+    seq_weights: np.ndarray | None = None   # float32 [N]
+    coevolution: np.ndarray | None = None   # [L, L, C_c]
+
+    def features(self) -> dict[str, np.ndarray]:
+        """``msa``, ``seq_weights`` and ``coevolution``: from memory, or read from the feature file."""
+        if self.features_path is None:
+            return {"msa": self.msa, "seq_weights": self.seq_weights, "coevolution": self.coevolution}
+        return read_features(self.features_path)
 
     def __len__(self) -> int:
         return int(self.coords.shape[0])
@@ -59,16 +78,7 @@ def load_training_chains(table: pd.DataFrame, features_dir: str | Path) -> list[
     """Read every chain's structure (each file once) and check its feature file's query matches it."""
     features_dir = Path(features_dir)
     out: list[TrainingChain] = []
-    cache: dict[str, dict[str, Chain]] = {}
-    for row in table.itertuples(index=False):
-        if row.structure not in cache:
-            cache = {row.structure: {c.chain_id: c for c in read_structure(row.structure)}}
-        chain = cache[row.structure].get(row.chain)
-        if chain is None:
-            raise InputError(f"no chain {row.chain!r}", path=row.structure, record=row.name)
-        if chain.sequence != row.sequence:
-            raise InputError("the chain's sequence differs from the training table's", path=row.structure,
-                             record=row.name)
+    for row, chain in table_chains(table):
         features_path = features_dir / f"{row.name}.npz"
         features = read_features(features_path)
         query = features["msa"][0].astype(np.uint8)
@@ -78,6 +88,26 @@ def load_training_chains(table: pd.DataFrame, features_dir: str | Path) -> list[
         out.append(TrainingChain(row.name, features_path, np.array(chain.coords[:, :3], dtype=np.float32),
                                  np.array(chain.mask[:, :3]), structure_residue_index(chain)))
     return out
+
+
+def table_chains(table: pd.DataFrame) -> Iterator[tuple[Any, Chain]]:
+    """Each row of a training table with its chain (each structure file or archive read once), checked.
+
+    The chain is looked up by name in a backbone archive and by chain id in a PDB/mmCIF file
+    (:func:`workflow_lib.training.data.chain_key`); a missing chain or another sequence is an InputError.
+    """
+    by_structure: dict[str, dict[str, Chain]] = {}
+    for structure, rows in table.groupby("structure", sort=False):
+        wanted = set(rows["name"]) if is_backbone_archive(structure) else None
+        by_structure[structure] = {chain_key(structure, c): c for c in read_chains(structure, wanted)}
+    for row in table.itertuples(index=False):
+        chain = by_structure[row.structure].get(row.chain)
+        if chain is None:
+            raise InputError(f"no chain {row.chain!r}", path=row.structure, record=row.name)
+        if chain.sequence != row.sequence:
+            raise InputError("the chain's sequence differs from the training table's", path=row.structure,
+                             record=row.name)
+        yield row, chain
 
 
 def subsample_msa_rows(n_rows: int, max_rows: int, rng: np.random.Generator | None) -> np.ndarray:
@@ -102,7 +132,7 @@ def make_targets(coords: np.ndarray, atom_mask: np.ndarray) -> dict[str, np.ndar
 def make_example(chain: TrainingChain, start: int, length: int, rows_rng: np.random.Generator | None,
                  max_msa_rows: int) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
     """Network inputs and loss targets (batch of one) of residues ``start:start+length`` of ``chain``."""
-    features = read_features(chain.features_path)
+    features = chain.features()
     window = slice(start, start + length)
     rows = subsample_msa_rows(features["msa"].shape[0], max_msa_rows, rows_rng)
     msa = features["msa"][rows][:, window].astype(np.int64)
@@ -116,7 +146,48 @@ def make_example(chain: TrainingChain, start: int, length: int, rows_rng: np.ran
     targets = {key: torch.from_numpy(np.ascontiguousarray(value))[None] for key, value in raw.items()}
     for key in ("dist", "omega", "theta", "phi"):
         targets[key] = targets[key].long()
+    targets["bonded"] = bonded_pairs(targets["atom_mask"], inputs["residue_index"])
     return inputs, targets
+
+
+def collate(examples: Sequence[tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]]
+            ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """Examples of :func:`make_example` (each a batch of one) as one batch, padded to the longest crop and the
+    deepest MSA: padding residues have ``seq_mask`` 0, padding rows ``msa_mask`` 0 and weight 0, and no padding
+    pair, atom or bond is scored. One example is returned as it is."""
+    if len(examples) == 1:
+        return examples[0]
+    length = max(inputs["msa"].shape[2] for inputs, _ in examples)
+    depth = max(inputs["msa"].shape[1] for inputs, _ in examples)
+    batch_inputs: dict[str, list[torch.Tensor]] = {}
+    batch_targets: dict[str, list[torch.Tensor]] = {}
+    for inputs, targets in examples:
+        n, l = inputs["msa"].shape[1:]
+        pad_l, pad_n = length - l, depth - n
+        padded = {
+            "msa": F.pad(inputs["msa"], (0, pad_l, 0, pad_n), value=GAP_CODE),
+            "residue_index": torch.cat((inputs["residue_index"], inputs["residue_index"][:, -1:]
+                                        + torch.arange(1, pad_l + 1)), dim=1),
+            "seq_mask": F.pad(torch.ones(1, l), (0, pad_l)),
+            "msa_mask": F.pad(torch.ones(1, n, l), (0, pad_l, 0, pad_n)),
+            "msa_weights": F.pad(inputs["msa_weights"], (0, pad_n)),
+        }
+        if "coevolution" in inputs:
+            padded["coevolution"] = F.pad(inputs["coevolution"], (0, 0, 0, pad_l, 0, pad_l))
+        for key, value in padded.items():
+            batch_inputs.setdefault(key, []).append(value)
+        for key, value in targets.items():
+            if key == "coords":
+                value = F.pad(value, (0, 0, 0, 0, 0, pad_l))
+            elif key == "atom_mask":
+                value = F.pad(value, (0, 0, 0, pad_l), value=False)
+            elif key == "bonded":
+                value = F.pad(value, (0, pad_l), value=False)
+            else:  # the [1, L, L] maps and the pair mask
+                value = F.pad(value, (0, pad_l, 0, pad_l))
+            batch_targets.setdefault(key, []).append(value)
+    return ({key: torch.cat(values) for key, values in batch_inputs.items()},
+            {key: torch.cat(values) for key, values in batch_targets.items()})
 
 
 def to_device(example: tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]], device: torch.device

@@ -33,7 +33,7 @@ from workflow_lib.schemas.io import write_table
 from workflow_lib.schemas.training import VALIDATION_CHAINS
 from workflow_lib.seqio.atomic import write_text_atomic
 from workflow_lib.training.config import TrainConfig
-from workflow_lib.training.examples import TrainingChain, make_example, to_device
+from workflow_lib.training.examples import TrainingChain, collate, make_example, to_device
 from workflow_lib.training.losses import LossWeights, total_loss
 from workflow_lib.training.metrics import metric_row, validation_row, write_metrics
 from workflow_lib.training.state import load_training_state, save_training_state
@@ -137,8 +137,11 @@ def train(config: TrainConfig, train_chains: Sequence[TrainingChain], train_clus
             break
         if step % config.redraw_every == 0:
             model.redraw_performer_features(torch.Generator().manual_seed(config.seed * 1_000_003 + step))
-        chain, start, length = _sample(train_chains, train_clusters, rng, config.crop_size)
-        inputs, targets = to_device(make_example(chain, start, length, rng, config.max_msa_rows), device)
+        examples = []
+        for _ in range(config.batch_size):
+            chain, start, length = _sample(train_chains, train_clusters, rng, config.crop_size)
+            examples.append(make_example(chain, start, length, rng, config.max_msa_rows))
+        inputs, targets = to_device(collate(examples), device)
         lr = learning_rate(config, step)
         for group in optimizer.param_groups:
             group["lr"] = lr
@@ -149,7 +152,7 @@ def train(config: TrainConfig, train_chains: Sequence[TrainingChain], train_clus
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
         optimizer.step()
         step += 1
-        history.append(metric_row(step, "train", parts, lr, wall(), 1))
+        history.append(metric_row(step, "train", parts, lr, wall(), config.batch_size))
         if step % 10 == 0:
             log.info("step %d loss %.3f (dist %.3f fape %.3f plddt %.3f) %.1fs", step, parts["loss"],
                      parts["distogram"], parts["fape"], parts["plddt"], wall())

@@ -23,6 +23,14 @@ gradients are exactly 0.
   (:func:`lddt_ca_torch`, the convention of :func:`workflow_lib.structure.metrics.lddt_ca`) is binned into
   ``plddt_bins`` equal bins over [0, 1] and the pLDDT logits are trained by cross-entropy on residues that
   have at least one scored pair.
+- :func:`trajectory_fape` — the same FAPE of the frames after the initial structure and after every
+  three-track block (their ideal backbones), averaged: AlphaFold scores every structure-module layer so that
+  early layers already place residues; weight ``fape_trajectory`` (0 turns it off).
+- :func:`bond_violation_loss` — physical chain geometry between consecutive residues (``bonded``: residue
+  numbers differ by one and both have N, CA, C): the peptide bond C(i)–N(i+1) = 1.329 Å and the Cα(i)–Cα(i+1)
+  distance = 3.80 Å (trans peptide), each a flat-bottom penalty ``max(0, |d − d0| − tol)`` in Å with
+  ``tol`` = 0.05 Å, averaged over bonded pairs (AlphaFold's between-residue bond violations, 1.9.11, with a
+  tighter tolerance and Cα–Cα instead of the bond angles); weight ``violation``.
 - :func:`total_loss` — the weighted sum with :class:`LossWeights`.
 """
 
@@ -34,10 +42,17 @@ import torch
 import torch.nn.functional as F
 
 from workflow_lib.model.primitives import float32_island
-from workflow_lib.model.structure import Frames, frames_from_3_points
+from workflow_lib.model.structure import Frames, backbone_from_frames, frames_from_3_points
 
 DISTOGRAM_HEADS = ("dist", "omega", "theta", "phi")
 """Target keys of the 6D heads; the network's logits are ``{key}_logits``."""
+
+PEPTIDE_BOND = 1.329
+"""C(i)–N(i+1) bond length (Å; Engh & Huber)."""
+CA_CA_TRANS = 3.80
+"""Cα(i)–Cα(i+1) distance of a trans peptide (Å)."""
+BOND_TOLERANCE = 0.05
+"""Flat bottom of :func:`bond_violation_loss` (Å)."""
 
 LDDT_THRESHOLDS = (0.5, 1.0, 2.0, 4.0)
 """lDDT distance-difference thresholds (Å), as :mod:`workflow_lib.structure.metrics`."""
@@ -45,7 +60,7 @@ LDDT_THRESHOLDS = (0.5, 1.0, 2.0, 4.0)
 
 @dataclass(frozen=True)
 class LossWeights:
-    """Weights of the three terms in :func:`total_loss` and the FAPE constants."""
+    """Weights of the terms in :func:`total_loss` and the FAPE constants (0 turns a term off)."""
 
     distogram: float = 1.0
     fape: float = 1.0
@@ -53,6 +68,8 @@ class LossWeights:
     fape_clamp: float = 10.0
     fape_length_scale: float = 10.0
     fape_eps: float = 1e-4
+    fape_trajectory: float = 0.5
+    violation: float = 0.3
 
 
 def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -132,6 +149,39 @@ def backbone_fape(outputs: dict[str, torch.Tensor], true_coords: torch.Tensor, a
                      clamp=clamp, length_scale=length_scale, eps=eps)
 
 
+def trajectory_fape(outputs: dict[str, torch.Tensor], true_coords: torch.Tensor, atom_mask: torch.Tensor, *,
+                    clamp: float | None = 10.0, length_scale: float = 10.0, eps: float = 1e-4) -> torch.Tensor:
+    """Mean :func:`backbone_fape` over the network's frame trajectory (``trajectory_rot``/``trajectory_trans``,
+    ``[K, B, L, ...]``), each layer's backbone rebuilt from its frames with ideal geometry."""
+    losses = []
+    for rot, trans in zip(outputs["trajectory_rot"].unbind(0), outputs["trajectory_trans"].unbind(0)):
+        frames = Frames(rot, trans)
+        layer = {"frames_rot": rot, "frames_trans": trans, "coords": backbone_from_frames(frames)}
+        losses.append(backbone_fape(layer, true_coords, atom_mask, clamp=clamp, length_scale=length_scale,
+                                    eps=eps))
+    return torch.stack(losses).mean()
+
+
+def bonded_pairs(atom_mask: torch.Tensor, residue_index: torch.Tensor) -> torch.Tensor:
+    """bool ``[B, L − 1]``: residue i+1 follows residue i (numbers differ by 1) and both have N, CA and C."""
+    backbone = atom_mask.bool().all(dim=-1)
+    return (residue_index[:, 1:] - residue_index[:, :-1] == 1) & backbone[:, 1:] & backbone[:, :-1]
+
+
+def bond_violation_loss(coords: torch.Tensor, bonded: torch.Tensor, tolerance: float = BOND_TOLERANCE
+                        ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Flat-bottom C(i)–N(i+1) and Cα(i)–Cα(i+1) penalties (module docstring) of ``coords [B, L, 3, 3]``.
+
+    Returns the loss (Å) and the mean absolute deviations of both distances over ``bonded [B, L − 1]``."""
+    with float32_island(coords) as (coords,):
+        peptide = torch.sqrt(((coords[:, 1:, 0] - coords[:, :-1, 2]) ** 2).sum(-1) + 1e-8)
+        ca_ca = torch.sqrt(((coords[:, 1:, 1] - coords[:, :-1, 1]) ** 2).sum(-1) + 1e-8)
+        dev_c_n = (peptide - PEPTIDE_BOND).abs()
+        dev_ca = (ca_ca - CA_CA_TRANS).abs()
+        loss = masked_mean(F.relu(dev_c_n - tolerance) + F.relu(dev_ca - tolerance), bonded)
+        return loss, {"c_n_error": masked_mean(dev_c_n, bonded), "ca_ca_error": masked_mean(dev_ca, bonded)}
+
+
 @torch.no_grad()
 def lddt_ca_torch(pred_ca: torch.Tensor, true_ca: torch.Tensor, mask: torch.Tensor, cutoff: float = 15.0
                   ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -172,16 +222,27 @@ def total_loss(outputs: dict[str, torch.Tensor], targets: dict[str, torch.Tensor
     """Weighted sum of the three losses; ``targets`` as built by :func:`workflow_lib.training.examples.make_targets`.
 
     ``targets``: ``dist``/``omega``/``theta``/``phi`` int ``[B, L, L]``, ``pair_mask [B, L, L]``, ``coords``
-    ``[B, L, 3, 3]`` (N, CA, C) and ``atom_mask [B, L, 3]``. Returns the loss and its parts as floats.
+    ``[B, L, 3, 3]`` (N, CA, C) and ``atom_mask [B, L, 3]``; ``bonded [B, L − 1]`` (:func:`bonded_pairs`) for
+    the violation term. Returns the loss and its parts as floats.
     """
     dist, per_head = distogram_loss(outputs, targets, targets["pair_mask"])
-    fape = backbone_fape(outputs, targets["coords"], targets["atom_mask"], clamp=weights.fape_clamp,
-                         length_scale=weights.fape_length_scale, eps=weights.fape_eps)
+    fape_options = dict(clamp=weights.fape_clamp, length_scale=weights.fape_length_scale, eps=weights.fape_eps)
+    fape = backbone_fape(outputs, targets["coords"], targets["atom_mask"], **fape_options)
     ca_mask = targets["atom_mask"][..., 1]
     plddt, _ = plddt_loss(outputs["plddt_logits"], outputs["coords"][..., 1, :], targets["coords"][..., 1, :],
                           ca_mask)
     loss = weights.distogram * dist + weights.fape * fape + weights.plddt * plddt
-    parts = {"loss": float(loss.detach()), "distogram": float(dist.detach()), "fape": float(fape.detach()),
-             "plddt": float(plddt.detach())}
+    parts = {"distogram": float(dist.detach()), "fape": float(fape.detach()), "plddt": float(plddt.detach())}
+    if weights.fape_trajectory and "trajectory_rot" in outputs:
+        trajectory = trajectory_fape(outputs, targets["coords"], targets["atom_mask"], **fape_options)
+        loss = loss + weights.fape_trajectory * trajectory
+        parts["fape_trajectory"] = float(trajectory.detach())
+    if "bonded" in targets:
+        violation, errors = bond_violation_loss(outputs["coords"], targets["bonded"])
+        if weights.violation:
+            loss = loss + weights.violation * violation
+        parts["violation"] = float(violation.detach())
+        parts.update({key: float(value.detach()) for key, value in errors.items()})
+    parts["loss"] = float(loss.detach())
     parts.update({f"ce_{key}": float(value.detach()) for key, value in per_head.items()})
     return loss, parts

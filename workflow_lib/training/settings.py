@@ -18,6 +18,8 @@ class TrainSettings:
 
     steps: int = 1000
     crop_size: int = 96
+    batch_size: int = 1
+    """Crops per optimizer step (padded to the longest; :func:`~workflow_lib.training.examples.collate`)."""
     max_msa_rows: int = 64
     lr: float = 1e-3
     warmup_steps: int = 50

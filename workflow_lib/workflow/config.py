@@ -298,7 +298,7 @@ class TrainWorkflowConfig(StageConfig, TrainSettings):
             raise InputError(f"train: need 1 <= min_length <= max_length, got {self.min_length}, {self.max_length}")
         if not 0 < self.identity <= 1 or not 0 < self.val_fraction < 1:
             raise InputError("train: identity must be in (0, 1] and val_fraction in (0, 1)")
-        for key in ("data_threads", "msa_batches", "msa_threads", "steps", "crop_size", "max_msa_rows",
+        for key in ("data_threads", "msa_batches", "msa_threads", "steps", "crop_size", "batch_size", "max_msa_rows",
                     "checkpoint_every", "val_every", "val_max_chains", "val_crop", "redraw_every", "threads",
                     "mem_mb", "runtime"):
             if getattr(self, key) < 1:
@@ -359,7 +359,7 @@ class TrainWorkflowConfig(StageConfig, TrainSettings):
         options = [f"--preset {self.preset}"]
         for key, value in sorted(dict(self.overrides or {}).items()):
             options.append("--set " + shlex.quote(f"{key}={json.dumps(value)}"))
-        for key in ("steps", "crop_size", "max_msa_rows", "lr", "warmup_steps", "min_lr_fraction", "weight_decay",
+        for key in ("steps", "crop_size", "batch_size", "max_msa_rows", "lr", "warmup_steps", "min_lr_fraction", "weight_decay",
                     "clip_norm", "checkpoint_every", "val_every", "val_max_chains", "val_crop", "redraw_every",
                     "seed", "max_train_chains", "time_limit_min"):
             value = getattr(self, key)

@@ -1,0 +1,181 @@
+"""Training at scale: backbone archives as a training source, the split against validation chains, training
+packs (co-evolution computed on the training device), batched crops, the trajectory FAPE and bond violations.
+
+Real data: the 50-chain slice of ProMod3's structure database in tests/data/templates/promod3_slice (with a
+real A3M of 1KT6_A) and the tiny preset.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from workflow_lib.errors import InputError
+from workflow_lib.features.build import build_features
+from workflow_lib.features.coevolution import coevolution_features, coevolution_features_torch
+from workflow_lib.features.msa_features import sequence_weights
+from workflow_lib.model.network import ThreeTrackNetwork
+from workflow_lib.model.structure import backbone_from_frames, frames_from_3_points
+from workflow_lib.schemas.io import read_frame
+from workflow_lib.schemas.training import TRAINING_CHAINS
+from workflow_lib.seqio.msa import read_a3m
+from workflow_lib.training.config import TrainConfig, training_model_config
+from workflow_lib.training.data import collect_chains, prepare_training_data
+from workflow_lib.training.examples import collate, make_example
+from workflow_lib.training.loop import train
+from workflow_lib.training.losses import LossWeights, bond_violation_loss, bonded_pairs, total_loss
+from workflow_lib.training.pack import build_pack, read_pack
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def archive(data_dir):
+    return data_dir / "templates" / "promod3_slice" / "backbone.npz"
+
+
+@pytest.fixture(scope="module")
+def prepared(archive, data_dir, tmp_path_factory):
+    """train-data on 12 chains of the archive (split against 3 validation chains), A3Ms (1KT6_A real, the
+    others query-only) and a training pack."""
+    out = tmp_path_factory.mktemp("scale")
+    names = {"1KT6_A", "1F7S_A", "1I4U_B", "1KXO_A", "1QWD_B", "2HZQ_A", "2IOJ_A", "2J9U_A", "2O71_A",
+             "3PLW_A", "4ES7_A", "5HDE_A"}
+    table = prepare_training_data([archive], out / "data", names=names, val_chains=3, seed=1)
+    a3m_dir = out / "a3m"
+    a3m_dir.mkdir()
+    shutil.copy(data_dir / "templates" / "promod3_slice" / "1KT6_A.a3m", a3m_dir)
+    counts = build_pack(read_frame(out / "data" / "chains.parquet", TRAINING_CHAINS), [a3m_dir, out / "data" / "a3m"],
+                        out / "pack.npz", max_rows=8)
+    return table, out, counts
+
+
+def test_archive_chains_are_training_chains(archive):
+    records, skipped = collect_chains([archive], min_length=40, max_length=400, names={"1KT6_A", "3BXL_B"})
+    assert [r.name for r in records] == ["1KT6_A"]       # 3BXL_B has 17 residues
+    assert records[0].chain == "1KT6_A" and records[0].structure == str(archive)
+    assert skipped == {"shorter than 40": 1}
+
+
+def test_split_against_validation_leaves_out_close_chains(prepared):
+    table, out, _ = prepared
+    split = __import__("json").loads((out / "data" / "split.json").read_text())
+    assert split["split_method"] == "against validation"
+    assert split["validation_chains"] + split["validation_candidates_dropped"] == 3
+    assert split["train_chains"] + split["validation_chains"] + split["excluded_near_validation"] == 12
+    assert 0.0 < split["max_cross_identity"] <= 0.3
+    assert set(table["split"]) == {"train", "validation"}
+
+
+def test_split_needs_a_sensible_validation_count(archive, tmp_path):
+    with pytest.raises(InputError, match="--val-chains"):
+        prepare_training_data([archive], tmp_path, names={"1KT6_A", "1F7S_A"}, val_chains=2)
+
+
+def test_torch_coevolution_equals_numpy(data_dir):
+    alignment = read_a3m(data_dir / "templates" / "openfold_query.a3m.gz")
+    codes = np.asarray(alignment.matches)[:200, :150]
+    weights = sequence_weights(codes)
+    assert codes.shape[0] > 50
+    expected = coevolution_features(codes, weights)
+    got = coevolution_features_torch(torch.from_numpy(codes.astype(np.int64)), torch.from_numpy(weights)).numpy()
+    np.testing.assert_allclose(got, expected, atol=1e-6)
+    assert np.abs(expected).max() > 0.1
+
+
+def test_pack_round_trip_matches_the_sources(prepared, data_dir):
+    table, out, counts = prepared
+    packed_table, chains = read_pack(out / "pack.npz")
+    assert counts["chains"] == len(table) == len(chains)
+    assert list(packed_table["name"]) == list(table["name"]) and list(packed_table["split"]) == list(table["split"])
+    chain = next(c for c in chains if c.name == "1KT6_A")
+    alignment = read_a3m(data_dir / "templates" / "promod3_slice" / "1KT6_A.a3m")
+    assert chain.msa.shape == (8, 175) and np.array_equal(chain.msa[0], np.asarray(alignment.matches)[0])
+    features = build_features(data_dir / "templates" / "promod3_slice" / "1KT6_A.a3m", max_seqs=8,
+                              max_stats_seqs=8)
+    np.testing.assert_array_equal(chain.msa, features["msa"])
+    np.testing.assert_allclose(chain.coevolution, features["coevolution"], atol=1e-5)
+    np.testing.assert_allclose(chain.seq_weights, features["seq_weights"])
+    ca = chain.coords[:, 1]
+    steps = np.linalg.norm(np.diff(ca, axis=0), axis=1)
+    assert 3.7 < np.median(steps) < 3.9            # real backbone, to 0.01 Å
+
+
+def test_pack_refuses_a_missing_msa(prepared, tmp_path):
+    _, out, _ = prepared
+    table = read_frame(out / "data" / "chains.parquet", TRAINING_CHAINS)
+    with pytest.raises(InputError, match=r"no .*\.a3m"):
+        build_pack(table, [tmp_path], tmp_path / "pack.npz")
+    assert not (tmp_path / "pack.npz").exists()
+
+
+def test_padded_batch_predicts_each_crop_as_alone(prepared):
+    _, out, _ = prepared
+    _, chains = read_pack(out / "pack.npz")
+    torch.manual_seed(0)
+    model = ThreeTrackNetwork(training_model_config("tiny")).eval()
+    first = make_example(chains[0], 0, 40, None, 8)
+    second = make_example(chains[1], 5, 28, None, 8)
+    inputs, targets = collate([first, second])
+    assert inputs["msa"].shape[0] == 2 and inputs["seq_mask"][1, 28:].sum() == 0
+    with torch.no_grad():
+        together = model(inputs)
+        alone = model(second[0])
+    np.testing.assert_allclose(together["dist_logits"][1, :28, :28].numpy(), alone["dist_logits"][0].numpy(),
+                               atol=2e-4)
+    np.testing.assert_allclose(together["plddt"][1, :28].numpy(), alone["plddt"][0].numpy(), atol=2e-4)
+    loss, parts = total_loss(together, targets, LossWeights())
+    assert torch.isfinite(loss) and parts["violation"] >= 0
+
+
+def test_bond_violation_is_zero_for_a_real_backbone_and_grows_when_broken(prepared):
+    _, out, _ = prepared
+    _, chains = read_pack(out / "pack.npz")
+    chain = next(c for c in chains if c.name == "1KT6_A")
+    coords = torch.from_numpy(chain.coords[None])
+    mask = torch.from_numpy(chain.atom_mask[None])
+    bonded = bonded_pairs(mask, torch.from_numpy(chain.residue_index[None]))
+    loss, errors = bond_violation_loss(coords, bonded)
+    assert float(errors["c_n_error"]) < 0.05 and float(errors["ca_ca_error"]) < 0.1
+    squeezed = coords.clone()
+    squeezed[0, 50:] -= (squeezed[0, 50, 1] - squeezed[0, 49, 1]) * 0.5   # move half the chain 1.9 Å closer
+    broken, _ = bond_violation_loss(squeezed, bonded)
+    assert float(broken) > float(loss) + 0.5 / bonded.sum()
+    frames = frames_from_3_points(coords[..., 0, :], coords[..., 1, :], coords[..., 2, :])
+    ideal = backbone_from_frames(frames)                                   # ideal residues on real frames
+    ideal_loss, ideal_errors = bond_violation_loss(ideal, bonded)
+    assert float(ideal_errors["ca_ca_error"]) < 0.1
+
+
+def test_training_from_a_pack_in_batches(prepared, tmp_path):
+    _, out, _ = prepared
+    table, chains = read_pack(out / "pack.npz")
+    train_chains = [c for c, s in zip(chains, table["split"]) if s == "train"]
+    val_chains = [c for c, s in zip(chains, table["split"]) if s == "validation"]
+    config = TrainConfig(model=training_model_config("tiny").to_dict(), steps=3, crop_size=32, batch_size=3,
+                         max_msa_rows=8, lr=3e-3, warmup_steps=1, checkpoint_every=3, val_every=100,
+                         val_max_chains=1, val_crop=48, redraw_every=2, seed=3)
+    result = train(config, train_chains, list(range(len(train_chains))), val_chains, tmp_path)
+    assert result.step == 3 and result.model_path.exists()
+    rows = [row for row in result.history if row["split"] == "train"]
+    assert all(row["n_chains"] == 3 and np.isfinite(row["loss"]) for row in rows)
+    assert len(result.validation) == len(val_chains)
+
+
+def test_network_reports_its_frame_trajectory():
+    torch.manual_seed(0)
+    config = training_model_config("tiny")
+    model = ThreeTrackNetwork(config).eval()
+    msa = torch.randint(0, 20, (1, 3, 12))
+    with torch.no_grad():
+        out = model({"msa": msa, "residue_index": torch.arange(12)[None]})
+    assert out["trajectory_rot"].shape == (config.n_blocks_3track + 1, 1, 12, 3, 3)
+    assert torch.equal(out["trajectory_trans"][-1], out["frames_trans"])
+
+
+def test_loss_weights_are_checked():
+    with pytest.raises(InputError, match="unknown loss weight"):
+        TrainConfig(model=training_model_config("tiny").to_dict(), loss_weights={"violations": 1.0})

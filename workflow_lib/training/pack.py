@@ -1,0 +1,122 @@
+"""Training packs: the chains, MSAs and backbones of a training run in one compact file, for a GPU node.
+
+A run's feature files hold each chain's co-evolution maps (``L²`` floats per chain, about 300 KB at L = 200), so
+thousands of chains come to gigabytes; a training pack (:data:`~workflow_lib.schemas.training.TRAINING_PACK`)
+holds only what they are computed from: the MSA rows (the query and at most ``max_rows`` others, chosen as
+:func:`~workflow_lib.features.msa_features.sample_rows` does), their sequence weights
+(:func:`~workflow_lib.features.msa_features.sequence_weights`), the backbone (N, CA, C in 0.01 Å) and the
+residue index, about 20 KB per chain compressed. ``trackfold train --pack`` reads it and computes each
+chain's co-evolution features on the training device
+(:func:`~workflow_lib.features.coevolution.coevolution_features_torch`, equal to the feature files' to
+rounding; statistics over the kept rows instead of up to 16,384).
+
+``trackfold train-pack`` builds one from a training table (``train-data``) and the chains' A3Ms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from workflow_lib.errors import InputError
+from workflow_lib.features.coevolution import coevolution_features_torch
+from workflow_lib.features.msa_features import DEFAULT_MAX_SEQS, sample_rows, sequence_weights
+from workflow_lib.schemas.io import read_npz, write_npz
+from workflow_lib.schemas.training import TRAINING_PACK
+from workflow_lib.seqio.alphabet import encode
+from workflow_lib.seqio.msa import read_a3m
+from workflow_lib.training.examples import TrainingChain, structure_residue_index, table_chains
+
+NAME_BYTES = 64
+
+
+def find_a3m(name: str, dirs: Sequence[str | Path]) -> Path | None:
+    """``{name}.a3m`` in the first of ``dirs`` that has it."""
+    for folder in dirs:
+        path = Path(folder) / f"{name}.a3m"
+        if path.is_file():
+            return path
+    return None
+
+
+def build_pack(table: pd.DataFrame, msa_dirs: Sequence[str | Path], out: str | Path, *,
+               max_rows: int = DEFAULT_MAX_SEQS) -> dict[str, int]:
+    """Write the training pack of every chain of ``table`` (:data:`~workflow_lib.schemas.training.TRAINING_CHAINS`)
+    with its A3M from ``msa_dirs``; a missing A3M, or one whose query is not the chain, is an InputError.
+    Returns counts (chains, residues, MSA rows)."""
+    if max_rows < 1:
+        raise InputError(f"max_rows must be at least 1, got {max_rows}")
+    names, lengths, depths, residue_index, coords, masks, msas, weights = [], [], [], [], [], [], [], []
+    for row, chain in table_chains(table):
+        if len(row.name.encode()) > NAME_BYTES:
+            raise InputError(f"chain name longer than {NAME_BYTES} bytes", record=row.name)
+        a3m = find_a3m(row.name, msa_dirs)
+        if a3m is None:
+            raise InputError(f"no {row.name}.a3m in {', '.join(str(d) for d in msa_dirs)}", record=row.name)
+        alignment = read_a3m(a3m)
+        codes = np.asarray(alignment.matches)
+        if not np.array_equal(codes[0].astype(np.uint8), encode(chain.sequence)):
+            raise InputError(f"the A3M's query (L={codes.shape[1]}) is not the chain's sequence (L={len(chain)})",
+                             path=a3m, record=row.name)
+        kept = codes[sample_rows(alignment, max_rows)]
+        xyz = np.array(chain.coords[:, :3], dtype=np.float64)
+        mask = np.array(chain.mask[:, :3])
+        centre = np.nanmean(xyz[:, 1][mask[:, 1]], axis=0) if mask[:, 1].any() else np.zeros(3)
+        centi = np.round((xyz - centre) * 100.0)
+        if np.nanmax(np.abs(centi), initial=0.0) > np.iinfo(np.int16).max:
+            raise InputError("a backbone atom lies more than 327 Å from the chain's centre", record=row.name)
+        names.append(row.name)
+        lengths.append(len(chain))
+        depths.append(kept.shape[0])
+        residue_index.append(structure_residue_index(chain).astype(np.int32))
+        coords.append(np.where(mask[..., None], np.nan_to_num(centi), 0).astype(np.int16))
+        masks.append(mask)
+        msas.append(kept.astype(np.int8).ravel())
+        weights.append(sequence_weights(kept).astype(np.float32))
+    if not names:
+        raise InputError("no chains to pack")
+    arrays = {
+        "names": np.array(names, dtype=f"S{NAME_BYTES}"),
+        "is_validation": (table["split"] == "validation").to_numpy(),
+        "cluster": table["cluster"].to_numpy(np.int32),
+        "lengths": np.array(lengths, dtype=np.int32), "depths": np.array(depths, dtype=np.int32),
+        "residue_index": np.concatenate(residue_index), "coords": np.concatenate(coords),
+        "atom_mask": np.concatenate(masks), "msa": np.concatenate(msas), "seq_weights": np.concatenate(weights),
+    }
+    write_npz(out, arrays, TRAINING_PACK)
+    return {"chains": len(names), "residues": int(sum(lengths)), "msa_rows": int(sum(depths))}
+
+
+def read_pack(path: str | Path, *, device: str | torch.device = "cpu") -> tuple[pd.DataFrame, list[TrainingChain]]:
+    """The pack's table (``name``, ``length``, ``cluster``, ``split``) and its chains, co-evolution features
+    computed on ``device`` (returned as NumPy arrays)."""
+    arrays = read_npz(path, TRAINING_PACK)
+    lengths, depths = arrays["lengths"].astype(np.int64), arrays["depths"].astype(np.int64)
+    residue_ends = np.cumsum(lengths)
+    msa_ends = np.cumsum(depths * lengths)
+    weight_ends = np.cumsum(depths)
+    if residue_ends[-1] != len(arrays["coords"]) or msa_ends[-1] != len(arrays["msa"]) \
+            or weight_ends[-1] != len(arrays["seq_weights"]):
+        raise InputError("the pack's lengths and depths do not add up to its arrays", path=path)
+    chains = []
+    for k, raw_name in enumerate(arrays["names"]):
+        name = raw_name.decode("ascii")
+        length, depth = int(lengths[k]), int(depths[k])
+        residues = slice(residue_ends[k] - length, residue_ends[k])
+        msa = arrays["msa"][msa_ends[k] - depth * length:msa_ends[k]].reshape(depth, length)
+        weights = arrays["seq_weights"][weight_ends[k] - depth:weight_ends[k]]
+        mask = arrays["atom_mask"][residues]
+        coords = np.where(mask[..., None], arrays["coords"][residues].astype(np.float32) / 100.0, np.nan)
+        coevolution = coevolution_features_torch(torch.from_numpy(msa.astype(np.int64)).to(device),
+                                                 torch.from_numpy(weights.astype(np.float64)).to(device))
+        chains.append(TrainingChain(name, None, coords.astype(np.float32), mask,
+                                    arrays["residue_index"][residues].astype(np.int64), msa=msa,
+                                    seq_weights=weights, coevolution=coevolution.cpu().numpy()))
+    table = pd.DataFrame({"name": [c.name for c in chains], "length": lengths.astype(np.int32),
+                          "cluster": arrays["cluster"],
+                          "split": np.where(arrays["is_validation"], "validation", "train")})
+    return table, chains
