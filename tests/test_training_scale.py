@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from workflow_lib.errors import InputError
+from workflow_lib.evaluate.core import read_native
 from workflow_lib.features.build import build_features
 from workflow_lib.features.coevolution import coevolution_features, coevolution_features_torch
 from workflow_lib.features.msa_features import sequence_weights
@@ -97,7 +98,8 @@ def test_pack_round_trip_matches_the_sources(prepared, data_dir):
     features = build_features(data_dir / "templates" / "promod3_slice" / "1KT6_A.a3m", max_seqs=8,
                               max_stats_seqs=8)
     np.testing.assert_array_equal(chain.msa, features["msa"])
-    np.testing.assert_allclose(chain.coevolution, features["coevolution"], atol=1e-5)
+    assert chain.coevolution is None                     # on the CPU: computed on first use
+    np.testing.assert_allclose(chain.features()["coevolution"], features["coevolution"], atol=1e-5)
     np.testing.assert_allclose(chain.seq_weights, features["seq_weights"])
     ca = chain.coords[:, 1]
     steps = np.linalg.norm(np.diff(ca, axis=0), axis=1)
@@ -179,3 +181,12 @@ def test_network_reports_its_frame_trajectory():
 def test_loss_weights_are_checked():
     with pytest.raises(InputError, match="unknown loss weight"):
         TrainConfig(model=training_model_config("tiny").to_dict(), loss_weights={"violations": 1.0})
+
+
+def test_a_backbone_archive_is_a_native_for_evaluation(archive):
+    native = read_native(archive, "1KT6_A")
+    assert len(native.sequence) == 175 and np.isfinite(native.cb).all()
+    with pytest.raises(InputError, match="no chain"):
+        read_native(archive, "9ZZZ_A")
+    with pytest.raises(InputError, match="needs the chain's name"):
+        read_native(archive)

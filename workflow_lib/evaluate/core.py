@@ -55,6 +55,7 @@ from workflow_lib.seqio.alphabet import decode
 from workflow_lib.seqio.atomic import write_text_atomic
 from workflow_lib.structure.geometry import DIST_BINS
 from workflow_lib.structure.metrics import kabsch_rmsd, lddt_ca
+from workflow_lib.structure.backbones import is_backbone_archive, read_backbone_archive
 from workflow_lib.structure.parse import Chain, entry_name, read_structure
 
 LOG = logging.getLogger(__name__)
@@ -125,14 +126,24 @@ def read_prediction(pred_pdb: str | Path, pred_npz: str | Path | None = None) ->
 
 
 def read_native(native: str | Path, chain_id: str | None = None) -> NativeChain:
-    """Observed residues of ``chain_id`` (None or blank: the first protein chain) of the native structure."""
-    if chain_id is not None and str(chain_id).strip():
+    """Observed residues of ``chain_id`` (None or blank: the first protein chain) of the native structure.
+
+    ``native`` may be a backbone archive (:mod:`workflow_lib.structure.backbones`); ``chain_id`` then names the
+    chain (``XXXX_C``) and is required."""
+    if is_backbone_archive(native):
+        if chain_id is None or not str(chain_id).strip():
+            raise InputError("a backbone archive as the native needs the chain's name (XXXX_C)", path=native)
+        found = [entry.chain for entry in read_backbone_archive(native, names={str(chain_id).strip()})]
+        if not found:
+            raise InputError(f"no chain {chain_id!r} in the archive", path=native, record=str(chain_id))
+        chain: Chain = found[0]
+    elif chain_id is not None and str(chain_id).strip():
         chains = [c for c in read_structure(native) if c.chain_id == str(chain_id).strip()]
         if not chains:
             available = ", ".join(repr(c.chain_id) for c in read_structure(native))
             raise InputError(f"no protein chain {chain_id!r}; the file has {available}", path=native,
                              record=str(chain_id))
-        chain: Chain = chains[0]
+        chain = chains[0]
     else:
         chain = read_structure(native)[0]
     observed = np.flatnonzero(np.isfinite(chain.ca).all(axis=1))

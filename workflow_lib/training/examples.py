@@ -11,7 +11,7 @@ plus at most ``max_msa_rows − 1`` other rows (:func:`subsample_msa_rows`).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ import torch.nn.functional as F
 
 from workflow_lib.errors import InputError
 from workflow_lib.features.build import read_features
+from workflow_lib.features.coevolution import coevolution_features
 from workflow_lib.seqio.alphabet import GAP_CODE, encode
 from workflow_lib.structure.geometry import bin_pair_geometry, pair_geometry
 from workflow_lib.structure.backbones import is_backbone_archive
@@ -45,13 +46,19 @@ class TrainingChain:
     residue_index: np.ndarray   # int64 [L]
     msa: np.ndarray | None = None           # int8 [N, L] residue codes, the query first
     seq_weights: np.ndarray | None = None   # float32 [N]
-    coevolution: np.ndarray | None = None   # [L, L, C_c]
+    coevolution: np.ndarray | None = None   # [L, L, C_c]; None: computed from msa on first use, then kept
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     def features(self) -> dict[str, np.ndarray]:
         """``msa``, ``seq_weights`` and ``coevolution``: from memory, or read from the feature file."""
-        if self.features_path is None:
-            return {"msa": self.msa, "seq_weights": self.seq_weights, "coevolution": self.coevolution}
-        return read_features(self.features_path)
+        if self.features_path is not None:
+            return read_features(self.features_path)
+        coevolution = self.coevolution
+        if coevolution is None:
+            if "coevolution" not in self._cache:
+                self._cache["coevolution"] = coevolution_features(self.msa, self.seq_weights.astype(np.float64))
+            coevolution = self._cache["coevolution"]
+        return {"msa": self.msa, "seq_weights": self.seq_weights, "coevolution": coevolution}
 
     def __len__(self) -> int:
         return int(self.coords.shape[0])

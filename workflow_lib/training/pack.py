@@ -5,7 +5,7 @@ thousands of chains come to gigabytes; a training pack (:data:`~workflow_lib.sch
 holds only what they are computed from: the MSA rows (the query and at most ``max_rows`` others, chosen as
 :func:`~workflow_lib.features.msa_features.sample_rows` does), their sequence weights
 (:func:`~workflow_lib.features.msa_features.sequence_weights`), the backbone (N, CA, C in 0.01 Å) and the
-residue index, about 20 KB per chain compressed. ``trackfold train --pack`` reads it and computes each
+residue index, about 8 KB per chain compressed (at most 256 rows). ``trackfold train --pack`` reads it and computes each
 chain's co-evolution features on the training device
 (:func:`~workflow_lib.features.coevolution.coevolution_features_torch`, equal to the feature files' to
 rounding; statistics over the kept rows instead of up to 16,384).
@@ -92,8 +92,10 @@ def build_pack(table: pd.DataFrame, msa_dirs: Sequence[str | Path], out: str | P
 
 
 def read_pack(path: str | Path, *, device: str | torch.device = "cpu") -> tuple[pd.DataFrame, list[TrainingChain]]:
-    """The pack's table (``name``, ``length``, ``cluster``, ``split``) and its chains, co-evolution features
-    computed on ``device`` (returned as NumPy arrays)."""
+    """The pack's table (``name``, ``length``, ``cluster``, ``split``) and its chains. On a CUDA ``device`` every
+    chain's co-evolution features are computed there at once (kept as NumPy arrays); on the CPU each chain's
+    are computed with NumPy when the chain is first used."""
+    on_gpu = torch.device(device).type == "cuda"
     arrays = read_npz(path, TRAINING_PACK)
     lengths, depths = arrays["lengths"].astype(np.int64), arrays["depths"].astype(np.int64)
     residue_ends = np.cumsum(lengths)
@@ -111,11 +113,14 @@ def read_pack(path: str | Path, *, device: str | torch.device = "cpu") -> tuple[
         weights = arrays["seq_weights"][weight_ends[k] - depth:weight_ends[k]]
         mask = arrays["atom_mask"][residues]
         coords = np.where(mask[..., None], arrays["coords"][residues].astype(np.float32) / 100.0, np.nan)
-        coevolution = coevolution_features_torch(torch.from_numpy(msa.astype(np.int64)).to(device),
-                                                 torch.from_numpy(weights.astype(np.float64)).to(device))
+        coevolution = None
+        if on_gpu:
+            coevolution = coevolution_features_torch(torch.from_numpy(msa.astype(np.int64)).to(device),
+                                                     torch.from_numpy(weights.astype(np.float64)).to(device))
+            coevolution = coevolution.cpu().numpy()
         chains.append(TrainingChain(name, None, coords.astype(np.float32), mask,
                                     arrays["residue_index"][residues].astype(np.int64), msa=msa,
-                                    seq_weights=weights, coevolution=coevolution.cpu().numpy()))
+                                    seq_weights=weights, coevolution=coevolution))
     table = pd.DataFrame({"name": [c.name for c in chains], "length": lengths.astype(np.int32),
                           "cluster": arrays["cluster"],
                           "split": np.where(arrays["is_validation"], "validation", "train")})

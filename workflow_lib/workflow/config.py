@@ -268,6 +268,8 @@ class TrainWorkflowConfig(StageConfig, TrainSettings):
     identity: float = 0.3
     val_fraction: float = 0.1
     split_seed: int = 0
+    chain_names: str | None = None
+    val_chains: int | None = None
     data_threads: int = 1
     database: str | None = None
     msa_dir: tuple[str, ...] = ()
@@ -303,6 +305,8 @@ class TrainWorkflowConfig(StageConfig, TrainSettings):
                     "mem_mb", "runtime"):
             if getattr(self, key) < 1:
                 raise InputError(f"train.{key} must be at least 1, got {getattr(self, key)}")
+        if self.val_chains is not None and self.val_chains < 1:
+            raise InputError(f"train.val_chains must be at least 1, got {self.val_chains}")
         if self.max_train_chains is not None and self.max_train_chains < 1:
             raise InputError(f"train.max_train_chains must be at least 1, got {self.max_train_chains}")
         if self.time_limit_min is not None and not self.time_limit_min > 0:
@@ -342,8 +346,15 @@ class TrainWorkflowConfig(StageConfig, TrainSettings):
 
     def data_options(self) -> str:
         """Chain filters and split settings as ``trackfold train-data`` options."""
-        return (f"--min-length {self.min_length} --max-length {self.max_length} --identity {self.identity} "
-                f"--val-fraction {self.val_fraction} --seed {self.split_seed}")
+        import shlex
+
+        options = (f"--min-length {self.min_length} --max-length {self.max_length} --identity {self.identity} "
+                   f"--val-fraction {self.val_fraction} --seed {self.split_seed}")
+        if self.chain_names:
+            options += f" --names {shlex.quote(self.chain_names)}"
+        if self.val_chains:
+            options += f" --val-chains {self.val_chains}"
+        return options
 
     def precomputed_option(self) -> str:
         """``--precomputed DIR...`` for ``trackfold train-batch`` (empty without ``msa_dir``)."""

@@ -55,9 +55,14 @@ class TrainPlan:
         structures = settings.structure_files() if enabled else []
         extracted = [f"{root}/structures"] if settings.structures_archive else []
         manifest = [] if settings.msa_dir else [f"{results}/db/{database}/manifest.json"]
+        from workflow_lib.structure.backbones import companion_files
+
+        companions = [str(path) for name in structures if name.lower().endswith(".npz")
+                       for path in companion_files(name)]
+        names_file = [settings.chain_names] if enabled and settings.chain_names else []
         plan = cls(
             settings=settings, enabled=enabled, root=root, batches=batches, database=database,
-            structures=structures, extracted=extracted,
+            structures=structures + companions + names_file, extracted=extracted,
             structure_args=structure_arguments(structures, extracted), manifest=manifest,
             msa_stats=[f"{root}/msa/batch_{b}/msa_stats.parquet" for b in batches],
             feature_flags=[f"{root}/features/batch_{b}.done" for b in batches],
