@@ -32,6 +32,7 @@ from workflow_lib.inference.outputs import write_prediction
 from workflow_lib.inference.predict import (
     DEFAULT_MAX_MSA,
     DEFAULT_WINDOW,
+    FOLD_MODES,
     HEADS_6D,
     PredictOptions,
     check_feature_widths,
@@ -119,6 +120,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     predict.add_argument("--pair-heads", type=_pair_heads, default=HEADS_6D,
                          help="6D probabilities written to .pred.npz: comma-separated among dist, omega, theta, "
                               "phi, or 'none' (about 260 bytes per residue pair for all four; default all)")
+    predict.add_argument("--fold", choices=FOLD_MODES, default="network",
+                         help="backbone from the network's structure module (network, default) or folded from the "
+                              "predicted distogram (distogram: several seconds per protein, O(L^2))")
     add_chunk_options(predict, "{protein}.npz")
     predict.add_argument("--stats", help="also write this table: one row per protein (length, mean pLDDT, "
                                          "crops, pass, seconds), after every prediction's files")
@@ -132,7 +136,7 @@ def run_predict(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     options = PredictOptions(window=args.window, max_msa=args.max_msa, seed=args.seed, device=args.device,
                              batch_size=args.batch_size, max_tokens=args.max_tokens, chunk_size=args.chunk_size,
-                             embeddings=args.embeddings, pair_heads=args.pair_heads)
+                             embeddings=args.embeddings, pair_heads=args.pair_heads, fold=args.fold)
     device = resolve_device(options.device)
     model, _ = load_checkpoint(args.model, map_location=device)
     check_feature_widths(model.config, where=str(args.model))

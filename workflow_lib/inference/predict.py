@@ -27,6 +27,7 @@ outputs by float rounding only (~1e-6 in the logits), which is why ``batch_size`
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ import numpy as np
 import torch
 
 from workflow_lib.errors import InputError, SchemaError
+from workflow_lib.inference.fold import FoldOptions, fold_from_distogram
 from workflow_lib.inference.stitch import MIN_WINDOW, Crop, PairMean, crop_plan, stitch_backbone
 from workflow_lib.model.checkpoint import network_device
 from workflow_lib.model.config import ModelConfig
@@ -56,6 +58,9 @@ BATCH_LENGTH_SLACK = 0.1
 """Proteins share a batch when the longest is at most 10% (and 8 residues) longer than the shortest."""
 
 
+FOLD_MODES = ("network", "distogram")
+
+
 @dataclass(frozen=True)
 class PredictOptions:
     """How a prediction is run; every field is a ``trackfold predict`` option.
@@ -73,8 +78,13 @@ class PredictOptions:
     chunk_size: int | None = None
     embeddings: bool = False
     pair_heads: tuple[str, ...] = ("dist", "omega", "theta", "phi")
+    fold: str = "network"
+    """Where the backbone comes from: ``network`` (the structure module's frames) or ``distogram`` (folded from
+    the predicted Cβ distogram, :mod:`workflow_lib.inference.fold`; pLDDT stays the network's)."""
 
     def __post_init__(self) -> None:
+        if self.fold not in FOLD_MODES:
+            raise InputError(f"predict: fold must be one of {', '.join(FOLD_MODES)}, got {self.fold!r}")
         if not isinstance(self.window, int) or self.window < MIN_WINDOW:
             raise InputError(f"predict: window must be an integer >= {MIN_WINDOW}, got {self.window!r}")
         if not isinstance(self.max_msa, int) or self.max_msa < 1:
@@ -342,6 +352,11 @@ def predict_group(model: ThreeTrackNetwork, items: Sequence[tuple[str, Mapping[s
                   options: PredictOptions = PredictOptions()) -> list[tuple[str, Prediction]]:
     """One entry of :func:`plan_batches`: proteins that fit the window in one forward pass, or one protein
     longer than the window, cropped and stitched."""
+    if options.fold == "distogram":
+        heads = tuple(options.pair_heads) + (() if "dist" in options.pair_heads else ("dist",))
+        predictions = predict_group(model, items, dataclasses.replace(options, fold="network", pair_heads=heads))
+        return [(name, _fold(prediction, keep_dist="dist" in options.pair_heads, seed=options.seed))
+                for name, prediction in predictions]
     device = next(model.parameters()).device
     check_feature_widths(model.config)
     model.eval()
@@ -362,6 +377,15 @@ def predict_group(model: ThreeTrackNetwork, items: Sequence[tuple[str, Mapping[s
         return [(name, _finish(features, result["coords"].astype(np.float64), result["plddt"], result, 1,
                                result.get("single"), result.get("pair")))
                 for (name, features), result in zip(items, outputs)]
+
+
+def _fold(prediction: Prediction, *, keep_dist: bool, seed: int) -> Prediction:
+    """The prediction with its backbone folded from its distogram (``dist`` dropped unless kept)."""
+    backbone_3, _ = fold_from_distogram(prediction.probs["dist"], FoldOptions(seed=seed))
+    prediction.backbone = complete_backbone(prediction.sequence, backbone_3).astype(np.float32)
+    if not keep_dist:
+        prediction.probs = {head: value for head, value in prediction.probs.items() if head != "dist"}
+    return prediction
 
 
 def predict_many(model: ThreeTrackNetwork, items: Sequence[tuple[str, Mapping[str, np.ndarray]]],

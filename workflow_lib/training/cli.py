@@ -61,6 +61,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     data.add_argument("--val-chains", type=positive_int, default=None,
                       help="draw this many validation chains and leave out every chain close to one, instead of "
                            "clustering all against all (for thousands of chains)")
+    data.add_argument("--val-names", help="a file of chain names: these are the validation chains (as "
+                                          "--val-chains, with a fixed validation set)")
     data.set_defaults(handler=run_train_data)
 
     tr = subparsers.add_parser("train", help="train the three-track network (resumes from OUT_DIR/train_state.pt)")
@@ -157,7 +159,7 @@ def run_train_data(args: argparse.Namespace) -> int:
     table = prepare_training_data(args.structures, args.out_dir, min_length=args.min_length,
                                   max_length=args.max_length, identity=args.identity, val_fraction=args.val_fraction,
                                   seed=args.seed, cpus=args.cpus, names=read_names(args.names),
-                                  val_chains=args.val_chains)
+                                  val_chains=args.val_chains, val_names=read_names(args.val_names))
     counts = table["split"].value_counts().to_dict()
     print(f"{args.out_dir}/chains.parquet: {len(table)} chains in {table['cluster'].nunique()} clusters; "
           f"train {counts.get('train', 0)}, validation {counts.get('validation', 0)}")

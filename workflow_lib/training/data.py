@@ -193,19 +193,27 @@ def cross_identities(queries: Sequence[str], targets: Sequence[str], *, cpus: in
     return out
 
 
-def split_against_validation(records: Sequence[ChainRecord], *, val_chains: int, identity: float = 0.3,
-                             seed: int = 0, cpus: int = 1) -> tuple[pd.DataFrame, dict[str, float | int]]:
+def split_against_validation(records: Sequence[ChainRecord], *, val_chains: int | None = None,
+                             val_names: set[str] | None = None, identity: float = 0.3, seed: int = 0,
+                             cpus: int = 1) -> tuple[pd.DataFrame, dict[str, float | int]]:
     """The :data:`TRAINING_CHAINS` table for large chain sets (module docstring) and what it measured.
 
-    ``val_chains`` chains in a seeded random order are validation candidates; a candidate more than ``identity``
-    identical to an earlier kept one is dropped (greedy), every other chain more than ``identity`` identical to
-    a kept validation chain is left out. Returns the table (kept chains only) and ``{"excluded": n,
-    "max_cross_identity": highest validation-to-training identity}``.
+    ``val_chains`` chains in a seeded random order, or the chains named in ``val_names`` (a fixed validation
+    set, so that a growing training set keeps it), are validation candidates; a candidate more than
+    ``identity`` identical to an earlier kept one is dropped (greedy), every other chain more than ``identity``
+    identical to a kept validation chain is left out. Returns the table (kept chains only) and
+    ``{"excluded": n, "validation_candidates_dropped": n, "max_cross_identity": highest
+    validation-to-training identity}``.
     """
-    if not 0 < val_chains < len(records):
-        raise InputError(f"--val-chains must be between 1 and {len(records) - 1}, got {val_chains}")
-    order = np.random.default_rng(seed).permutation(len(records))
-    candidates = [int(k) for k in order[:val_chains]]
+    if val_names is not None:
+        candidates = [k for k, record in enumerate(records) if record.name in val_names]
+        if not 0 < len(candidates) < len(records):
+            raise InputError(f"the validation names match {len(candidates)} of the {len(records)} usable chains")
+    else:
+        if val_chains is None or not 0 < val_chains < len(records):
+            raise InputError(f"--val-chains must be between 1 and {len(records) - 1}, got {val_chains}")
+        order = np.random.default_rng(seed).permutation(len(records))
+        candidates = [int(k) for k in order[:val_chains]]
     sequences = [r.sequence for r in records]
     among = cross_identities([sequences[k] for k in candidates], [sequences[k] for k in candidates], cpus=cpus)
     kept: list[int] = []
@@ -260,20 +268,21 @@ def max_cross_identity(table: pd.DataFrame, *, cpus: int = 1) -> float:
 
 def prepare_training_data(structures: Sequence[str | Path], out_dir: str | Path, *, min_length: int = 40,
                           max_length: int = 400, identity: float = 0.3, val_fraction: float = 0.1, seed: int = 0,
-                          cpus: int = 1, names: set[str] | None = None, val_chains: int | None = None
-                          ) -> pd.DataFrame:
+                          cpus: int = 1, names: set[str] | None = None, val_chains: int | None = None,
+                          val_names: set[str] | None = None) -> pd.DataFrame:
     """Write ``out_dir/chains.parquet`` (:data:`TRAINING_CHAINS`), ``out_dir/a3m/{name}.a3m`` (query only)
     and ``out_dir/split.json`` (counts, settings, measured maximum cross-split identity).
 
-    ``names``: only these chains; ``val_chains``: :func:`split_against_validation` instead of clustering."""
+    ``names``: only these chains; ``val_chains`` or ``val_names``: :func:`split_against_validation` instead of
+    clustering."""
     out_dir = Path(out_dir)
     records, skipped = collect_chains(structures, min_length=min_length, max_length=max_length, names=names)
     if len(records) < 2:
         raise InputError(f"only {len(records)} usable chain(s) in {len(structures)} structure file(s)")
     measured: dict[str, float | int] = {}
-    if val_chains:
-        table, measured = split_against_validation(records, val_chains=val_chains, identity=identity, seed=seed,
-                                                   cpus=cpus)
+    if val_chains or val_names:
+        table, measured = split_against_validation(records, val_chains=val_chains, val_names=val_names,
+                                                   identity=identity, seed=seed, cpus=cpus)
     else:
         table = split_by_identity(records, identity=identity, val_fraction=val_fraction, seed=seed, cpus=cpus)
     write_table(out_dir / "chains.parquet", table, TRAINING_CHAINS)
@@ -286,7 +295,7 @@ def prepare_training_data(structures: Sequence[str | Path], out_dir: str | Path,
         "validation_chains": int((table["split"] == "validation").sum()),
         "validation_clusters": int(table[table["split"] == "validation"]["cluster"].nunique()),
         "identity_threshold": identity, "min_length": min_length, "max_length": max_length, "seed": seed,
-        "split_method": "against validation" if val_chains else "single-linkage clusters",
+        "split_method": "against validation" if val_chains or val_names else "single-linkage clusters",
         "excluded_near_validation": int(measured.get("excluded", 0)),
         "validation_candidates_dropped": int(measured.get("validation_candidates_dropped", 0)),
         "max_cross_identity": (float(measured["max_cross_identity"]) if measured

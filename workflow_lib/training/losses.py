@@ -26,6 +26,10 @@ gradients are exactly 0.
 - :func:`trajectory_fape` — the same FAPE of the frames after the initial structure and after every
   three-track block (their ideal backbones), averaged: AlphaFold scores every structure-module layer so that
   early layers already place residues; weight ``fape_trajectory`` (0 turns it off).
+- unclamped FAPE — the final frames' FAPE without the clamp, weight ``fape_unclamped``: the clamped loss has no
+  gradient for points more than ``fape_clamp`` off, so a structure that starts (or falls) collapsed, every
+  residue within a few Å of the others, never expands (measured: radius of gyration 2.6 Å against 15–21 Å
+  after 1,088 steps with the clamp alone); AlphaFold trains 10% of its batches unclamped for the same reason.
 - :func:`bond_violation_loss` — physical chain geometry between consecutive residues (``bonded``: residue
   numbers differ by one and both have N, CA, C): the peptide bond C(i)–N(i+1) = 1.329 Å and the Cα(i)–Cα(i+1)
   distance = 3.80 Å (trans peptide), each a flat-bottom penalty ``max(0, |d − d0| − tol)`` in Å with
@@ -69,6 +73,7 @@ class LossWeights:
     fape_length_scale: float = 10.0
     fape_eps: float = 1e-4
     fape_trajectory: float = 0.5
+    fape_unclamped: float = 0.5
     violation: float = 0.3
 
 
@@ -233,6 +238,11 @@ def total_loss(outputs: dict[str, torch.Tensor], targets: dict[str, torch.Tensor
                           ca_mask)
     loss = weights.distogram * dist + weights.fape * fape + weights.plddt * plddt
     parts = {"distogram": float(dist.detach()), "fape": float(fape.detach()), "plddt": float(plddt.detach())}
+    if weights.fape_unclamped:
+        unclamped = backbone_fape(outputs, targets["coords"], targets["atom_mask"], clamp=None,
+                                  length_scale=weights.fape_length_scale, eps=weights.fape_eps)
+        loss = loss + weights.fape_unclamped * unclamped
+        parts["fape_unclamped"] = float(unclamped.detach())
     if weights.fape_trajectory and "trajectory_rot" in outputs:
         trajectory = trajectory_fape(outputs, targets["coords"], targets["atom_mask"], **fape_options)
         loss = loss + weights.fape_trajectory * trajectory

@@ -200,8 +200,11 @@ class PredictConfig(StageConfig):
     batch_size: int = 1
     max_tokens: int = 0
     pair_heads: tuple[str, ...] = ("dist", "omega", "theta", "phi")
+    fold: str = "network"
 
     def __post_init__(self) -> None:
+        if self.fold not in ("network", "distogram"):
+            raise InputError(f"predict.fold must be network or distogram, got {self.fold!r}")
         unknown = sorted(set(self.pair_heads) - {"dist", "omega", "theta", "phi"})
         if unknown:
             raise InputError(f"predict.pair_heads: {unknown} are not among dist, omega, theta, phi")
@@ -236,7 +239,8 @@ class PredictConfig(StageConfig):
         16 proteins of 256 residues took 10 GB), plus three copies of the kept 6D maps of a protein longer than
         the window (float32 [L, L, bins]: sums, mean, file buffer; 130 bins for all four maps), plus twice the
         feature file's pair arrays (``templates`` maps of float16 [L, L, 131] and the float32 co-evolution
-        [L, L, 2]: read, then decompressed; 5.6 GB were measured for 1,342 residues with 4 templates)."""
+        [L, L, 2]: read, then decompressed; 5.6 GB were measured for 1,342 residues with 4 templates); folding from
+        the distogram adds its potential (float64 [L, L, 37], twice) and the distogram itself."""
         window = min(longest, self.window)
         batch = self.batch_size
         if self.max_tokens:
@@ -245,12 +249,16 @@ class PredictConfig(StageConfig):
         bins = sum({"dist": 37, "omega": 37, "theta": 37, "phi": 19}[head] for head in self.pair_heads)
         stitched = 3 * longest * longest * bins * 4 / 1e6 if longest > self.window else 0.0
         features = 2 * longest * longest * (templates * 131 * 2 + 2 * 4) / 1e6
-        return int(3000 + batched + stitched + features)
+        fold = 3 * longest * longest * 37 * 8 / 1e6 if self.fold == "distogram" else 0.0
+        return int(3000 + batched + stitched + features + fold)
 
     def runtime_min(self, lengths: Sequence[int]) -> int:
         """The minutes a predict job asks for: 10, plus 2 per forward pass of its proteins (64 s wall were
-        measured for one 300-residue window on a busy CPU core; a GPU takes a fraction of that)."""
-        return int(10 + 2 * sum(self.network_calls(int(length)) for length in lengths))
+        measured for one 300-residue window on a busy CPU core; a GPU takes a fraction of that), plus for folding
+        from the distogram 0.25 per protein of 200 residues, growing with L² (about 10 s measured at 192 on a
+        busy core)."""
+        fold = sum(0.25 * (int(length) / 200) ** 2 for length in lengths) if self.fold == "distogram" else 0.0
+        return int(10 + 2 * sum(self.network_calls(int(length)) for length in lengths) + fold)
 
 
 @dataclasses.dataclass(frozen=True)
