@@ -193,6 +193,7 @@ rule train_predict:
         window=PREDICT_SETTINGS.window,
         seed=PREDICT_SETTINGS.seed,
         max_msa=PREDICT_SETTINGS.max_msa,
+        fold=PREDICT_SETTINGS.fold,
     log:
         f"logs/train_predict/{TRAIN.name}.log",
     benchmark:
@@ -209,7 +210,7 @@ rule train_predict:
         "--msa-dir {params.msa_dir} --features-dir {params.features_dir} --pred-dir {params.out_dir} "
         "--out {output.targets} --inputs-list {output.inputs} && mapfile -t inputs < {output.inputs} && "
         "{params.trackfold} predict --model {input.model} --out-dir {params.out_dir} --device {params.device} "
-        "--window {params.window} --seed {params.seed} --max-msa {params.max_msa} --threads {threads} "
+        "--window {params.window} --seed {params.seed} --max-msa {params.max_msa} --fold {params.fold} --threads {threads} "
         "\"${{inputs[@]}}\" ) > {log} 2>&1"
 
 

@@ -80,4 +80,4 @@ def test_predict_fold_distogram_replaces_the_backbone():
         PredictOptions(fold="rosetta")
     with pytest.raises(InputError, match="predict.fold"):
         PredictConfig(fold="rosetta")
-    assert PredictConfig(fold="distogram").runtime_min([400]) > PredictConfig().runtime_min([400])
+    assert PredictConfig(fold="distogram").runtime_min([400]) > PredictConfig(fold="network").runtime_min([400])

@@ -39,6 +39,7 @@ file (under ``results/``)                                              layout   
 ``train/{name}/predictions/{chain}.pred.npz``                          ``prediction``                :mod:`.prediction`
 ``train/{name}/evaluation/evaluation.parquet``                         ``evaluation``                :mod:`.evaluation`
 ``train/{name}/evaluation/evaluation_residues.parquet``                ``evaluation_residues``       :mod:`.evaluation`
+``trackfold train-pack --out PACK`` (a training pack)                  ``training_pack``             :mod:`.training`
 =====================================================================  ============================  =============
 
 Files in standard formats are not declared here: FASTA (chunks), A3M (MSAs), PDB and mmCIF (structures), the

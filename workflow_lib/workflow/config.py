@@ -200,7 +200,7 @@ class PredictConfig(StageConfig):
     batch_size: int = 1
     max_tokens: int = 0
     pair_heads: tuple[str, ...] = ("dist", "omega", "theta", "phi")
-    fold: str = "network"
+    fold: str = "distogram"
 
     def __post_init__(self) -> None:
         if self.fold not in ("network", "distogram"):
