@@ -26,10 +26,15 @@ one-hot rows (≤ ``block_bytes``) alive, plus per-column temporaries of L·21²
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from workflow_lib.features.states import DEFAULT_BLOCK_BYTES, GAP_STATE, one_hot_states, rows_per_block, to_states
 from workflow_lib.schemas.features import PROFILE_STATES
+
+if TYPE_CHECKING:
+    import torch
 
 _PAIR_STATES = PROFILE_STATES * PROFILE_STATES
 
@@ -122,8 +127,8 @@ def coevolution_features(codes: np.ndarray, weights: np.ndarray, *, pseudocount:
     return np.stack([apc(cov_norm), apc(mutual_info)], axis=-1).astype(np.float32)
 
 
-def coevolution_features_torch(codes: "torch.Tensor", weights: "torch.Tensor", *,
-                               dtype: "torch.dtype | None" = None) -> "torch.Tensor":
+def coevolution_features_torch(codes: torch.Tensor, weights: torch.Tensor, *,
+                               dtype: torch.dtype | None = None) -> torch.Tensor:
     """:func:`coevolution_features` (pseudocount 0) in torch, on the tensors' device: ``[L, L, 2]`` float32.
 
     For building features where the data are (a GPU during training on a training pack): the pair frequencies
@@ -153,7 +158,7 @@ def coevolution_features_torch(codes: "torch.Tensor", weights: "torch.Tensor", *
     mutual_info = (f_pair * torch.log(ratio)).sum(dim=(-1, -2))
     eye = torch.eye(length, dtype=torch.bool, device=codes.device)
 
-    def corrected(raw: "torch.Tensor") -> "torch.Tensor":
+    def corrected(raw: torch.Tensor) -> torch.Tensor:
         scores = raw.masked_fill(eye, 0.0)
         if length < 2:
             return scores
