@@ -190,3 +190,17 @@ def test_a_backbone_archive_is_a_native_for_evaluation(archive):
         read_native(archive, "9ZZZ_A")
     with pytest.raises(InputError, match="needs the chain's name"):
         read_native(archive)
+
+
+def test_names_files_are_read_and_checked(tmp_path):
+    from workflow_lib.training.cli import read_names
+
+    listed = tmp_path / "names.txt"
+    listed.write_text("# chains with MSAs\n1KT6_A\n\n2IOJ_A extra words\n")
+    assert read_names(str(listed)) == {"1KT6_A", "2IOJ_A"} and read_names(None) is None
+    empty = tmp_path / "empty.txt"
+    empty.write_text("# nothing\n")
+    with pytest.raises(InputError, match="lists no chain"):
+        read_names(str(empty))
+    with pytest.raises(InputError, match="cannot read the names file"):
+        read_names(str(tmp_path / "missing.txt"))

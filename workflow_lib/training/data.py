@@ -104,25 +104,31 @@ def collect_chains(paths: Iterable[str | Path], *, min_length: int = 40, max_len
     return records, skipped
 
 
-def identity_links(sequences: Sequence[str], threshold: float, *, cpus: int = 1) -> list[tuple[int, int, float]]:
-    """Pairs ``(i, j, identity)``, ``i < j``, whose identity (module docstring) exceeds ``threshold``."""
+def cross_identities(queries: Sequence[str], targets: Sequence[str], *, cpus: int = 1) -> np.ndarray:
+    """float64 ``[len(queries), len(targets)]``: identity (module docstring) of each query against each target,
+    the query's single-sequence profile aligned to the target sequence (0 where nothing aligns)."""
     from workflow_lib.aligner import align_queries, profile_from_sequence
 
-    codes = [encode(s) for s in sequences]
-    profiles = [profile_from_sequence(s, name=str(k)) for k, s in enumerate(sequences)]
-    links: dict[tuple[int, int], float] = {}
-    hits = align_queries(profiles, codes, backtrace=True, cpus=cpus)
-    for i, row in enumerate(hits):
-        for j, hit in enumerate(row):
-            if i == j or hit is None or hit.aligned_columns == 0:
-                continue
-            pairs = hit.pairs
-            same = int(np.sum(codes[i][pairs[:, 0]] == codes[j][pairs[:, 1]]))
-            identity = same / min(len(sequences[i]), len(sequences[j]))
-            if identity > threshold:
-                key = (min(i, j), max(i, j))
-                links[key] = max(links.get(key, 0.0), identity)
-    return sorted((i, j, v) for (i, j), v in links.items())
+    out = np.zeros((len(queries), len(targets)), dtype=np.float64)
+    if not len(queries) or not len(targets):
+        return out
+    codes = [encode(s) for s in targets]
+    hits = align_queries([profile_from_sequence(s) for s in queries], codes, backtrace=True, cpus=cpus)
+    for qi, row in enumerate(hits):
+        query = encode(queries[qi])
+        for tj, hit in enumerate(row):
+            if hit is not None and hit.aligned_columns:
+                same = int(np.sum(query[hit.pairs[:, 0]] == codes[tj][hit.pairs[:, 1]]))
+                out[qi, tj] = same / min(len(queries[qi]), len(targets[tj]))
+    return out
+
+
+def identity_links(sequences: Sequence[str], threshold: float, *, cpus: int = 1) -> list[tuple[int, int, float]]:
+    """Pairs ``(i, j, identity)``, ``i < j``, whose identity (module docstring) exceeds ``threshold`` in either
+    direction (the higher one is reported)."""
+    matrix = cross_identities(sequences, sequences, cpus=cpus)
+    both = np.maximum(matrix, matrix.T)
+    return [(int(i), int(j), float(both[i, j])) for i, j in np.argwhere(np.triu(both > threshold, k=1))]
 
 
 def single_linkage(n: int, links: Iterable[tuple[int, int, float]]) -> np.ndarray:
@@ -172,25 +178,6 @@ def split_by_identity(records: Sequence[ChainRecord], *, identity: float = 0.3, 
         "cluster": labels,
         "split": ["validation" if int(c) in val_clusters else "train" for c in labels],
     })
-
-
-def cross_identities(queries: Sequence[str], targets: Sequence[str], *, cpus: int = 1) -> np.ndarray:
-    """float32 ``[len(queries), len(targets)]``: identity (module docstring) of each query against each target,
-    the query's single-sequence profile aligned to the target sequence (0 where nothing aligns)."""
-    from workflow_lib.aligner import align_queries, profile_from_sequence
-
-    out = np.zeros((len(queries), len(targets)), dtype=np.float32)
-    if not len(queries) or not len(targets):
-        return out
-    codes = [encode(s) for s in targets]
-    hits = align_queries([profile_from_sequence(s) for s in queries], codes, backtrace=True, cpus=cpus)
-    for qi, row in enumerate(hits):
-        query = encode(queries[qi])
-        for tj, hit in enumerate(row):
-            if hit is not None and hit.aligned_columns:
-                same = int(np.sum(query[hit.pairs[:, 0]] == codes[tj][hit.pairs[:, 1]]))
-                out[qi, tj] = same / min(len(queries[qi]), len(targets[tj]))
-    return out
 
 
 def split_against_validation(records: Sequence[ChainRecord], *, val_chains: int | None = None,
@@ -246,24 +233,11 @@ def split_against_validation(records: Sequence[ChainRecord], *, val_chains: int 
 
 def max_cross_identity(table: pd.DataFrame, *, cpus: int = 1) -> float:
     """Highest identity (module docstring) between a validation chain and a training chain (0 if none)."""
-    from workflow_lib.aligner import align_queries, profile_from_sequence
-
     val = table[table["split"] == "validation"]["sequence"].tolist()
     train = table[table["split"] == "train"]["sequence"].tolist()
     if not val or not train:
         return 0.0
-    best = 0.0
-    train_codes = [encode(s) for s in train]
-    for direction in ((val, train, train_codes, False), (train, val, [encode(s) for s in val], True)):
-        queries, targets, codes, _ = direction
-        hits = align_queries([profile_from_sequence(s) for s in queries], codes, backtrace=True, cpus=cpus)
-        for qi, row in enumerate(hits):
-            q = encode(queries[qi])
-            for tj, hit in enumerate(row):
-                if hit.aligned_columns:
-                    same = int(np.sum(q[hit.pairs[:, 0]] == codes[tj][hit.pairs[:, 1]]))
-                    best = max(best, same / min(len(queries[qi]), len(targets[tj])))
-    return best
+    return float(max(cross_identities(val, train, cpus=cpus).max(), cross_identities(train, val, cpus=cpus).max()))
 
 
 def prepare_training_data(structures: Sequence[str | Path], out_dir: str | Path, *, min_length: int = 40,
