@@ -236,6 +236,23 @@ class Jackhmmer(Tool):
         return read_hmmer_tblout(work / "hits.tbl")
 
 
+class Phmmer(Jackhmmer):
+    """phmmer: one sequence-profile search per query (jackhmmer's first iteration)."""
+
+    name = "phmmer"
+    label = "phmmer"
+
+    def available(self) -> tuple[bool, str]:
+        return (shutil.which("phmmer") is not None, "phmmer not on PATH")
+
+    def config(self) -> str:
+        return "phmmer --cpu 1 --noali tblout v1"
+
+    def search(self, queries: Path, db_fasta: Path, db_dir: Path, work: Path, n_db: int) -> Measured:
+        return run_measured(["phmmer", "--cpu", "1", "--noali", "-o", os.devnull,
+                             "--tblout", str(work / "hits.tbl"), str(queries), str(db_fasta)])
+
+
 def read_hmmer_tblout(path: Path) -> pd.DataFrame:
     """HMMER ``--tblout`` → query, target, evalue (full-sequence E-value); jackhmmer writes the final round."""
     rows = []

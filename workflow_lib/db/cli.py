@@ -1,4 +1,4 @@
-"""Sub-commands ``trackfold db build``, ``trackfold db info`` and ``trackfold chunk``."""
+"""Sub-commands ``trackfold db build``, ``trackfold db cluster``, ``trackfold db info`` and ``trackfold chunk``."""
 
 from __future__ import annotations
 
@@ -10,6 +10,9 @@ import pandas as pd
 
 from workflow_lib.db.build import BAD_RECORD_POLICIES, DUPLICATE_POLICIES, build_database, read_manifest
 from workflow_lib.db.chunks import ChunkSettings, chunk_name, chunk_table
+from workflow_lib.db.cluster import DEFAULT_COVERAGE, DEFAULT_IDENTITY
+from workflow_lib.db.profiles import KIND as PROFILE_KIND
+from workflow_lib.db.profiles import build_profile_db, database_kind, read_profile_manifest
 from workflow_lib.db.kmer_index import DEFAULT_SHAPE, MAX_WEIGHT, contiguous_shape
 from workflow_lib.errors import InputError
 from workflow_lib.schemas.db import CHUNKS
@@ -39,6 +42,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                             f"with k ones)")
     build.add_argument("--force", action="store_true", help="rebuild even if the inputs are unchanged")
     build.set_defaults(handler=run_db_build)
+
+    cluster = db_commands.add_parser(
+        "cluster", help="cluster a sequence database into a profile database (HHblits' Uniclust form; no-op if "
+                        "unchanged)")
+    cluster.add_argument("--db", required=True, help="sequence database directory (trackfold db build)")
+    cluster.add_argument("--out", required=True, help="profile database directory")
+    cluster.add_argument("--identity", type=float, default=DEFAULT_IDENTITY,
+                         help="minimum identity of a member to its representative (default %(default)s)")
+    cluster.add_argument("--coverage", type=float, default=DEFAULT_COVERAGE,
+                         help="minimum fraction of both sequences the alignment covers (default %(default)s)")
+    cluster.add_argument("--shards", type=int, default=None, help="shards (default: as the sequence database)")
+    cluster.add_argument("--cpus", type=int, default=1, help="processes for the alignments (0 = all cores)")
+    cluster.add_argument("--force", action="store_true", help="rebuild even if the inputs are unchanged")
+    cluster.set_defaults(handler=run_db_cluster)
 
     info = db_commands.add_parser("info", help="print a database's manifest summary")
     info.add_argument("db", help="database directory")
@@ -75,7 +92,28 @@ def run_db_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_db_cluster(args: argparse.Namespace) -> int:
+    manifest, rebuilt = build_profile_db(args.db, args.out, identity=args.identity, coverage=args.coverage,
+                                         shards=args.shards, cpus=args.cpus, force=args.force)
+    state = "built" if rebuilt else "up to date"
+    print(f"profile database {args.out} {state}: {manifest['sequences']} sequences in {manifest['clusters']} clusters "
+          f"({len(manifest['shards'])} shards)")
+    return 0
+
+
 def run_db_info(args: argparse.Namespace) -> int:
+    if database_kind(args.db) == PROFILE_KIND:
+        manifest = read_profile_manifest(args.db)
+        if args.json:
+            print(json.dumps(manifest, indent=2))
+            return 0
+        print(f"profile database {args.db}")
+        print(f"sequences       {manifest['sequences']}")
+        print(f"clusters        {manifest['clusters']}")
+        print(f"source          {manifest['source']}")
+        for shard in manifest["shards"]:
+            print(f"{shard['profiles']:<18}{shard['clusters']:>8} clusters {shard['sequences']:>8} sequences")
+        return 0
     manifest = read_manifest(args.db)
     if args.json:
         print(manifest.to_json(), end="")

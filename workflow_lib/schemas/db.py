@@ -37,3 +37,19 @@ KMER_INDEX = NpzSchema("kmer_index", 1, {
     "shape": ArraySpec("int32", ("K",), "window offsets of the shape's 1 positions (absent: 0 .. k-1)",
                        optional=True),
 }, "k-mer index of one database shard")
+
+
+PROFILE_DB_ARRAYS = NpzSchema("profile_db_arrays", 1, {
+    "residues": ArraySpec("uint8", ("P",), "representative sequences, concatenated (residue codes)"),
+    "offsets": ArraySpec("int64", ("C1",), "start of each cluster's columns; C1 = clusters + 1"),
+    "members": ArraySpec("int32", ("C",), "member sequences of each cluster, the representative included"),
+}, "Cluster representatives of one profile-database shard (workflow_lib.db.profiles).")
+
+PROFILE_DB_MEMBERS = TableSchema("profile_db_members", 1, pa.schema([
+    ("cluster", pa.int32()),         # cluster index within the shard
+    ("id", pa.string()),             # member ID as in the sequence database
+    ("description", pa.string()),
+    ("row", pa.string()),            # A3M row against the representative (the representative: its sequence)
+    ("start", pa.int32()),           # member residue (0-based) where the row's aligned segment begins
+    ("length", pa.int32()),          # the member's whole length
+]), "Members of the clusters of one profile-database shard, representative first (workflow_lib.db.profiles).")

@@ -63,7 +63,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     search = subparsers.add_parser("search", help="search a database with each query; one hits table",
                                    description="Iterative profile search (prefilter → Viterbi → E-values).")
     search.add_argument("queries", help="protein FASTA")
-    search.add_argument("--db", required=True, help="database directory (trackfold db build)")
+    search.add_argument("--db", required=True,
+                        help="database directory: sequences (trackfold db build) or profiles (trackfold db cluster)")
     search.add_argument("--out", required=True, help="hits table (.parquet)")
     search.add_argument("--m8", help="also write BLAST tabular (outfmt 6) here")
     search.add_argument("--cpus", type=int, default=1, help="processes (0 = all cores)")
@@ -74,7 +75,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     msa = subparsers.add_parser("msa", help="iterative MSAs: DIR/{id}.a3m and DIR/msa_stats.parquet",
                                 description="Iterative MSA assembly against a database (HHblits-style).")
     msa.add_argument("queries", help="protein FASTA")
-    msa.add_argument("--db", required=True, help="database directory (trackfold db build)")
+    msa.add_argument("--db", required=True,
+                     help="database directory: sequences (trackfold db build) or profiles (trackfold db cluster)")
     msa.add_argument("--out-dir", required=True, help="output directory")
     msa.add_argument("--cpus", type=int, default=1, help="processes (0 = all cores)")
     _device_argument(msa)

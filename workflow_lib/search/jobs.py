@@ -26,13 +26,16 @@ from pathlib import Path
 
 import pandas as pd
 
+from workflow_lib.db.profiles import KIND as PROFILE_KIND
+from workflow_lib.db.profiles import database_kind
 from workflow_lib.errors import InputError
 from workflow_lib.schemas.io import read_frame, write_table
 from workflow_lib.schemas.search import MSA_STATE, MSA_STATS, SEARCH_TIMES
 from workflow_lib.search.allocator import keep_freed_memory
 from workflow_lib.search.engine import DatabaseTotals, SearchQuery, make_queries
 from workflow_lib.search.hits import Hits
-from workflow_lib.search.iterative import QueryState, advance, msa_statistics, output_alignment
+from workflow_lib.search.iterative import MsaResult, QueryState, advance, msa_statistics, output_alignment
+from workflow_lib.search.profile_search import build_profile_msas
 from workflow_lib.search.query_store import read_search_queries, write_search_queries
 from workflow_lib.search.searcher import Searcher
 from workflow_lib.search.settings import Settings
@@ -49,13 +52,21 @@ def _log_iteration(iteration: int, searched: int) -> None:
     log.info("iteration %d: %d queries searched", iteration, searched)
 
 
+def iterate_any(records: list[Record], db: str | Path, settings: Settings, *, cpus: int | None = 1,
+                device: str | None = "numpy") -> list[MsaResult]:
+    """Iterative MSAs of ``records`` against ``db``: a sequence database (:class:`Searcher`) or a profile database
+    (``trackfold db cluster``; :func:`~workflow_lib.search.profile_search.build_profile_msas`, one process)."""
+    if database_kind(db) == PROFILE_KIND:
+        return build_profile_msas(records, db, settings.msa, on_iteration=_log_iteration)
+    return Searcher(db, settings=settings, cpus=cpus, device=device).iterate(records, on_iteration=_log_iteration)
+
+
 def search_job(queries: str | Path, db: str | Path, *, out: str | Path, settings: Settings,
                m8: str | Path | None = None, cpus: int | None = 1, device: str | None = "numpy") -> int:
     """``trackfold search``: every iteration's hits of every query, ranked per iteration, to ``out``."""
     keep_freed_memory()
     records = read_fasta(queries)
-    searcher = Searcher(db, settings=settings, cpus=cpus, device=device)
-    results = searcher.iterate(records, on_iteration=_log_iteration)
+    results = iterate_any(records, db, settings, cpus=cpus, device=device)
     hits = Hits.from_iterations(results, query_order=[record.id for record in records])
     hits.write_parquet(out)
     if m8:
@@ -71,7 +82,7 @@ def msa_job(queries: str | Path, db: str | Path, *, out_dir: str | Path, setting
     records = read_fasta(queries)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    results = Searcher(db, settings=settings, cpus=cpus, device=device).iterate(records, on_iteration=_log_iteration)
+    results = iterate_any(records, db, settings, cpus=cpus, device=device)
     rows = []
     for record, result in zip(records, results):
         write_a3m(out_dir / f"{record.safe_id}.a3m", result.alignment)
