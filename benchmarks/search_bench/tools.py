@@ -529,6 +529,32 @@ class TrackfoldContext(TrackfoldVariant):
     extra_arguments = ("--pseudocounts", "context", "--no-sensitive")
 
 
+class TrackfoldProfiles(Trackfold):
+    """``trackfold search`` against a profile database: ``trackfold db build`` then ``trackfold db cluster``
+    (both timed as the database build), ``--iterations 2`` (as hhblits -n 2)."""
+
+    name = "trackfold_profiles"
+
+    def __init__(self, python: Path | None = None, iterations: int = 2, cpus: int = 1) -> None:
+        super().__init__(python, iterations, cpus)
+        self.label = f"trackfold search --iterations {iterations} (profile database)"
+
+    def config(self) -> str:
+        sources = sorted([ROOT / "workflow_lib" / "db" / "cluster.py", ROOT / "workflow_lib" / "db" / "profiles.py"])
+        return super().config() + " profiles " + digest(*sources)
+
+    def prepare(self, db_fasta: Path, work: Path, n_db: int) -> Measured:
+        measured = super().prepare(db_fasta, work, n_db)
+        measured.add(run_measured(self.command() + ["db", "cluster", "--db", str(work / "db"), "--out",
+                                                    str(work / "profiles")], cwd=ROOT))
+        return measured
+
+    def search(self, queries: Path, db_fasta: Path, db_dir: Path, work: Path, n_db: int) -> Measured:
+        return run_measured(self.command() + ["search", "--db", str(db_dir / "profiles"),
+                                              "--out", str(work / "hits.parquet"), "--iterations",
+                                              str(self.iterations), str(queries)], cwd=ROOT)
+
+
 def read_trackfold_hits(path: Path) -> pd.DataFrame:
     """The final iteration's rows of a `trackfold search` hits table → query, target, evalue."""
     import pyarrow.parquet as pq

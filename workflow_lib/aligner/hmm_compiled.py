@@ -21,7 +21,8 @@ import numpy as np
 
 from workflow_lib.aligner import compiled
 from workflow_lib.aligner.profile import DD, DM, II, IM, MD, MI, MM, Profile
-from workflow_lib.aligner.scores import HHSUITE_SHIFT, NEG_INF, PairScores, log2_safe, pair_scores, quantize
+from workflow_lib.aligner.scores import (HHSUITE_SHIFT, MIN_SCORE, NEG_INF, SCALE, PairScores, log2_safe,
+                                         pair_scores, quantize)
 
 MAX_STACKED_CELLS = 1 << 24
 """Column scores computed per batch of candidates (int32 cells: 64 MiB)."""
@@ -105,18 +106,33 @@ def _kernel():
     return viterbi_hmm_scores
 
 
+def _column_scores(products: np.ndarray, shift: float) -> np.ndarray:
+    """``quantize(log2_safe(products) + shift)`` (:func:`~workflow_lib.aligner.scores.column_scores`), in place
+    where every product is positive (profiles with pseudocounts): the same numbers in a third of the time."""
+    if not np.all(products > 0):
+        return quantize(log2_safe(products) + shift)
+    np.log2(products, out=products)
+    products += shift
+    products *= SCALE
+    np.rint(products, out=products)
+    np.maximum(products, MIN_SCORE, out=products)
+    return products.astype(np.int32)
+
+
 def _numpy_scores(query: PairScores, templates: list[PairScores], shift: float) -> np.ndarray:
     from workflow_lib.aligner.viterbi_hmm import viterbi_profile_lanes
     return np.array([int(viterbi_profile_lanes(query, [t], shift=shift)[0][0]) for t in templates], dtype=np.int64)
 
 
-def hmm_scores(query: Profile, templates: list[Profile], *, shift: float = HHSUITE_SHIFT) -> np.ndarray:
+def hmm_scores(query: Profile, templates: list[Profile | PairScores], *, shift: float = HHSUITE_SHIFT) -> np.ndarray:
     """int64 ``[len(templates)]``: the best local profile–profile Viterbi score of ``query`` against each
-    template, milli-bits (no correlation score; the query's null model, as :func:`align_profiles` uses)."""
+    template, milli-bits (no correlation score; the query's null model, as :func:`align_profiles` uses).
+    A template given as :class:`PairScores` must have been made with the query's background
+    (:func:`~workflow_lib.aligner.scores.pair_scores`): a search keeps them across queries."""
     if not templates:
         return np.zeros(0, np.int64)
     query_scores = pair_scores(query)
-    template_scores = [pair_scores(t, query.background) for t in templates]
+    template_scores = [t if isinstance(t, PairScores) else pair_scores(t, query.background) for t in templates]
     if not compiled.available():
         return _numpy_scores(query_scores, template_scores, shift)
     kernel = _kernel()
@@ -134,7 +150,7 @@ def hmm_scores(query: Profile, templates: list[Profile], *, shift: float = HHSUI
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
         tstarts = starts + np.arange(len(batch), dtype=np.int64)   # transitions have L + 1 rows
         stacked = np.concatenate([t.scaled for t in batch])
-        S = quantize(log2_safe(query_scores.scaled @ stacked.T) + shift)   # as scores.column_scores
+        S = _column_scores(query_scores.scaled @ stacked.T, shift)
         ttr = np.concatenate([t.transitions for t in batch]).astype(np.int64)
         out[start:stop] = kernel(S, starts, lengths, qtr, ttr, tstarts)
         start = stop

@@ -38,6 +38,8 @@ import numpy as np
 import pandas as pd
 
 from workflow_lib.aligner import Profile, profile_from_alignment
+from workflow_lib.aligner.scores import PairScores, pair_scores
+from workflow_lib.aligner.substitution import DEFAULT_BACKGROUND
 from workflow_lib.db.build import MANIFEST, load_shard, read_manifest, sha256_file
 from workflow_lib.db.cluster import DEFAULT_COVERAGE, DEFAULT_IDENTITY, cluster_sequences
 from workflow_lib.db.kmer_index import DEFAULT_SHAPE, build_kmer_index
@@ -213,6 +215,7 @@ class ProfileShard:
         self._rows = members["row"].tolist()
         self._ids = members["id"].tolist()
         self.profile = lru_cache(maxsize=PROFILE_CACHE)(self._profile)
+        self.scores = lru_cache(maxsize=PROFILE_CACHE)(self._scores)
 
     def __len__(self) -> int:
         return int(self.arrays["offsets"].size - 1)
@@ -220,6 +223,10 @@ class ProfileShard:
     def member_span(self, k: int) -> tuple[int, int]:
         """Rows ``[start, stop)`` of cluster ``k`` in :attr:`members` (representative first)."""
         return int(self._member_starts[k]), int(self._member_starts[k + 1])
+
+    def _scores(self, k: int) -> PairScores:
+        """The profile–profile tables of cluster ``k`` against the default background (a query profile's)."""
+        return pair_scores(self.profile(k), DEFAULT_BACKGROUND)
 
     def _profile(self, k: int) -> Profile:
         start, stop = self.member_span(k)

@@ -37,7 +37,8 @@ import pandas as pd
 from workflow_lib.aligner import Profile
 from workflow_lib.aligner.hmm_compiled import hmm_scores
 from workflow_lib.aligner.lanes import align_profiles
-from workflow_lib.aligner.scores import SCALE
+from workflow_lib.aligner.scores import SCALE, pair_scores
+from workflow_lib.aligner.substitution import DEFAULT_BACKGROUND
 from workflow_lib.db.kmer_index import index_is_spaced
 from workflow_lib.db.profiles import ProfileShard, load_profile_shard, read_profile_manifest
 from workflow_lib.errors import InputError
@@ -78,6 +79,7 @@ class ProfileDatabase:
         self.shards: list[ProfileShard] = [load_profile_shard(self.path, k, self.manifest)
                                            for k in range(len(self.manifest["shards"]))]
         self._decoys: list[Profile] | None = None
+        self._decoy_scores: list = []
         self._decoy_count = 0
 
     @property
@@ -94,8 +96,14 @@ class ProfileDatabase:
             first = self.shards[0]
             picks = np.unique(np.linspace(0, len(first) - 1, num=min(len(first), count)).astype(np.int64))
             self._decoys = decoy_profiles([first.profile(int(k)) for k in picks], count, seed=seed)
+            self._decoy_scores = [pair_scores(d, DEFAULT_BACKGROUND) for d in self._decoys]
             self._decoy_count = count
         return self._decoys
+
+    def decoy_scores(self, count: int, seed: int) -> list:
+        """The profile–profile tables of :meth:`decoys` against the default background."""
+        self.decoys(count, seed)
+        return self._decoy_scores
 
 
 def prefilter_candidates(query: Profile, database: ProfileDatabase,
@@ -174,9 +182,12 @@ def search_profile_query(name: str, query: Profile, database: ProfileDatabase,
     if not candidates:
         return pd.DataFrame(columns=list(HIT_COLUMNS))
     decoys = database.decoys(settings.decoys, settings.seed)
-    null = fit_gumbel(hmm_scores(query, decoys) / SCALE, np.array([d.length for d in decoys]))
+    default_background = np.allclose(query.background, DEFAULT_BACKGROUND)
+    decoy_tables = database.decoy_scores(settings.decoys, settings.seed) if default_background else decoys
+    null = fit_gumbel(hmm_scores(query, decoy_tables) / SCALE, np.array([d.length for d in decoys]))
     profiles = [database.shards[s].profile(k) for s, k, _ in candidates]
-    bits = hmm_scores(query, profiles) / SCALE
+    tables = [database.shards[s].scores(k) for s, k, _ in candidates] if default_background else profiles
+    bits = hmm_scores(query, tables) / SCALE
     lengths = np.array([p.length for p in profiles], dtype=np.float64)
     evalues = database.clusters * null.pvalue(bits, lengths)
     reported = [n for n in np.argsort(evalues, kind="stable") if evalues[n] <= settings.max_evalue]
