@@ -1,6 +1,7 @@
 # Validation, the protein/chunk plan known when the DAG is built, and input functions.
 # No rule lives here; every rule file includes the names defined below.
 
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -49,6 +50,14 @@ if SEARCH_DATABASE not in DATABASES:
         f"config 'search.database' is '{SEARCH_DATABASE}', which is not one of the databases "
         f"{sorted(DATABASES)}"
     )
+PROFILE_SEARCH = DATABASES[SEARCH_DATABASE].profiles
+"""The MSA stage searches the search database's profile database (rule msa_profiles) instead of its shards."""
+if PROFILE_SEARCH and SEARCH_SETTINGS.precomputed_msas:
+    raise InputError(
+        "config 'search.precomputed_msas' works with the sharded sequence search only; the search database "
+        f"'{SEARCH_DATABASE}' has 'profiles: true'"
+    )
+
 
 
 
@@ -249,3 +258,26 @@ def predict_mem_mb(wildcards, attempt):
 def predict_runtime(wildcards, attempt):
     """A predict job's minutes (resources runtime): from its proteins' forward passes, times the attempt."""
     return attempt * PREDICT_SETTINGS.runtime_min(STAGE_INPUTS.lengths(wildcards.proteome, f"chunk_{wildcards.chunk}"))
+
+
+def profile_identity(wildcards):
+    return DATABASES[wildcards.database].profile_identity
+
+
+def profile_coverage(wildcards):
+    return DATABASES[wildcards.database].profile_coverage
+
+
+def manifest_parent(wildcards, input):
+    """The directory of the rule's ``manifest`` (or ``profiles``) input: a database directory."""
+    return str(Path(input[0]).parent)
+
+
+def profile_job_mem_mb(wildcards, attempt):
+    """db_cluster holds every sequence of the database while clustering (UniProt-2014: 1.5 GB); msa_profiles
+    one loaded profile database."""
+    return attempt * 4000
+
+
+def profile_job_runtime(wildcards, attempt):
+    return attempt * 240

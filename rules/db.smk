@@ -12,6 +12,8 @@ rule db_build:
         duplicates=database_duplicate_policy,
         bad_records=database_bad_record_policy,
         out_dir=output_parent,
+    wildcard_constraints:
+        database="|".join(re.escape(name) for name in DATABASES),
     log:
         "logs/db_build/{database}.log",
     benchmark:
@@ -25,3 +27,31 @@ rule db_build:
     shell:
         "{params.trackfold} db build --out {params.out_dir} --shards {params.shards} "
         "--duplicate-ids {params.duplicates} --on-bad-record {params.bad_records} {input} > {log} 2>&1"
+
+
+rule db_cluster:
+    input:
+        manifest=f"{RESULTS}/db/{{database}}/manifest.json",
+    output:
+        manifest=f"{RESULTS}/db/{{database}}.profiles/manifest.json",
+    params:
+        trackfold=TRACKFOLD,
+        db_dir=manifest_parent,
+        out_dir=output_parent,
+        identity=profile_identity,
+        coverage=profile_coverage,
+    wildcard_constraints:
+        database="|".join(re.escape(name) for name in DATABASES),
+    log:
+        "logs/db_cluster/{database}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/db_cluster/{{database}}.tsv"
+    threads: 1
+    resources:
+        mem_mb=profile_job_mem_mb,
+        runtime=profile_job_runtime,
+    conda:
+        "../envs/core.yaml"
+    shell:
+        "{params.trackfold} db cluster --db {params.db_dir} --out {params.out_dir} --identity {params.identity} "
+        "--coverage {params.coverage} > {log} 2>&1"

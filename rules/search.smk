@@ -112,28 +112,59 @@ rule msa_merge:
         "--a3m-dir {params.a3m_dir} --out-state {output.state} > {log} 2>&1"
 
 
-rule msa_final:
-    input:
-        fasta=f"{RESULTS}/{{proteome}}/chunks/chunk_{{chunk}}.fasta",
-        state=final_state,
-    output:
-        stats=f"{RESULTS}/{{proteome}}/msa/chunk_{{chunk}}.stats.parquet",
-    params:
-        trackfold=TRACKFOLD,
-        out_dir=output_parent,
-        settings=SEARCH_SETTINGS.cli_options(),
-    wildcard_constraints:
-        chunk=r"\d{4}",
-    log:
-        "logs/msa_final/{proteome}/{chunk}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/msa_final/{{proteome}}/{{chunk}}.tsv"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=30,
-    conda:
-        "../envs/core.yaml"
-    shell:
-        "{params.trackfold} msa-final {input.fasta} --state {input.state} --out-dir {params.out_dir} "
-        "{params.settings} --stats {output.stats} > {log} 2>&1"
+if PROFILE_SEARCH:
+
+    rule msa_profiles:
+        input:
+            profiles=f"{RESULTS}/db/{SEARCH_DATABASE}.profiles/manifest.json",
+            fasta=f"{RESULTS}/{{proteome}}/chunks/chunk_{{chunk}}.fasta",
+        output:
+            stats=f"{RESULTS}/{{proteome}}/msa/chunk_{{chunk}}.stats.parquet",
+        params:
+            trackfold=TRACKFOLD,
+            out_dir=output_parent,
+            db_dir=manifest_parent,
+            settings=SEARCH_SETTINGS.cli_options(),
+        wildcard_constraints:
+            chunk=r"\d{4}",
+        log:
+            "logs/msa_profiles/{proteome}/{chunk}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/msa_profiles/{{proteome}}/{{chunk}}.tsv"
+        threads: 1
+        resources:
+            mem_mb=profile_job_mem_mb,
+            runtime=profile_job_runtime,
+        conda:
+            "../envs/core.yaml"
+        shell:
+            "{params.trackfold} msa {input.fasta} --db {params.db_dir} --out-dir {params.out_dir} "
+            "--stats {output.stats} {params.settings} > {log} 2>&1"
+
+else:
+
+    rule msa_final:
+        input:
+            fasta=f"{RESULTS}/{{proteome}}/chunks/chunk_{{chunk}}.fasta",
+            state=final_state,
+        output:
+            stats=f"{RESULTS}/{{proteome}}/msa/chunk_{{chunk}}.stats.parquet",
+        params:
+            trackfold=TRACKFOLD,
+            out_dir=output_parent,
+            settings=SEARCH_SETTINGS.cli_options(),
+        wildcard_constraints:
+            chunk=r"\d{4}",
+        log:
+            "logs/msa_final/{proteome}/{chunk}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/msa_final/{{proteome}}/{{chunk}}.tsv"
+        threads: 1
+        resources:
+            mem_mb=2000,
+            runtime=30,
+        conda:
+            "../envs/core.yaml"
+        shell:
+            "{params.trackfold} msa-final {input.fasta} --state {input.state} --out-dir {params.out_dir} "
+            "{params.settings} --stats {output.stats} > {log} 2>&1"

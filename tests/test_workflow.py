@@ -71,6 +71,22 @@ def test_dry_run_two_proteomes_lists_every_chunk(root, tmp_path):
     assert counts == {**expected, "total": sum(expected.values())}
 
 
+def test_profile_database_replaces_the_sharded_search(root, tmp_path):
+    config = _config(tmp_path, root, {"ana": "anaerococcus_slice.fasta"})
+    data = yaml.safe_load(config.read_text())
+    data["databases"]["sprot"]["profiles"] = True
+    config.write_text(yaml.safe_dump(data))
+    counts = _job_counts(_snakemake(root, tmp_path, "-n", "--configfile", str(config)).stdout)
+    # 8 chunks, one MSA job each against the clustered database; no per-shard search jobs
+    expected = {"db_build": 1, "db_cluster": 1, "chunk_table": 1, "chunk_fasta": 8, "msa_profiles": 8,
+                "features": 8, "predict": 8, "summary": 1, "all": 1}
+    assert counts == {**expected, "total": sum(expected.values())}
+    data["search"] = {"precomputed_msas": str(tmp_path)}
+    config.write_text(yaml.safe_dump(data))
+    result = _snakemake(root, tmp_path, "-n", "--configfile", str(config), check=False)
+    assert result.returncode != 0 and "precomputed_msas" in result.stdout + result.stderr
+
+
 def test_lint_is_clean(root, tmp_path):
     result = _snakemake(root, root, "--lint", "--configfile", str(root / "config" / "config.yaml"),
                         "--config", f"results={tmp_path / 'results'}", check=False)

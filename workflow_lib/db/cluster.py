@@ -30,6 +30,7 @@ which :mod:`workflow_lib.db.profiles` builds the cluster's profile.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,6 +50,7 @@ DEFAULT_COVERAGE = 0.8
 MINIMIZER_BLOCK = 4_000_000
 """Residues whose k-mers are hashed at once (about 100 MB of temporaries)."""
 _HASH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
+LOG = logging.getLogger(__name__)
 
 
 def reduced_codes() -> np.ndarray:
@@ -180,12 +182,17 @@ def cluster_sequences(sequences: list[np.ndarray], *, identity: float = DEFAULT_
     owner = np.concatenate(owners) if owners else np.zeros(0, np.int64)
     hashes = np.concatenate(hash_parts) if hash_parts else np.zeros(0, np.uint64)
     members, centres = candidate_edges(owner, hashes, lengths, max_centres=max_centres)
+    LOG.info("%d sequences: %d k-mers kept, %d candidate edges to align", n, owner.size, members.size)
     rows: list[str | None] = [None] * n
     links: dict[int, list[tuple[int, str, int]]] = {}
     boundaries = np.flatnonzero(np.diff(centres)) + 1 if centres.size else np.zeros(0, np.int64)
+    done, report = 0, max(members.size // 10, 1)
     for block in np.split(np.arange(centres.size), boundaries):
         if block.size == 0:
             continue
+        if (done + block.size) // report > done // report:
+            LOG.info("aligned %d of %d candidate edges", done + block.size, members.size)
+        done += block.size
         centre = int(centres[block[0]])
         centre_codes = sequences[centre]
         profile = profile_from_sequence(centre_codes, name=str(centre))

@@ -79,6 +79,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="database directory: sequences (trackfold db build) or profiles (trackfold db cluster)")
     msa.add_argument("--out-dir", required=True, help="output directory")
     msa.add_argument("--cpus", type=int, default=1, help="processes (0 = all cores)")
+    msa.add_argument("--stats", help="statistics table (default OUT_DIR/msa_stats.parquet), written last")
     _device_argument(msa)
     add_settings_arguments(msa)
     msa.set_defaults(handler=run_msa)
@@ -138,7 +139,7 @@ def run_search(args: argparse.Namespace) -> int:
 
 def run_msa(args: argparse.Namespace) -> int:
     return jobs.msa_job(args.queries, args.db, out_dir=args.out_dir, settings=_settings(args), cpus=args.cpus,
-                        device=_device(args))
+                        device=_device(args), stats=args.stats)
 
 
 def run_search_profiles(args: argparse.Namespace) -> int:

@@ -35,7 +35,7 @@ from workflow_lib.search.allocator import keep_freed_memory
 from workflow_lib.search.engine import DatabaseTotals, SearchQuery, make_queries
 from workflow_lib.search.hits import Hits
 from workflow_lib.search.iterative import MsaResult, QueryState, advance, msa_statistics, output_alignment
-from workflow_lib.search.profile_search import build_profile_msas
+from workflow_lib.search.profile_search import ProfileSearchSettings, build_profile_msas
 from workflow_lib.search.query_store import read_search_queries, write_search_queries
 from workflow_lib.search.searcher import Searcher
 from workflow_lib.search.settings import Settings
@@ -57,7 +57,8 @@ def iterate_any(records: list[Record], db: str | Path, settings: Settings, *, cp
     """Iterative MSAs of ``records`` against ``db``: a sequence database (:class:`Searcher`) or a profile database
     (``trackfold db cluster``; :func:`~workflow_lib.search.profile_search.build_profile_msas`, one process)."""
     if database_kind(db) == PROFILE_KIND:
-        return build_profile_msas(records, db, settings.msa, on_iteration=_log_iteration)
+        return build_profile_msas(records, db, settings.msa, ProfileSearchSettings(max_evalue=settings.max_evalue),
+                                  on_iteration=_log_iteration)
     return Searcher(db, settings=settings, cpus=cpus, device=device).iterate(records, on_iteration=_log_iteration)
 
 
@@ -76,8 +77,9 @@ def search_job(queries: str | Path, db: str | Path, *, out: str | Path, settings
 
 
 def msa_job(queries: str | Path, db: str | Path, *, out_dir: str | Path, settings: Settings,
-            cpus: int | None = 1, device: str | None = "numpy") -> int:
-    """``trackfold msa``: the output MSA of every query and their statistics."""
+            cpus: int | None = 1, device: str | None = "numpy", stats: str | Path | None = None) -> int:
+    """``trackfold msa``: the output MSA of every query, then their statistics (``stats``, default
+    ``out_dir/msa_stats.parquet``; written last, so a complete table means complete A3Ms)."""
     keep_freed_memory()
     records = read_fasta(queries)
     out_dir = Path(out_dir)
@@ -86,11 +88,11 @@ def msa_job(queries: str | Path, db: str | Path, *, out_dir: str | Path, setting
     rows = []
     for record, result in zip(records, results):
         write_a3m(out_dir / f"{record.safe_id}.a3m", result.alignment)
-        stats = msa_statistics(result.alignment)
-        rows.append({"protein": record.id, "safe_id": record.safe_id, "length": len(record.sequence), **stats,
+        numbers = msa_statistics(result.alignment)
+        rows.append({"protein": record.id, "safe_id": record.safe_id, "length": len(record.sequence), **numbers,
                      "iterations": len(result.iterations), "reason": result.reason, "seconds": result.seconds,
                      "source": "search"})
-    write_table(out_dir / "msa_stats.parquet", pd.DataFrame(rows), MSA_STATS)
+    write_table(stats or out_dir / "msa_stats.parquet", pd.DataFrame(rows), MSA_STATS)
     print(f"{len(records)} MSAs -> {out_dir}")
     return 0
 

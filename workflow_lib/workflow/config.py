@@ -98,14 +98,21 @@ def _check_type(value: Any, hint: Any, where: str) -> Any:
 
 @dataclasses.dataclass(frozen=True)
 class DatabaseConfig(StageConfig):
-    """One sequence database: its FASTA files and how it is sharded."""
+    """One sequence database: its FASTA files, how it is sharded, and whether it is also clustered into a profile
+    database (``profiles``; :mod:`workflow_lib.db.profiles`)."""
 
     fasta: tuple[str, ...]
     shards: int = 1
     duplicate_ids: str = "rename"
     on_bad_record: str = "skip"
+    profiles: bool = False
+    profile_identity: float = 0.3
+    profile_coverage: float = 0.8
 
     def __post_init__(self) -> None:
+        if not 0 < self.profile_identity <= 1 or not 0 < self.profile_coverage <= 1:
+            raise InputError("database 'profile_identity' and 'profile_coverage' must lie in (0, 1], got "
+                             f"{self.profile_identity} and {self.profile_coverage}")
         if not self.fasta:
             raise InputError("database 'fasta' must list at least one file")
         if self.shards < 1:
