@@ -3,6 +3,9 @@
 Match steps show both residues; sequence–profile ``I`` (target residue in an insert state) and profile–profile
 ``J``/``G`` (template column without a query column) show ``-`` in the query row; ``D`` and profile–profile ``I``
 (query column without a template column) show ``-`` in the target row. Insert residues are lower case.
+
+:func:`hit_row` writes one sequence–profile hit as a query-anchored A3M row (the MSA assembly's and the
+clustering's rows).
 """
 
 from __future__ import annotations
@@ -37,3 +40,22 @@ def aligned_strings(hit: Hit, query: str, target: str, *, mode: str = "seq") -> 
         else:
             raise ValueError(f"unknown state {letter!r} for mode {mode}")
     return "".join(query_row), "".join(target_row)
+
+
+def hit_row(states: str, qstart: int, qend: int, tseq: str, query_length: int) -> str:
+    """The A3M row of one hit (1-based inclusive ``qstart``/``qend``; ``tseq``: the aligned target segment)."""
+    pieces = ["-" * (qstart - 1)]
+    position = 0
+    for state in states:
+        if state == "M":
+            pieces.append(tseq[position].upper())
+            position += 1
+        elif state == "I":
+            pieces.append(tseq[position].lower())
+            position += 1
+        elif state == "D":
+            pieces.append("-")
+        else:
+            raise ValueError(f"unknown alignment state {state!r}")
+    pieces.append("-" * (query_length - qend))
+    return "".join(pieces)

@@ -37,7 +37,7 @@ import numpy as np
 
 from workflow_lib.aligner import align_targets, profile_from_sequence
 from workflow_lib.errors import InputError
-from workflow_lib.search.iterative import hit_row
+from workflow_lib.aligner.render import hit_row
 from workflow_lib.seqio.alphabet import N_AMINO, decode, encode
 
 REDUCED_GROUPS = ("LVIM", "C", "A", "G", "ST", "P", "FYW", "EDNQ", "KR", "H")

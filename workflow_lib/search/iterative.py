@@ -40,6 +40,7 @@ import pandas as pd
 
 from workflow_lib.aligner import Profile, profile_from_alignment, profile_from_sequence
 from workflow_lib.aligner.context import ContextModel
+from workflow_lib.aligner.render import hit_row  # noqa: F401  (the rows of an MSA; re-exported)
 from workflow_lib.search.settings import MsaSettings, SearchSettings, Settings
 from workflow_lib.seqio.alphabet import GAP_CODE
 from workflow_lib.seqio.msa import Alignment
@@ -64,25 +65,6 @@ class IterationResult:
     reason: str
     seconds: float
     search_alignment: Alignment | None = None
-
-
-def hit_row(states: str, qstart: int, qend: int, tseq: str, query_length: int) -> str:
-    """The A3M row of one hit (1-based inclusive ``qstart``/``qend``; ``tseq``: the aligned target segment)."""
-    pieces = ["-" * (qstart - 1)]
-    position = 0
-    for state in states:
-        if state == "M":
-            pieces.append(tseq[position].upper())
-            position += 1
-        elif state == "I":
-            pieces.append(tseq[position].lower())
-            position += 1
-        elif state == "D":
-            pieces.append("-")
-        else:
-            raise ValueError(f"unknown alignment state {state!r}")
-    pieces.append("-" * (query_length - qend))
-    return "".join(pieces)
 
 
 def coverage(alignment: Alignment) -> np.ndarray:

@@ -48,7 +48,7 @@ from workflow_lib.search.iterative import IterationResult, MsaResult, QueryState
 from workflow_lib.search.seeds import profile_scores_bits
 from workflow_lib.search.settings import SENSITIVE_PREFILTER, MsaSettings, default_kmer_threshold
 from workflow_lib.seqio.alphabet import encode
-from workflow_lib.templates.calibration import decoy_profiles, fit_gumbel
+from workflow_lib.aligner.calibration import decoy_profiles, fit_gumbel
 
 DEFAULT_MAX_CANDIDATES = 300
 DEFAULT_DECOYS = 100
