@@ -98,7 +98,7 @@ def test_profile_rule_names_are_real_rules(root, name):
     """Snakemake silently ignores unknown names in set-threads / set-resources / groups: catch typos here."""
     import re
     rules = {m.group(1) for path in (root / "rules").glob("*.smk")
-             for m in re.finditer(r"^rule (\w+):", path.read_text(), re.M)}
+             for m in re.finditer(r"^\s*rule (\w+):", path.read_text(), re.M)}   # rules in if blocks too
     profile = yaml.safe_load((root / "profiles" / name / "config.yaml").read_text())
     for section in ("set-threads", "set-resources", "groups"):
         unknown = set(profile.get(section) or {}) - rules
