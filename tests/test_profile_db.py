@@ -96,6 +96,12 @@ def test_clusters_join_close_copies_and_never_unrelated_or_fragments(records):
     assert result.n_clusters <= len(records) - len(MUTATED)      # real close homologs of the slice join too
 
 
+def test_clustering_is_the_same_with_two_processes(records):
+    codes = [encode(seq) for _, seq in records]
+    one, two = cluster_sequences(codes), cluster_sequences(codes, cpus=2)
+    assert np.array_equal(one.representative, two.representative) and one.rows == two.rows
+
+
 def test_cluster_settings_are_checked():
     with pytest.raises(InputError, match="identity and coverage"):
         cluster_sequences([encode("MKV")], identity=0.0)
