@@ -12,6 +12,8 @@ file (under ``results/``)                                              layout   
 =====================================================================  ============================  =============
 ``db/{database}/shard_NNN.parquet``                                    ``db_shard``                  :mod:`.db`
 ``db/{database}/shard_NNN.kmer.npz``                                   ``kmer_index``                :mod:`.db`
+``db/{database}.profiles/profiles_NNN.npz``                            ``profile_db_arrays``         :mod:`.db`
+``db/{database}.profiles/members_NNN.parquet``                         ``profile_db_members``        :mod:`.db`
 ``{proteome}/chunks/chunks.parquet``                                   ``chunks``                    :mod:`.db`
 ``{proteome}/search/chunk_NNNN/iter_I/queries.npz`` (temp)             ``search_queries``            :mod:`.search`
 ``{proteome}/search/chunk_NNNN/iter_I/shard_NNN.hits.parquet`` (temp)  ``hits``                      :mod:`.search`

@@ -1,7 +1,9 @@
 """Sequence databases and proteome chunks: the shard table, its k-mer index, the chunk plan.
 
 Files: ``{results}/db/{database}/shard_NNN.parquet`` (:data:`SHARD`), ``shard_NNN.kmer.npz``
-(:data:`KMER_INDEX`), ``{results}/{proteome}/chunks/chunks.parquet`` (:data:`CHUNKS`).
+(:data:`KMER_INDEX`), ``{results}/{proteome}/chunks/chunks.parquet`` (:data:`CHUNKS`); a profile database
+``{results}/db/{database}.profiles/``: ``profiles_NNN.npz`` (:data:`PROFILE_DB_ARRAYS`), ``members_NNN.parquet``
+(:data:`PROFILE_DB_MEMBERS`) and ``index_NNN.npz`` (:data:`KMER_INDEX`).
 """
 
 from __future__ import annotations
