@@ -15,7 +15,7 @@ Linclust clusters in time linear in the database size; this module follows Lincl
    single-sequence profile, :func:`~workflow_lib.aligner.align_targets`, members of one centre together) and
    accepted if the alignment has at least ``identity`` identical residues per aligned column and covers at
    least ``coverage`` of both sequences (MMseqs2's ``--cov-mode 0``, as Uniclust uses: multi-domain proteins do
-   not join single-domain clusters).
+   not join single-domain clusters). Pairs of more than :data:`MAX_PAIR_CELLS` DP cells are not aligned.
 4. **Greedy assignment.** Sequences in order of decreasing length (ties: database order): one not yet
    assigned becomes a representative and takes every accepted, unassigned member of its edges. A member whose
    centre became someone else's member stays free and later founds or joins another cluster.
@@ -163,6 +163,10 @@ def accepted(hit, member: np.ndarray, centre: np.ndarray, *, identity: float, co
     return same >= identity * hit.aligned_columns
 
 
+MAX_PAIR_CELLS = 25_000_000
+"""Candidate pairs with more DP cells (centre × member length) are not aligned and stay in separate clusters: a
+traced alignment keeps one byte per cell (two 35,000-residue titins would need 1.2 GB), and such giants are
+rare (conservative, like every missed pair)."""
 TASK_CENTRES = 2000
 """Centres (with their candidate members) per alignment task handed to a worker process."""
 _TASK: dict = {}
@@ -181,8 +185,11 @@ def _align_task(groups: list[np.ndarray]) -> dict[int, list[tuple[int, str, int]
     for block in groups:
         centre = int(centres[block[0]])
         centre_codes = sequences[centre]
+        block = [k for k in block if centre_codes.size * sequences[int(members[k])].size <= MAX_PAIR_CELLS]
+        if not block:
+            continue
         profile = profile_from_sequence(centre_codes, name=str(centre))
-        hits = align_targets(profile, [sequences[int(m)] for m in members[block]], backtrace=True, cpus=1)
+        hits = align_targets(profile, [sequences[int(members[k])] for k in block], backtrace=True, cpus=1)
         for m, hit in zip(members[block], hits):
             member = sequences[int(m)]
             if accepted(hit, member, centre_codes, identity=_TASK["identity"], coverage=_TASK["coverage"]):
