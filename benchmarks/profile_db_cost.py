@@ -79,7 +79,7 @@ def markdown(results: dict) -> str:
         f"{n} *E. coli* K-12 proteins (fixed sample, {results['residues']:,} residues) against "
         f"{results['database']} ({build['sequences']:,} sequences) as a sequence database and as its profile "
         f"database ({build['clusters']:,} clusters at {build['identity']:.0%} identity over {build['coverage']:.0%} "
-        f"coverage; clustering took {build['seconds']:,.0f} s on one core).",
+        f"coverage; clustered in {build['seconds']:,.0f} s of wall time).",
         "",
         "| tool | CPU s / query | × jackhmmer | MSA depth median / mean | Neff mean | peak RSS MiB |",
         "|---|---|---|---|---|---|",
@@ -93,8 +93,16 @@ def markdown(results: dict) -> str:
                      f"{row['peak_rss_kib'] / 1024:.0f} |")
     parts += ["", "jackhmmer's depth: targets with E ≤ 1e-3 in its last round, plus the query; trackfold's: rows of "
               "the output MSA (redundancy filter at 90% identity, coverage ≥ 50%).", "", "Commands:", ""]
-    parts += [f"- `{row['command'].replace(str(ROOT) + '/', '')}`" for row in rows]
+    parts += [f"- `{shorten(row['command'], results.get('paths', {}))}`" for row in rows]
     return "\n".join(parts)
+
+
+def shorten(command: str, paths: dict[str, str]) -> str:
+    """The command with the databases' paths as ``SEQ_DB``, ``PROFILE_DB``, ``DB.fasta`` and the repository root
+    left out."""
+    for name, path in paths.items():
+        command = command.replace(path, name)
+    return command.replace(str(ROOT) + "/", "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,7 +114,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iterations", type=int, default=2, help="profile-database search iterations")
     parser.add_argument("--default", action="store_true", help="also the default setting (the slowest)")
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--report-only", action="store_true", help="rewrite the section from the last run's results")
     args = parser.parse_args(argv)
+    if args.report_only:
+        return publish(json.loads((WORK / "results.json").read_text()), args.no_write)
     records = read_fasta(PROTEOME)
     chosen = set(stable_subsample([r.id for r in records], args.proteins, salt="ecoli"))
     sample = [r for r in records if r.id in chosen]
@@ -135,13 +146,20 @@ def main(argv: list[str] | None = None) -> int:
     build = {"sequences": manifest["sequences"], "clusters": manifest["clusters"],
              "identity": manifest["settings"]["identity"], "coverage": manifest["settings"]["coverage"],
              "seconds": manifest["build"]["seconds"]}
+    paths = {"SEQ_DB": str(args.db), "PROFILE_DB": str(args.profiles)}
+    if args.fasta:
+        paths["DB.fasta"] = str(args.fasta)
     results = {"finished": time.strftime("%Y-%m-%d %H:%M"), "machine": machine(), "proteins": len(sample),
                "residues": sum(len(r.sequence) for r in sample), "database": args.db.name, "profile_build": build,
-               "tools": rows}
+               "tools": rows, "paths": paths}
     write_text_atomic(WORK / "results.json", json.dumps(results, indent=1))
+    return publish(results, args.no_write)
+
+
+def publish(results: dict, no_write: bool) -> int:
     text = markdown(results)
     print(text)
-    if not args.no_write:
+    if not no_write:
         existing = RESULTS.read_text() if RESULTS.exists() else "# Benchmarks\n"
         write_text_atomic(RESULTS, report.replace_section(existing, SECTION, text))
     return 0
