@@ -5,7 +5,8 @@ database in three forms, each on 1 CPU under ``nice -n 10``, in one run:
 
 - ``trackfold msa`` against the sequence database (``trackfold db build``) with the fast setting
   (``--no-sensitive --pseudocounts substitution``, 3 iterations) and, with ``--default``, the default setting;
-- ``trackfold msa`` against its profile database (``trackfold db cluster``), ``--iterations N`` (default 2);
+- ``trackfold msa`` against its profile database (``trackfold db cluster``) with the same setting,
+  ``--iterations N`` (default 2);
 - ``jackhmmer -N 3`` against the database's FASTA (``--fasta``, uncompressed; left out without it).
 
 Per tool: CPU seconds per query (the whole run / queries), the MSA's depth (rows) and Neff (trackfold's
@@ -127,9 +128,10 @@ def main(argv: list[str] | None = None) -> int:
     runs = [("trackfold_fast", "trackfold msa, fast setting (sequence database)",
              lambda: trackfold_msa("trackfold_fast", args.db, queries,
                                    ["--no-sensitive", "--pseudocounts", "substitution"])),
-            ("trackfold_profiles", f"trackfold msa --iterations {args.iterations} (profile database)",
+            ("trackfold_profiles", f"trackfold msa, fast setting, --iterations {args.iterations} (profile database)",
              lambda: trackfold_msa("trackfold_profiles", args.profiles, queries,
-                                   ["--iterations", str(args.iterations)]))]
+                                   ["--iterations", str(args.iterations), "--no-sensitive", "--pseudocounts",
+                                    "substitution"]))]
     if args.default:
         runs.append(("trackfold", "trackfold msa, default (sequence database)",
                      lambda: trackfold_msa("trackfold", args.db, queries, [])))

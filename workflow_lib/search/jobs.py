@@ -57,8 +57,8 @@ def iterate_any(records: list[Record], db: str | Path, settings: Settings, *, cp
     """Iterative MSAs of ``records`` against ``db``: a sequence database (:class:`Searcher`) or a profile database
     (``trackfold db cluster``; :func:`~workflow_lib.search.profile_search.build_profile_msas`, one process)."""
     if database_kind(db) == PROFILE_KIND:
-        return build_profile_msas(records, db, settings.msa, ProfileSearchSettings(max_evalue=settings.max_evalue),
-                                  on_iteration=_log_iteration)
+        search_settings = ProfileSearchSettings(max_evalue=settings.max_evalue, sensitive=settings.sensitive)
+        return build_profile_msas(records, db, settings.msa, search_settings, on_iteration=_log_iteration)
     return Searcher(db, settings=settings, cpus=cpus, device=device).iterate(records, on_iteration=_log_iteration)
 
 

@@ -5,7 +5,8 @@ profiles, accepted clusters contribute their member sequences to the query MSA);
 Alignment". Per query profile and iteration (:func:`search_profile_query`):
 
 1. **Prefilter** on the representatives' sequences (the k-mer index of each shard): the sequence search's
-   gapless prefilter (:func:`~workflow_lib.search.gapless.gapless_prefilter`) at the *sensitive* thresholds; the
+   gapless prefilter (:func:`~workflow_lib.search.gapless.gapless_prefilter`) with the sensitive or the fast
+   seeds (``sensitive``, as the sequence search's setting) and the sensitive gapless pass; the
    ``max_candidates`` best gapless scores of the whole database go on (as HHblits passes a fixed number).
 2. **Null model**: ``decoys`` column-shuffled cluster profiles of the database
    (:func:`~workflow_lib.templates.calibration.decoy_profiles`, spread evenly over the first shard), scored like
@@ -46,7 +47,8 @@ from workflow_lib.search.engine import HIT_COLUMNS
 from workflow_lib.search.gapless import gapless_prefilter
 from workflow_lib.search.iterative import IterationResult, MsaResult, QueryState, iterations, output_alignment
 from workflow_lib.search.seeds import profile_scores_bits
-from workflow_lib.search.settings import SENSITIVE_PREFILTER, MsaSettings, default_kmer_threshold
+from workflow_lib.search.settings import (FAST_PREFILTER, SENSITIVE_PREFILTER, MsaSettings,
+                                          default_kmer_threshold)
 from workflow_lib.seqio.alphabet import encode
 from workflow_lib.aligner.calibration import decoy_profiles, fit_gumbel
 
@@ -63,6 +65,15 @@ class ProfileSearchSettings:
     decoys: int = DEFAULT_DECOYS
     max_evalue: float = DEFAULT_MAX_EVALUE
     seed: int = 0
+    sensitive: bool = True
+    """The sensitive prefilter's seeds (``kmer_slack``, ``diagonals_per_target``); False: the fast prefilter's
+    (``--no-sensitive``), fewer seeds at a third of the cost. The gapless pass is the sensitive one either way,
+    as the candidates are the best ``max_candidates`` scores."""
+
+    @property
+    def prefilter(self) -> dict:
+        seeds = SENSITIVE_PREFILTER if self.sensitive else FAST_PREFILTER
+        return {**seeds, "gapless_offset": SENSITIVE_PREFILTER["gapless_offset"]}
 
     def __post_init__(self) -> None:
         if self.max_candidates < 1 or self.decoys < 20 or not self.max_evalue > 0:
@@ -106,19 +117,18 @@ class ProfileDatabase:
         return self._decoy_scores
 
 
-def prefilter_candidates(query: Profile, database: ProfileDatabase,
-                         max_candidates: int) -> list[tuple[int, int, float]]:
-    """``(shard, cluster, gapless bits)`` of the ``max_candidates`` best-scoring representatives."""
+def prefilter_candidates(query: Profile, database: ProfileDatabase, max_candidates: int,
+                         prefilter: dict = SENSITIVE_PREFILTER) -> list[tuple[int, int, float]]:
+    """``(shard, cluster, gapless bits)`` of the ``max_candidates`` best-scoring representatives (``prefilter``:
+    ``kmer_slack``, ``diagonals_per_target``, ``gapless_offset`` as :data:`SENSITIVE_PREFILTER`)."""
     scores = profile_scores_bits(query.emissions, query.background)
     found = []
     for number, shard in enumerate(database.shards):
         index = shard.index
-        threshold = default_kmer_threshold(int(index["k"]), SENSITIVE_PREFILTER["kmer_slack"],
-                                           spaced=index_is_spaced(index))
+        threshold = default_kmer_threshold(int(index["k"]), prefilter["kmer_slack"], spaced=index_is_spaced(index))
         passed = gapless_prefilter(scores, index, shard.arrays["residues"], shard.arrays["offsets"],
-                                   kmer_threshold=threshold,
-                                   diagonals_per_target=SENSITIVE_PREFILTER["diagonals_per_target"],
-                                   offset_bits=SENSITIVE_PREFILTER["gapless_offset"])
+                                   kmer_threshold=threshold, diagonals_per_target=prefilter["diagonals_per_target"],
+                                   offset_bits=prefilter["gapless_offset"])
         found.extend((number, int(k), float(s)) for k, s in zip(passed.sequence, passed.score))
     found.sort(key=lambda item: (-item[2], item[0], item[1]))
     return found[:max_candidates]
@@ -178,7 +188,7 @@ def search_profile_query(name: str, query: Profile, database: ProfileDatabase,
                          settings: ProfileSearchSettings = ProfileSearchSettings(), *,
                          iteration: int = 1) -> pd.DataFrame:
     """Steps 1–4 of the module docstring for one query profile: hit rows (:data:`HIT_COLUMNS`), best first."""
-    candidates = prefilter_candidates(query, database, settings.max_candidates)
+    candidates = prefilter_candidates(query, database, settings.max_candidates, settings.prefilter)
     if not candidates:
         return pd.DataFrame(columns=list(HIT_COLUMNS))
     decoys = database.decoys(settings.decoys, settings.seed)
