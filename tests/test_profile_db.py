@@ -14,7 +14,7 @@ from workflow_lib.cli import main
 from workflow_lib.db.build import build_database
 from workflow_lib.db.cluster import cluster_sequences, minimizers
 from workflow_lib.db.profiles import build_profile_db, database_kind, load_profile_shard, read_profile_manifest
-from workflow_lib.errors import InputError
+from workflow_lib.errors import InputError, SchemaError
 from workflow_lib.search.iterative import hit_row
 from workflow_lib.search.profile_search import (ProfileDatabase, ProfileSearchSettings, build_profile_msas,
                                                 compose_member, search_profile_query)
@@ -137,6 +137,25 @@ def test_changed_files_make_the_database_rebuild(tmp_path, dbs):
     member_file.write_bytes(member_file.read_bytes()[:-10])
     _, rebuilt = build_profile_db(seq, copy, shards=2)
     assert rebuilt
+
+
+def test_a_manifest_that_disagrees_with_its_shards_is_refused(tmp_path, dbs):
+    seq, _, _, _ = dbs
+    copy = tmp_path / "profiles"
+    build_profile_db(seq, copy, shards=2)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["shards"][0]["sequences"] += 1
+    manifest["sequences"] += 1
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(SchemaError, match="shard 0 does not hold"):
+        load_profile_shard(copy, 0)
+    manifest["sequences"] += 1
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(SchemaError, match="do not add up"):
+        read_profile_manifest(copy)
+    (copy / "manifest.json").write_text("{truncated")
+    with pytest.raises(SchemaError, match="not valid JSON"):
+        read_profile_manifest(copy)
 
 
 def test_compiled_hmm_scores_equal_the_numpy_viterbi(records, cpu_kernels):

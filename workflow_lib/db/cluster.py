@@ -73,14 +73,13 @@ _REDUCED = reduced_codes()
 class Clustering:
     """``representative[k]``: the index of sequence k's representative (itself for a representative);
     ``rows[k]``: sequence k's A3M row against its representative (its own sequence for a representative), which
-    holds the member's aligned segment from 0-based residue ``starts[k]`` on; ``edges`` / ``aligned``: candidate
-    edges found and alignments run (for the manifest)."""
+    holds the member's aligned segment from 0-based residue ``starts[k]`` on; ``edges``: candidate edges found
+    (for the manifest)."""
 
     representative: np.ndarray
     rows: list[str]
     starts: np.ndarray
     edges: int
-    aligned: int
 
     @property
     def n_clusters(self) -> int:
@@ -259,5 +258,5 @@ def cluster_sequences(sequences: list[np.ndarray], *, identity: float = DEFAULT_
                 representative[member] = index
                 rows[member] = row
                 starts[member] = start
-    return Clustering(representative, rows, starts, int(members.size), int(members.size))  # every edge is aligned
+    return Clustering(representative, rows, starts, int(members.size))
 

@@ -320,10 +320,19 @@ def build_msas(records, db_dir, search_settings: SearchSettings | None = None,
         queries = make_queries(names, profiles, totals, iteration_settings, device=device, cpus=cpus)
         return search_database(queries, db_dir, iteration_settings, iteration=iteration, cpus=cpus, device=device)
 
+    return run_iterations(records, search, settings, on_iteration=on_iteration,
+                          defers=lambda k: search_settings.defers(k, settings.iterations))
+
+
+def run_iterations(records, search: SearchStep, settings: MsaSettings, *,
+                   on_iteration: Callable[[int, int], None] | None = None,
+                   defers: Callable[[int], bool] = lambda iteration: False) -> list[MsaResult]:
+    """:func:`iterations` over ``records`` with the search step ``search`` (a sequence database's or a profile
+    database's), collected into one :class:`MsaResult` per record, in order; ``on_iteration(iteration, queries
+    searched)`` after each iteration."""
     states = [QueryState(record.id, record.description, record.sequence) for record in records]
     history: list[list[IterationResult]] = [[] for _ in records]
-    for iteration, steps in iterations(states, search, settings,
-                                       defers=lambda k: search_settings.defers(k, settings.iterations)):
+    for iteration, steps in iterations(states, search, settings, defers=defers):
         for k, result in steps:
             history[k].append(result)
         if on_iteration is not None:

@@ -45,7 +45,7 @@ from workflow_lib.db.profiles import ProfileShard, load_profile_shard, read_prof
 from workflow_lib.errors import InputError
 from workflow_lib.search.engine import HIT_COLUMNS
 from workflow_lib.search.gapless import gapless_prefilter
-from workflow_lib.search.iterative import IterationResult, MsaResult, QueryState, iterations, output_alignment
+from workflow_lib.search.iterative import MsaResult, run_iterations
 from workflow_lib.search.seeds import profile_scores_bits
 from workflow_lib.search.settings import (FAST_PREFILTER, SENSITIVE_PREFILTER, MsaSettings,
                                           default_kmer_threshold)
@@ -230,7 +230,7 @@ def search_profile_query(name: str, query: Profile, database: ProfileDatabase,
 def build_profile_msas(records, db_dir: str | Path, settings: MsaSettings | None = None,
                        search_settings: ProfileSearchSettings | None = None, *,
                        on_iteration: Callable[[int, int], None] | None = None) -> list[MsaResult]:
-    """Iterative MSAs against a profile database: :func:`~workflow_lib.search.iterative.iterations` with
+    """Iterative MSAs against a profile database: :func:`~workflow_lib.search.iterative.run_iterations` with
     :func:`search_profile_query` as the search step (one :class:`MsaResult` per record, in order)."""
     settings = settings or MsaSettings()
     search_settings = search_settings or ProfileSearchSettings()
@@ -246,12 +246,4 @@ def build_profile_msas(records, db_dir: str | Path, settings: MsaSettings | None
         hits = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(HIT_COLUMNS))
         return hits, seconds
 
-    states = [QueryState(record.id, record.description, record.sequence) for record in records]
-    history: list[list[IterationResult]] = [[] for _ in records]
-    for iteration, steps in iterations(states, search, settings):
-        for k, result in steps:
-            history[k].append(result)
-        if on_iteration is not None:
-            on_iteration(iteration, len(steps))
-    return [MsaResult(record.id, output_alignment(state.alignment, settings), history[k], state.seconds)
-            for k, (record, state) in enumerate(zip(records, states))]
+    return run_iterations(records, search, settings, on_iteration=on_iteration)
