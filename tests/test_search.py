@@ -653,6 +653,19 @@ def test_sensitive_prefilter_settings(tmp_path, capsys):
         SearchConfig(diagonals_per_target=0)
     with pytest.raises(InputError, match="search.gapless_offset must be a finite"):
         SearchConfig(gapless_offset=float("nan"))
+    # the seed budget follows the prefilter (twice the fast one when sensitive, the fast one in iteration 1), a
+    # value given holds in every iteration, 0 is no budget, and the workflow passes it on
+    assert (fast.seed_budget, sensitive.seed_budget, sensitive.for_iteration(1, 3).seed_budget) == \
+        (FAST_PREFILTER["seed_budget"], 2 * FAST_PREFILTER["seed_budget"], FAST_PREFILTER["seed_budget"])
+    assert FAST.replace(sensitive=True, seed_budget=0.0).search.for_iteration(1, 3).seed_budget == 0.0
+    assert settings_from_args(parser.parse_args(["--seed-budget", "1000"])).search.seed_budget == 1000.0
+    with pytest.raises(ValueError, match="seed_budget must be a number of seeds >= 0"):
+        Settings(seed_budget=-1.0)
+    with pytest.raises(InputError, match="search.seed_budget must be"):
+        SearchConfig(seed_budget=float("inf"))
+    budget = SearchConfig(seed_budget=5000.0).cli_options()
+    assert "--seed-budget 5000.0" in budget and \
+        settings_from_args(parser.parse_args(budget.split())) == Settings(seed_budget=5000.0, max_evalue=1.0)
 
 
 def test_config_options_round_trip_and_keep_their_text():
@@ -744,6 +757,23 @@ def test_sensitive_search_defers_to_iteration_2_and_ends_every_query_on_it(db_on
     last = lonely.iterations[-1].hits
     pd.testing.assert_frame_equal(last[columns], one_pass[2].iterations[0].hits[columns])
     assert len(last) > len(lonely.iterations[0].hits)
+
+
+def test_default_seed_budget_leaves_a_small_database_every_seed(db_one, queries):
+    """The default budgets (fast and sensitive) never bind on a database of this size: the search finds exactly
+    the hits of a search without a budget, and a tiny budget finds fewer."""
+    from workflow_lib.search.iterative import build_msas
+    columns = ["query", "target", "evalue", "bitscore", "alignment"]
+    for preset in (FAST, FAST.replace(sensitive=True)):
+        budgeted = build_msas(queries[:3], db_one, preset.search, preset.replace(iterations=2).msa)
+        unlimited = build_msas(queries[:3], db_one, preset.replace(seed_budget=0.0).search,
+                               preset.replace(iterations=2).msa)
+        for mine, plain in zip(budgeted, unlimited):
+            for a, b in zip(mine.iterations, plain.iterations):
+                pd.testing.assert_frame_equal(a.hits[columns], b.hits[columns])
+    tiny = build_msas(queries[:3], db_one, FAST.replace(seed_budget=2.0).search, FAST.replace(iterations=1).msa)
+    plain = build_msas(queries[:3], db_one, FAST.search, FAST.replace(iterations=1).msa)
+    assert sum(len(r.iterations[0].hits) for r in tiny) < sum(len(r.iterations[0].hits) for r in plain)
 
 
 # ---------------------------------------------------------------------------------------------------- CLI

@@ -11,8 +11,8 @@ from workflow_lib.aligner.context import load_context_model
 from workflow_lib.db.build import load_kmer_index, load_shard
 from workflow_lib.search.gapped import gapped_scores
 from workflow_lib.db.kmer_index import build_kmer_index
-from workflow_lib.search.gapless import gapless_prefilter
-from workflow_lib.search.seeds import prefilter_background, profile_scores_bits
+from workflow_lib.search.gapless import best_per_target, gapless_prefilter, strongest_seeds
+from workflow_lib.search.seeds import kmer_neighbourhood, prefilter_background, profile_scores_bits
 from workflow_lib.search.settings import CONTEXT_PREFILTER_COMPOSITION
 from workflow_lib.seqio.alphabet import encode
 from workflow_lib.seqio.fasta import read_fasta
@@ -240,6 +240,54 @@ def test_gapless_prefilter_is_the_same_with_either_kernel_family(small_db, query
     cache = ShardCache()
     built = [cache.get("padded", pad, lambda pad=pad: pad) for pad in (64, 128, 256, 64)]
     assert built == [64, 128, 256, 64] and len(cache) == ShardCache.LIMITS["padded"]
+
+
+def test_seed_budget_keeps_the_strongest_seeds_as_a_higher_threshold_would(small_db, query_scores):
+    """Within a budget the seeds are those of the threshold just above the cut: the (window, k-mer) pairs kept are
+    the neighbourhood at that threshold, their entries fit the budget, one more bit-level would not, and the
+    prefilter's result equals the one with that threshold; a budget the seeds fit changes nothing."""
+    from workflow_lib.db.kmer_index import index_offsets
+    index = load_kmer_index(small_db, 0)
+    shard = load_shard(small_db, 0)
+    shape = index_offsets(index)
+    window, code, bits = kmer_neighbourhood(query_scores, 4, 4.0, shape)
+    entries = index["offsets"][code + 1] - index["offsets"][code]
+    total = int(entries.sum())
+    assert strongest_seeds(window, code, bits, index["offsets"], None)[0] is window
+    assert strongest_seeds(window, code, bits, index["offsets"], total)[0] is window
+    for share in (0.5, 0.2, 0.05):
+        budget = share * total
+        kept_window, kept_code, kept_bits = strongest_seeds(window, code, bits, index["offsets"], budget)
+        kept_entries = int((index["offsets"][kept_code + 1] - index["offsets"][kept_code]).sum())
+        assert 0 < kept_entries <= budget
+        cut = float(np.max(bits[bits < kept_bits.min()]))           # the strongest level left out
+        assert kept_entries + int(entries[bits == cut].sum()) > budget
+        above = np.nextafter(np.float32(cut), np.float32(np.inf))
+        w2, c2, b2 = kmer_neighbourhood(query_scores, 4, float(above), shape)
+        assert np.array_equal(kept_window, w2) and np.array_equal(kept_code, c2)
+        capped = gapless_prefilter(query_scores, index, shard.residues, shard.offsets, kmer_threshold=4.0,
+                                   max_seeds=budget)
+        raised = gapless_prefilter(query_scores, index, shard.residues, shard.offsets, kmer_threshold=float(above))
+        assert np.array_equal(capped.sequence, raised.sequence) and np.array_equal(capped.score, raised.score)
+    full = gapless_prefilter(query_scores, index, shard.residues, shard.offsets, kmer_threshold=4.0)
+    fits = gapless_prefilter(query_scores, index, shard.residues, shard.offsets, kmer_threshold=4.0,
+                             max_seeds=total)
+    assert np.array_equal(full.sequence, fits.sequence) and np.array_equal(full.score, fits.score)
+
+
+def test_best_per_target_equals_a_three_key_sort():
+    """Each target's best diagonal (score, then seeds, then the first) is what a lexsort keeps, ties included,
+    sorted or not."""
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        n = int(rng.integers(1, 200))
+        sequence = rng.integers(0, 15, n)
+        score = rng.integers(-2, 3, n).astype(np.float32)     # few values: many ties
+        hits = rng.integers(1, 3, n).astype(np.int32)
+        for seq in (np.sort(sequence), sequence):
+            order = np.lexsort((-hits, -score, seq))
+            first = np.concatenate([[True], seq[order][1:] != seq[order][:-1]])
+            assert np.array_equal(best_per_target(seq, score, hits), np.sort(order[first]))
 
 
 @pytest.mark.parametrize("shape, threshold", [("1", 1.0), ("11", 1.5), ("111", 3.0), ("111", -30.0),

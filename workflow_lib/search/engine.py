@@ -214,7 +214,7 @@ def prefilter_queries_shard(queries: list[SearchQuery], shard: Shard, index: dic
     rows), then the gapped stage per query. A query's seconds include its share of the banded call (by
     cells). ``cache``: the shard's prefilter layouts (:class:`~workflow_lib.search.shard_cache.ShardCache`)."""
     cache = ShardCache.of(cache)
-    stages = [_gapless_stage(query, shard, index, settings, cache) for query in queries]
+    stages = [_gapless_stage(query, shard, index, settings, cache, totals) for query in queries]
     if settings.band_gate < settings.gapless_offset and stages:
         _band_stage(stages, settings)
     out = []
@@ -228,8 +228,17 @@ def prefilter_queries_shard(queries: list[SearchQuery], shard: Shard, index: dic
     return out
 
 
+def shard_seed_budget(per_column: float, columns: int, shard_residues: int, total_residues: int) -> float | None:
+    """A query's seed budget on one shard: ``per_column`` seeds per query column
+    (:attr:`~workflow_lib.search.settings.SearchSettings.seed_budget`) times the shard's share of the database's
+    residues (None when ``per_column`` is 0: no budget)."""
+    if not per_column:
+        return None
+    return per_column * columns * shard_residues / max(total_residues, 1)
+
+
 def _gapless_stage(query: SearchQuery, shard: Shard, index: dict[str, np.ndarray],
-                   settings: SearchSettings, cache: ShardCache) -> _GaplessStage:
+                   settings: SearchSettings, cache: ShardCache, totals: DatabaseTotals) -> _GaplessStage:
     """Stage 1, down to the band gate when stage 1b is on (else to the direct pass)."""
     started = time.perf_counter()
     profile = query.profile
@@ -238,7 +247,9 @@ def _gapless_stage(query: SearchQuery, shard: Shard, index: dict[str, np.ndarray
     gapless = gapless_prefilter(scores, index, shard.residues, shard.offsets,
                                 kmer_threshold=settings.seed_threshold(int(index["k"]), index_is_spaced(index)),
                                 diagonals_per_target=settings.diagonals_per_target,
-                                offset_bits=min(settings.gapless_offset, settings.band_gate), cache=cache)
+                                offset_bits=min(settings.gapless_offset, settings.band_gate),
+                                max_seeds=shard_seed_budget(settings.seed_budget, profile.length,
+                                                            int(shard.offsets[-1]), totals.residues), cache=cache)
     candidates = [shard.sequence(int(s)) for s in gapless.sequence]
     return _GaplessStage(scores, gapless, candidates, time.perf_counter() - started)
 

@@ -43,7 +43,7 @@ from workflow_lib.aligner.substitution import DEFAULT_BACKGROUND
 from workflow_lib.db.kmer_index import index_is_spaced
 from workflow_lib.db.profiles import ProfileShard, load_profile_shard, read_profile_manifest
 from workflow_lib.errors import InputError
-from workflow_lib.search.engine import HIT_COLUMNS
+from workflow_lib.search.engine import HIT_COLUMNS, shard_seed_budget
 from workflow_lib.search.gapless import gapless_prefilter
 from workflow_lib.search.iterative import MsaResult, run_iterations
 from workflow_lib.search.seeds import profile_scores_bits
@@ -120,15 +120,19 @@ class ProfileDatabase:
 def prefilter_candidates(query: Profile, database: ProfileDatabase, max_candidates: int,
                          prefilter: dict = SENSITIVE_PREFILTER) -> list[tuple[int, int, float]]:
     """``(shard, cluster, gapless bits)`` of the ``max_candidates`` best-scoring representatives (``prefilter``:
-    ``kmer_slack``, ``diagonals_per_target``, ``gapless_offset`` as :data:`SENSITIVE_PREFILTER`)."""
+    ``kmer_slack``, ``diagonals_per_target``, ``gapless_offset`` and ``seed_budget`` as
+    :data:`SENSITIVE_PREFILTER`; the budget counts the representatives' residues)."""
     scores = profile_scores_bits(query.emissions, query.background)
     found = []
+    residues = [int(shard.arrays["offsets"][-1]) for shard in database.shards]
     for number, shard in enumerate(database.shards):
         index = shard.index
         threshold = default_kmer_threshold(int(index["k"]), prefilter["kmer_slack"], spaced=index_is_spaced(index))
         passed = gapless_prefilter(scores, index, shard.arrays["residues"], shard.arrays["offsets"],
                                    kmer_threshold=threshold, diagonals_per_target=prefilter["diagonals_per_target"],
-                                   offset_bits=prefilter["gapless_offset"])
+                                   offset_bits=prefilter["gapless_offset"],
+                                   max_seeds=shard_seed_budget(prefilter.get("seed_budget", 0.0), query.length,
+                                                               residues[number], sum(residues)))
         found.extend((number, int(k), float(s)) for k, s in zip(passed.sequence, passed.score))
     found.sort(key=lambda item: (-item[2], item[0], item[1]))
     return found[:max_candidates]

@@ -54,13 +54,20 @@ DIAGONALS_PER_TARGET = 4
 """Diagonals scored exactly per target by the fast prefilter: the ones with the highest summed seed scores."""
 SENSITIVE_KMER_SLACK = 0.5
 """The sensitive seed threshold is this many bits below the fast one (2.5 bits for 3-mers, 4 for 4-mers)."""
+SEED_BUDGET = 32_000.0
+"""The fast prefilter's seed budget: at most this many seeds per query column over the whole database
+(:attr:`SearchSettings.seed_budget`). Against UniProt-2014 (170 M residues) the 5.0-bit threshold counts about
+220,000 per column; the budget keeps the strongest, about what 6.5 bits would (RESULTS "Homology search: E. coli
+against UniProt-2014"). Databases below about 25 M residues never reach it: the benchmarks on Pfam, CATH and
+SCOP search exactly as without a budget."""
 FAST_PREFILTER = {"kmer_slack": 0.0, "diagonals_per_target": DIAGONALS_PER_TARGET,
-                  "gapless_offset": BAND_SURE_PASS_BITS}
+                  "gapless_offset": BAND_SURE_PASS_BITS, "seed_budget": SEED_BUDGET}
 """The fast prefilter (``--no-sensitive``; iteration 1 of a sensitive iterated search)."""
-SENSITIVE_PREFILTER = {"kmer_slack": SENSITIVE_KMER_SLACK, "diagonals_per_target": 8, "gapless_offset": 0.0}
+SENSITIVE_PREFILTER = {"kmer_slack": SENSITIVE_KMER_SLACK, "diagonals_per_target": 8, "gapless_offset": 0.0,
+                       "seed_budget": 2 * SEED_BUDGET}
 """The sensitive prefilter (``--sensitive``, ``search.sensitive``, the default): more seeds (threshold 0.5 bits
 lower), 8 diagonals scored per target and the gapless pass at ``log2(Lq · Lt)`` bits instead of the seed's
-``2.5 + log2(Lq · Lt)``. Each of the three recovers homologs the fast prefilter drops (benchmarks/RESULTS.md,
+``2.5 + log2(Lq · Lt)``, with twice the seed budget (0.5 bits lower is about twice the seeds). Each of the three recovers homologs the fast prefilter drops (benchmarks/RESULTS.md,
 "where the remaining misses are lost"). An iterated search uses it from iteration 2 on (iteration 1 keeps
 :data:`FAST_PREFILTER`, :attr:`SearchSettings.first_iteration_prefilter`). 8 diagonals rather than 16: on the
 whole Pfam benchmark with context profiles the same 4,828 pairs and ROC AUC for 12% less CPU; 4 lost 3 pairs
@@ -84,9 +91,12 @@ def default_kmer_threshold(k: int, slack: float = 0.0, *, spaced: bool = False) 
 
 def check_prefilter_values(*, kmer_threshold: float | None = None, diagonals_per_target: int | None = None,
                            gapless_offset: float | None = None, band_gate: float | None = None,
-                           band_offset: float | None = None, prefilter_composition: float | None = None) -> None:
-    """Raise ``ValueError`` naming the setting for a non-finite threshold, fewer than one diagonal per target or a
-    composition weight outside [0, 1] (``None``: not given, nothing to check)."""
+                           band_offset: float | None = None, prefilter_composition: float | None = None,
+                           seed_budget: float | None = None) -> None:
+    """Raise ``ValueError`` naming the setting for a non-finite threshold, fewer than one diagonal per target, a
+    composition weight outside [0, 1] or a negative seed budget (``None``: not given, nothing to check)."""
+    if seed_budget is not None and not (np.isfinite(seed_budget) and seed_budget >= 0):
+        raise ValueError(f"seed_budget must be a number of seeds >= 0 (0: no budget), got {seed_budget}")
     for key, value in (("kmer_threshold", kmer_threshold), ("gapless_offset", gapless_offset),
                        ("band_gate", band_gate), ("band_offset", band_offset)):
         if value is not None and not np.isfinite(value):
@@ -114,6 +124,11 @@ class SearchSettings:
     band_offset: float = BAND_OFFSET_BITS
     """Stage 1b: pass when the banded score is above ``this + log2(Lq · Lt)`` bits."""
     band_width: int = BAND_WIDTH
+    seed_budget: float = SENSITIVE_PREFILTER["seed_budget"]
+    """Stage 1: at most this many seeds per query column over the whole database (0: no budget). A shard's share
+    is its part of the database's residues; when the seeds at the threshold exceed it, only the strongest (query
+    window, k-mer) pairs seed (:func:`~workflow_lib.search.gapless.strongest_seeds`), as a higher threshold for
+    that query would. The work of seed counting grows with the database; the budget stops that growth."""
     prefilter_composition: float = CONTEXT_PREFILTER_COMPOSITION
     """Stages 1–2 score the profile against ``f^(1 − w) · c^w``, ``c`` its mean emissions
     (:func:`~workflow_lib.search.seeds.prefilter_background`)."""
@@ -137,7 +152,8 @@ class SearchSettings:
             raise ValueError(f"max_evalue must be positive, got {self.max_evalue}")
         check_prefilter_values(kmer_threshold=self.kmer_threshold, diagonals_per_target=self.diagonals_per_target,
                                gapless_offset=self.gapless_offset, band_gate=self.band_gate,
-                               band_offset=self.band_offset, prefilter_composition=self.prefilter_composition)
+                               band_offset=self.band_offset, prefilter_composition=self.prefilter_composition,
+                               seed_budget=self.seed_budget)
 
     def defers(self, iteration: int, iterations: int) -> bool:
         """Whether iteration ``iteration`` of ``iterations`` searches with :attr:`first_iteration_prefilter`."""
@@ -217,6 +233,7 @@ class Settings:
     gapless_offset: float | None = None
     band_gate: float | None = None
     band_offset: float | None = None
+    seed_budget: float | None = None
     max_sequences: int = 10000
     pseudocounts: str = "context"
     context_model: str | None = None
@@ -250,7 +267,8 @@ class Settings:
         so every query's last search is a sensitive one. Reports up to ``max(max_evalue, inclusion_evalue)``."""
         base = SENSITIVE_PREFILTER if self.sensitive else FAST_PREFILTER
         given = {"kmer_threshold": self.kmer_threshold, "diagonals_per_target": self.diagonals_per_target,
-                 "gapless_offset": self.gapless_offset, "band_gate": self.band_gate, "band_offset": self.band_offset}
+                 "gapless_offset": self.gapless_offset, "band_gate": self.band_gate, "band_offset": self.band_offset,
+                 "seed_budget": self.seed_budget}
         first = tuple((key, FAST_PREFILTER[key]) for key in SENSITIVE_PREFILTER
                       if self.sensitive and FAST_PREFILTER[key] != SENSITIVE_PREFILTER[key] and given.get(key) is None)
         context = self.pseudocounts == "context"
@@ -349,6 +367,12 @@ def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
                             f"at or above --gapless-offset the stage is off)")
     group.add_argument("--band-offset", type=float, default=default.band_offset,
                        help=f"banded stage: pass above this + log2(Lq*Lt) bits (default {search.band_offset})")
+    group.add_argument("--seed-budget", type=float, default=default.seed_budget,
+                       help=f"gapless prefilter: at most this many seeds per query residue over the whole "
+                            f"database; beyond it only the strongest seed, as a higher threshold would (the cost "
+                            f"of seeding stops growing with the database; 0: no budget) (--no-sensitive: "
+                            f"{fast['seed_budget']:.0f}; --sensitive: {sensitive['seed_budget']:.0f} from iteration 2 "
+                            f"on; databases below about 25 M residues never reach it)")
     group.add_argument("--max-sequences", type=int, default=default.max_sequences,
                        help="cap on MSA sequences after filtering (default %(default)s)")
     group.add_argument("--pseudocounts", choices=PSEUDOCOUNTS, default=default.pseudocounts,
@@ -403,6 +427,7 @@ def cli_options(settings: Settings) -> str:
             + "".join(f" --{key.replace('_', '-')} {value}" for key, value in (
                 ("kmer_threshold", settings.kmer_threshold), ("diagonals_per_target", settings.diagonals_per_target),
                 ("gapless_offset", settings.gapless_offset), ("band_gate", settings.band_gate),
-                ("band_offset", settings.band_offset), ("prefilter_composition", settings.prefilter_composition),
+                ("band_offset", settings.band_offset), ("seed_budget", settings.seed_budget),
+                ("prefilter_composition", settings.prefilter_composition),
                 ("context_model", None if settings.context_model is None else shlex.quote(settings.context_model)))
                 if value is not None))
