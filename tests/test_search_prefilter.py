@@ -275,6 +275,18 @@ def test_seed_budget_keeps_the_strongest_seeds_as_a_higher_threshold_would(small
     assert np.array_equal(full.sequence, fits.sequence) and np.array_equal(full.score, fits.score)
 
 
+def test_direct_pass_follows_the_gapped_bar_only_in_large_databases():
+    """The direct pass is the setting's offset up to 16,000 sequences (sensitive) or 362,000 (fast), then 4 bits
+    below stage 2's bar log2(N / 1000)."""
+    from workflow_lib.search.gapped import DIRECT_PASS_MARGIN_BITS, direct_pass_offset
+    assert direct_pass_offset(0.0, 1_867) == 0.0 and direct_pass_offset(0.0, 15_351) == 0.0
+    assert direct_pass_offset(4.5, 300_000) == 4.5
+    uniprot = np.log2(447_873 / 1000.0) - DIRECT_PASS_MARGIN_BITS
+    assert direct_pass_offset(0.0, 447_873) == pytest.approx(uniprot) and 4.7 < uniprot < 4.8
+    assert direct_pass_offset(4.5, 447_873) == pytest.approx(uniprot)
+    assert direct_pass_offset(0.0, 447_873, margin=float("inf")) == 0.0
+
+
 def test_best_per_target_equals_a_three_key_sort():
     """Each target's best diagonal (score, then seeds, then the first) is what a lexsort keeps, ties included,
     sorted or not."""

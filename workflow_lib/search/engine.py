@@ -4,7 +4,8 @@ Seed "Iterative MSA Alignment" (HHblits): for each query profile and each databa
 
 1. gapless prefilter on k-mer-seeded diagonals (:mod:`workflow_lib.search.gapless`). The seed passes a target
    whose best diagonal scores above ``2.5 + log2(Lq · Lt)`` bits. Here a target passes directly above
-   ``gapless_offset`` (4.5) and, between ``band_gate`` (−2) and that, only when
+   ``gapless_offset`` (4.5; in a large database no lower than 4 bits below step 2's bar,
+   :func:`workflow_lib.search.gapped.direct_pass_offset`) and, between ``band_gate`` (−2) and that, only when
 1b. its banded Smith–Waterman score (a band of ``band_width`` = 16 diagonals around its best gapless diagonal,
    :func:`workflow_lib.search.gapped.banded_scores_many`) is above ``band_offset + log2(Lq · Lt)`` (6) bits.
    A remote homolog's alignment is split by indels over nearby diagonals, so its best single diagonal can
@@ -62,7 +63,8 @@ from workflow_lib.search.evalue import (REVERSED_LAMBDA_SCALE, Calibration, cali
                                         decoy_windows, fit_mu, gumbel_lambda, length_slope, load_decoy_pool,
                                         profile_seed, random_sequences)
 from workflow_lib.search.gapless import GaplessHits, gapless_prefilter
-from workflow_lib.search.gapped import band_decide, band_split, banded_scores_many, gapped_pass
+from workflow_lib.search.gapped import (band_decide, band_split, banded_scores_many, direct_pass_offset,
+                                        gapped_pass)
 from workflow_lib.search.seeds import prefilter_background, profile_scores_bits
 from workflow_lib.search.settings import SearchSettings
 from workflow_lib.search.shard_cache import ShardCache
@@ -214,9 +216,10 @@ def prefilter_queries_shard(queries: list[SearchQuery], shard: Shard, index: dic
     rows), then the gapped stage per query. A query's seconds include its share of the banded call (by
     cells). ``cache``: the shard's prefilter layouts (:class:`~workflow_lib.search.shard_cache.ShardCache`)."""
     cache = ShardCache.of(cache)
-    stages = [_gapless_stage(query, shard, index, settings, cache, totals) for query in queries]
-    if settings.band_gate < settings.gapless_offset and stages:
-        _band_stage(stages, settings)
+    direct = direct_pass_offset(settings.gapless_offset, totals.sequences, settings.gapped_max_evalue)
+    stages = [_gapless_stage(query, shard, index, settings, cache, totals, direct) for query in queries]
+    if settings.band_gate < direct and stages:
+        _band_stage(stages, settings, direct)
     out = []
     for stage in stages:
         started = time.perf_counter()
@@ -238,8 +241,10 @@ def shard_seed_budget(per_column: float, columns: int, shard_residues: int, tota
 
 
 def _gapless_stage(query: SearchQuery, shard: Shard, index: dict[str, np.ndarray],
-                   settings: SearchSettings, cache: ShardCache, totals: DatabaseTotals) -> _GaplessStage:
-    """Stage 1, down to the band gate when stage 1b is on (else to the direct pass)."""
+                   settings: SearchSettings, cache: ShardCache, totals: DatabaseTotals,
+                   direct: float) -> _GaplessStage:
+    """Stage 1, down to the band gate when stage 1b is on (else to the direct pass at ``direct`` bits above
+    ``log2(Lq · Lt)``, :func:`~workflow_lib.search.gapped.direct_pass_offset`)."""
     started = time.perf_counter()
     profile = query.profile
     scores = profile_scores_bits(profile.emissions, prefilter_background(profile.emissions, profile.background,
@@ -247,18 +252,19 @@ def _gapless_stage(query: SearchQuery, shard: Shard, index: dict[str, np.ndarray
     gapless = gapless_prefilter(scores, index, shard.residues, shard.offsets,
                                 kmer_threshold=settings.seed_threshold(int(index["k"]), index_is_spaced(index)),
                                 diagonals_per_target=settings.diagonals_per_target,
-                                offset_bits=min(settings.gapless_offset, settings.band_gate),
+                                offset_bits=min(direct, settings.band_gate),
                                 max_seeds=shard_seed_budget(settings.seed_budget, profile.length,
                                                             int(shard.offsets[-1]), totals.residues), cache=cache)
     candidates = [shard.sequence(int(s)) for s in gapless.sequence]
     return _GaplessStage(scores, gapless, candidates, time.perf_counter() - started)
 
 
-def _band_stage(stages: list[_GaplessStage], settings: SearchSettings) -> None:
-    """Stage 1b for every query's gapless survivors at once; keeps the ones that pass, in place."""
+def _band_stage(stages: list[_GaplessStage], settings: SearchSettings, direct: float) -> None:
+    """Stage 1b for every query's gapless survivors at once (those below the direct pass at ``direct``); keeps
+    the ones that pass, in place."""
     started = time.perf_counter()
     splits = [band_split(stage.scores.shape[0], np.array([t.size for t in stage.candidates], dtype=np.int64),
-                         stage.gapless.score, settings.gapless_offset) for stage in stages]
+                         stage.gapless.score, direct) for stage in stages]
     unsure = [np.flatnonzero(~sure) for _, sure in splits]
     banded = banded_scores_many([stage.scores for stage in stages],
                                 np.repeat(np.arange(len(stages)), [u.size for u in unsure]),
