@@ -230,8 +230,9 @@ def main(argv: list[str] | None = None) -> int:
     }
 
     def run(tool: str) -> dict:
-        key = tools.digest(queries, str(args.db), str(args.fasta), str(args.profiles), tool,
-                           str(args.profile_iterations))
+        # the profile database is part of the profiles run's key only
+        key = tools.digest(queries, str(args.db), str(args.fasta),
+                           str(args.profiles) if tool == "profiles" else "None", tool, str(args.profile_iterations))
         cached = WORK / f"{tool}.json"
         if tool not in args.force and cached.exists():
             row = json.loads(cached.read_text())
