@@ -49,7 +49,7 @@ from search_bench import report, tools  # noqa: E402
 from search_bench.datasets import stable_subsample  # noqa: E402
 from workflow_lib.search.iterative import filter_alignment, msa_statistics  # noqa: E402
 from workflow_lib.seqio.atomic import write_text_atomic  # noqa: E402
-from workflow_lib.seqio.fasta import read_fasta, write_fasta  # noqa: E402
+from workflow_lib.seqio.fasta import read_fasta, safe_name, write_fasta  # noqa: E402
 from workflow_lib.seqio.msa import Alignment, read_a3m, read_stockholm  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
@@ -100,13 +100,13 @@ def jackhmmer(out: Path, fasta: Path, queries: Path, names: list[str]) -> dict:
     out.mkdir(parents=True)
     total, per_query = tools.Measured(), []
     for record in read_fasta(queries):
-        one = out / f"{safe(record.id)}.fasta"
+        one = out / f"{safe_name(record.id)}.fasta"
         write_fasta(one, [(record.id, record.sequence)], width=0)
-        sto = out / f"{safe(record.id)}.sto"
+        sto = out / f"{safe_name(record.id)}.sto"
         total.add(tools.run_measured(["jackhmmer", "-N", "3", "--cpu", "1", "--noali", "-o", "/dev/null",
                                       "-A", str(sto), str(one), str(fasta)], record=not total.commands))
     for record in read_fasta(queries):
-        sto = out / f"{safe(record.id)}.sto"
+        sto = out / f"{safe_name(record.id)}.sto"
         # no -A file: nothing was included in the final round (the MSA is the query alone)
         per_query.append(msa_stats(query_first(read_stockholm(sto), record.id, record.sequence))
                          if sto.exists() and sto.stat().st_size else {"depth_raw": 1, "depth": 1, "neff": 1.0})
@@ -142,10 +142,6 @@ def mmseqs(out: Path, fasta: Path, queries: Path, names: list[str]) -> dict:
         per_query.append(msa_stats(read_a3m(path)) if path is not None and path.exists() and path.stat().st_size
                          else {"depth_raw": 1, "depth": 1, "neff": 1.0})
     return measured_row(total, per_query)
-
-
-def safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
 
 
 def measured_row(measured: tools.Measured, per_query: list[dict]) -> dict:

@@ -125,6 +125,7 @@ def prefilter_candidates(query: Profile, database: ProfileDatabase, max_candidat
     scores = profile_scores_bits(query.emissions, query.background)
     found = []
     residues = [int(shard.arrays["offsets"][-1]) for shard in database.shards]
+    total = sum(residues)
     for number, shard in enumerate(database.shards):
         index = shard.index
         threshold = default_kmer_threshold(int(index["k"]), prefilter["kmer_slack"], spaced=index_is_spaced(index))
@@ -132,7 +133,7 @@ def prefilter_candidates(query: Profile, database: ProfileDatabase, max_candidat
                                    kmer_threshold=threshold, diagonals_per_target=prefilter["diagonals_per_target"],
                                    offset_bits=prefilter["gapless_offset"],
                                    max_seeds=shard_seed_budget(prefilter.get("seed_budget", 0.0), query.length,
-                                                               residues[number], sum(residues)))
+                                                               residues[number], total))
         found.extend((number, int(k), float(s)) for k, s in zip(passed.sequence, passed.score))
     found.sort(key=lambda item: (-item[2], item[0], item[1]))
     return found[:max_candidates]
