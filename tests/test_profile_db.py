@@ -13,7 +13,8 @@ from workflow_lib.aligner.hmm_compiled import hmm_scores
 from workflow_lib.cli import main
 from workflow_lib.db.build import build_database
 from workflow_lib.db.cluster import cluster_sequences, minimizers
-from workflow_lib.db.profiles import build_profile_db, database_kind, load_profile_shard, read_profile_manifest
+from workflow_lib.db.profiles import (ByteBoundedCache, array_bytes, build_profile_db, database_kind, load_profile_shard,
+                                      read_profile_manifest)
 from workflow_lib.errors import InputError, SchemaError
 from workflow_lib.search.iterative import hit_row
 from workflow_lib.search.profile_search import (ProfileDatabase, ProfileSearchSettings, build_profile_msas,
@@ -107,6 +108,28 @@ def test_cluster_settings_are_checked():
         cluster_sequences([encode("MKV")], identity=0.0)
 
 
+def test_byte_bounded_cache_keeps_the_recent_values_within_its_bound():
+    calls = []
+
+    def compute(key):
+        calls.append(key)
+        return np.zeros(key, dtype=np.uint8), np.zeros(1, dtype=np.float64)   # key + 8 bytes
+
+    cache = ByteBoundedCache(compute, max_bytes=100)
+    for key in (10, 20, 30, 10):              # 18 + 28 + 38 bytes: all kept, 10 a hit
+        assert array_bytes(cache(key)) == key + 8
+    assert calls == [10, 20, 30] and cache.nbytes == 84 and (cache.hits, cache.misses) == (1, 3)
+    cache(40)                                 # 48 more: the least recently used (20, then 30) go
+    assert cache.nbytes == 18 + 48 and len(cache) == 2
+    cache(10)
+    cache(20)                                 # evicted: computed again
+    assert calls == [10, 20, 30, 40, 20] and cache.nbytes <= 100
+    cache(500)                                # larger than the bound: returned, not kept, nothing evicted
+    assert len(cache) == 3 and cache.nbytes <= 100
+    with pytest.raises(ValueError, match="non-negative"):
+        ByteBoundedCache(compute, -1)
+
+
 def test_profile_database_layout_manifest_and_noop_rebuild(dbs, records):
     seq, profiles, manifest, rebuilt = dbs
     assert rebuilt and database_kind(profiles) == "profile_database" and database_kind(seq) == "sequence_database"
@@ -125,6 +148,8 @@ def test_profile_database_layout_manifest_and_noop_rebuild(dbs, records):
         assert rep["row"] == decode(codes) and rep["start"] == 0    # representative first, its own sequence
         profile = shard.profile(k)
         assert profile.length == codes.size and np.array_equal(profile.sequence, codes)
+        assert shard.scores(k).length == codes.size and shard.profile(k) is profile      # cached
+    assert 0 < shard.cache.nbytes <= shard.cache.max_bytes and len(shard.cache) == len(shard)
     with pytest.raises(InputError, match="not a profile database"):
         read_profile_manifest(seq)
 

@@ -21,7 +21,9 @@ rows as one built from the sequence database.
 **Cluster profiles** are built when a search first needs them (:meth:`ProfileShard.profile`, kept in an LRU
 cache), from the cluster's A3M (:func:`~workflow_lib.aligner.profile_from_alignment`) with substitution
 pseudocounts at :data:`DB_ADMIX`: a search touches a few hundred clusters per query, and stored profiles would
-cost about 70 bytes per residue (12 GB for UniProt-2014). The database side gets lighter pseudocounts than a
+cost about 70 bytes per residue (12 GB for UniProt-2014). The cache is bounded in bytes, not entries
+(:data:`PROFILE_CACHE_BYTES` per loaded shard: a profile and its score tables take about 470 bytes per residue,
+and a count bound of 50,000 clusters let one search against UniProt-2014 grow to 18 GB). The database side gets lighter pseudocounts than a
 query (admix 0.9): on the SCOP benchmark's first iteration (100 queries, ``benchmarks/remote_homology.py``) a
 database profile at the query's admix 0.9 gave ROC1 0.103 (0.098 with context-specific pseudocounts), at 0.4
 and at 0.05 0.123, with fewer false hits at 0.4.
@@ -29,9 +31,11 @@ and at 0.05 0.123, with fewer false hits at 0.4.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
-from functools import lru_cache
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from pathlib import Path
 
 import numpy as np
@@ -51,8 +55,9 @@ from workflow_lib.seqio.msa import Alignment
 
 DB_ADMIX = 0.4
 """Emission pseudocount admixture of database cluster profiles (module docstring)."""
-PROFILE_CACHE = 50_000
-"""Cluster profiles kept per shard between queries."""
+PROFILE_CACHE_BYTES = 256 * 2**20
+"""Bytes of cluster profiles and their score tables kept per loaded shard between queries (least recently used
+evicted first)."""
 KIND = "profile_database"
 FORMAT_VERSION = 1
 
@@ -203,6 +208,53 @@ def read_profile_manifest(db_dir: str | Path) -> dict:
     return data
 
 
+def array_bytes(value) -> int:
+    """Bytes of the NumPy arrays ``value`` holds: itself, the items of a tuple, or a dataclass's fields (one
+    level down)."""
+    if isinstance(value, np.ndarray):
+        return int(value.nbytes)
+    if isinstance(value, tuple):
+        return sum(array_bytes(item) for item in value)
+    if dataclasses.is_dataclass(value):
+        return sum(int(item.nbytes) for item in vars(value).values() if isinstance(item, np.ndarray))
+    return 0
+
+
+class ByteBoundedCache:
+    """``compute(key)`` memoised, least recently used first out, holding at most ``max_bytes`` of arrays
+    (:func:`array_bytes`); a value larger than the bound is returned and not kept."""
+
+    def __init__(self, compute: Callable, max_bytes: int) -> None:
+        if max_bytes < 0:
+            raise ValueError(f"max_bytes must be non-negative, got {max_bytes}")
+        self._compute = compute
+        self.max_bytes = int(max_bytes)
+        self._items: OrderedDict = OrderedDict()
+        self.nbytes = 0
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __call__(self, key: Hashable):
+        item = self._items.get(key)
+        if item is not None:
+            self._items.move_to_end(key)
+            self.hits += 1
+            return item[0]
+        self.misses += 1
+        value = self._compute(key)
+        size = array_bytes(value)
+        if size <= self.max_bytes:
+            self._items[key] = (value, size)
+            self.nbytes += size
+            while self.nbytes > self.max_bytes:
+                _, (_, evicted) = self._items.popitem(last=False)
+                self.nbytes -= evicted
+        return value
+
+
 class ProfileShard:
     """One loaded shard of a profile database: representatives, members, k-mer index; cluster profiles on demand."""
 
@@ -214,8 +266,19 @@ class ProfileShard:
         self._member_starts = starts
         self._rows = members["row"].tolist()
         self._ids = members["id"].tolist()
-        self.profile = lru_cache(maxsize=PROFILE_CACHE)(self._profile)
-        self.scores = lru_cache(maxsize=PROFILE_CACHE)(self._scores)
+        self.cache = ByteBoundedCache(self._cluster, PROFILE_CACHE_BYTES)
+
+    def profile(self, k: int) -> Profile:
+        """Cluster ``k``'s profile (built on first use, then cached)."""
+        return self.cache(int(k))[0]
+
+    def scores(self, k: int) -> PairScores:
+        """The profile–profile tables of cluster ``k`` against the default background (a query profile's)."""
+        return self.cache(int(k))[1]
+
+    def _cluster(self, k: int) -> tuple[Profile, PairScores]:
+        profile = self._profile(k)
+        return profile, pair_scores(profile, DEFAULT_BACKGROUND)
 
     def __len__(self) -> int:
         return int(self.arrays["offsets"].size - 1)
@@ -223,10 +286,6 @@ class ProfileShard:
     def member_span(self, k: int) -> tuple[int, int]:
         """Rows ``[start, stop)`` of cluster ``k`` in :attr:`members` (representative first)."""
         return int(self._member_starts[k]), int(self._member_starts[k + 1])
-
-    def _scores(self, k: int) -> PairScores:
-        """The profile–profile tables of cluster ``k`` against the default background (a query profile's)."""
-        return pair_scores(self.profile(k), DEFAULT_BACKGROUND)
 
     def _profile(self, k: int) -> Profile:
         start, stop = self.member_span(k)
