@@ -21,18 +21,23 @@ from workflow_lib.workflow.config import SearchConfig
 
 DATA = Path(__file__).parent / "data" / "search" / "context"
 HELD_OUT = sorted(DATA.glob("*.a3m"))
+HELD_OUT_PDB = sorted((DATA.parent / "context_pdb").glob("*.a3m"))
 F = DEFAULT_BACKGROUND.astype(np.float64) / DEFAULT_BACKGROUND.sum()
 
 
 def test_shipped_model_beats_gonnet_on_held_out_msas():
-    """E. coli MSAs the shipped weights were not fitted on (the held-out fifth): the remote rows' residues are
-    predicted better than by the Gonnet pseudocounts the model replaces."""
-    assert len(HELD_OUT) == 12
-    columns = training_columns(read_alignments(HELD_OUT))
+    """PDB-chain MSAs of the fifth the shipped weights were not fitted on: the remote rows' residues are predicted
+    better than by the Gonnet pseudocounts the model replaces; proteome MSAs of another origin (E. coli against
+    the Swiss-Prot subsets), which it never saw, no worse."""
+    assert len(HELD_OUT) == 12 and len(HELD_OUT_PDB) == 12
     model = load_context_model()
     assert model.half_width == 6
+    columns = training_columns(read_alignments(HELD_OUT_PDB))
     ours, gonnet = context_log_loss(model, columns), gonnet_log_loss(columns)
-    assert ours < gonnet - 0.02, (ours, gonnet)
+    assert ours < gonnet - 0.015, (ours, gonnet)
+    columns = training_columns(read_alignments(HELD_OUT))
+    ours, gonnet = context_log_loss(model, columns), gonnet_log_loss(columns)
+    assert ours < gonnet, (ours, gonnet)
 
 
 def test_predict_matches_training_features_and_sums_to_one():
@@ -61,7 +66,7 @@ def test_context_changes_the_prediction_for_the_same_residue():
     # than one among glycines and prolines
     leucine = "ACDEFGHIKLMNPQRSTVWY".index("L")
     assert helix.argmax() == loop.argmax() == leucine
-    assert helix[leucine] > 1.5 * loop[leucine] > 2.5 * F[leucine]
+    assert helix[leucine] > 1.3 * loop[leucine] > 2.5 * F[leucine]
 
 
 def test_zero_model_predicts_its_bias_and_profiles_use_the_admixture():

@@ -19,12 +19,15 @@ the same admixture τ_i.
 
 The shipped weights (:data:`DEFAULT_CONTEXT_MODEL`, 13 columns) were fitted by maximum likelihood
 (:func:`workflow_lib.aligner.context_train.fit_context_model`) to the residues that remote homologs place
-in the columns of real MSAs: trackfold's *E. coli* K-12 proteome MSAs against the Swiss-Prot subsets, rows
-at most 50% identical to the query (``benchmarks/context_model.py`` rebuilds them and writes the provenance next
-to the weights). On held-out MSAs they predict those residues with 2.568 nats per residue, against 2.643 for
-the Gonnet matrix with the 0.9 admixture and 2.597 for a substitution matrix fitted to the same data
-(``benchmarks/context_model.py`` measures both); on HH-suite's example family MSAs they do worse than
-Gonnet (2.609 against 2.579), so the weights reflect the divergence of prokaryotic remote homologs.
+in the columns of real MSAs: trackfold's own MSAs of 4,339 PDB chains (``pdb_chains_promod3``, every kind of
+fold) against UniProt-2014 + the Swiss-Prot subsets (one iteration, the fast setting), rows at most 50% identical to the query, chains at least
+90% identical to a Pfam, CATH or SCOP benchmark protein left out (``benchmarks/context_model.py`` refits them and
+writes the provenance next to the weights). On held-out MSAs they predict those residues with 2.406 nats per
+residue, against 2.455 for the Gonnet matrix with the 0.9 admixture; on proteome MSAs of another origin (the
+twelve *E. coli* MSAs against the Swiss-Prot subsets in tests/data, never seen) 2.643 against 2.648. Weights fitted to the *E. coli* MSAs alone
+predicted those better (2.613) but lost remote homologs on the SCOP benchmark (ROC1 0.179 against 0.199 with these
+weights and 0.211 with Gonnet profiles; benchmarks/RESULTS.md): the divergence of prokaryotic proteome
+homologs is not that of folds in general.
 """
 
 from __future__ import annotations

@@ -163,6 +163,8 @@ def direct_pass_offset(gapless_offset: float, db_sequences: int, max_evalue: flo
     of the default search's CPU, for almost no hit. With the margin those targets take the banded stage first
     (the same MSA depth within 0.1%, a third less CPU). Below ``1000 · 2^(offset + margin)`` sequences (16,000
     for the sensitive offset 0, 360,000 for the fast 4.5) nothing changes, so no small-database benchmark does."""
+    if not np.isfinite(max_evalue):     # no stage-2 bar: the gapless offset alone
+        return float(gapless_offset)
     return max(float(gapless_offset), float(np.log2(max(db_sequences, 1) / max_evalue)) - margin)
 
 
