@@ -13,8 +13,8 @@ from workflow_lib.aligner.hmm_compiled import hmm_scores
 from workflow_lib.cli import main
 from workflow_lib.db.build import build_database
 from workflow_lib.db.cluster import cluster_sequences, minimizers
-from workflow_lib.db.profiles import (ByteBoundedCache, array_bytes, build_profile_db, database_kind, load_profile_shard,
-                                      read_profile_manifest)
+from workflow_lib.db.profiles import (PROFILE_CACHE_BYTES, ByteBoundedCache, array_bytes, build_profile_db,
+                                      database_kind, load_profile_shard, read_profile_manifest)
 from workflow_lib.errors import InputError, SchemaError
 from workflow_lib.search.iterative import hit_row
 from workflow_lib.search.profile_search import (ProfileDatabase, ProfileSearchSettings, build_profile_msas,
@@ -150,6 +150,7 @@ def test_profile_database_layout_manifest_and_noop_rebuild(dbs, records):
         assert profile.length == codes.size and np.array_equal(profile.sequence, codes)
         assert shard.scores(k).length == codes.size and shard.profile(k) is profile      # cached
     assert 0 < shard.cache.nbytes <= shard.cache.max_bytes and len(shard.cache) == len(shard)
+    assert shard.cache.max_bytes == PROFILE_CACHE_BYTES // len(manifest["shards"])     # the database's budget, split
     with pytest.raises(InputError, match="not a profile database"):
         read_profile_manifest(seq)
 

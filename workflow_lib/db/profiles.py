@@ -22,8 +22,9 @@ rows as one built from the sequence database.
 cache), from the cluster's A3M (:func:`~workflow_lib.aligner.profile_from_alignment`) with substitution
 pseudocounts at :data:`DB_ADMIX`: a search touches a few hundred clusters per query, and stored profiles would
 cost about 70 bytes per residue (12 GB for UniProt-2014). The cache is bounded in bytes, not entries
-(:data:`PROFILE_CACHE_BYTES` per loaded shard: a profile and its score tables take about 470 bytes per residue,
-and a count bound of 50,000 clusters let one search against UniProt-2014 grow to 18 GB). The database side gets lighter pseudocounts than a
+(:data:`PROFILE_CACHE_BYTES` for the whole database, each shard its equal part: a profile and its score tables
+take about 470 bytes per residue, and a count bound of 50,000 clusters per shard let one search against
+UniProt-2014 grow to 18 GB; a small database such as SCOP's stays whole in the cache). The database side gets lighter pseudocounts than a
 query (admix 0.9): on the SCOP benchmark's first iteration (100 queries, ``benchmarks/remote_homology.py``) a
 database profile at the query's admix 0.9 gave ROC1 0.103 (0.098 with context-specific pseudocounts), at 0.4
 and at 0.05 0.123, with fewer false hits at 0.4.
@@ -55,9 +56,9 @@ from workflow_lib.seqio.msa import Alignment
 
 DB_ADMIX = 0.4
 """Emission pseudocount admixture of database cluster profiles (module docstring)."""
-PROFILE_CACHE_BYTES = 256 * 2**20
-"""Bytes of cluster profiles and their score tables kept per loaded shard between queries (least recently used
-evicted first)."""
+PROFILE_CACHE_BYTES = 2 * 2**30
+"""Bytes of cluster profiles and their score tables kept between queries for a whole profile database, split
+equally among its shards (least recently used evicted first)."""
 KIND = "profile_database"
 FORMAT_VERSION = 1
 
@@ -258,7 +259,8 @@ class ByteBoundedCache:
 class ProfileShard:
     """One loaded shard of a profile database: representatives, members, k-mer index; cluster profiles on demand."""
 
-    def __init__(self, arrays: dict[str, np.ndarray], members: pd.DataFrame, index: dict[str, np.ndarray]) -> None:
+    def __init__(self, arrays: dict[str, np.ndarray], members: pd.DataFrame, index: dict[str, np.ndarray],
+                 cache_bytes: int = PROFILE_CACHE_BYTES) -> None:
         self.arrays = arrays
         self.members = members
         self.index = index
@@ -266,7 +268,7 @@ class ProfileShard:
         self._member_starts = starts
         self._rows = members["row"].tolist()
         self._ids = members["id"].tolist()
-        self.cache = ByteBoundedCache(self._cluster, PROFILE_CACHE_BYTES)
+        self.cache = ByteBoundedCache(self._cluster, cache_bytes)
 
     def profile(self, k: int) -> Profile:
         """Cluster ``k``'s profile (built on first use, then cached)."""
@@ -306,4 +308,5 @@ def load_profile_shard(db_dir: str | Path, number: int, manifest: dict | None = 
     if arrays["offsets"].size - 1 != entry["clusters"] or len(members) != entry["sequences"] or \
             int(arrays["members"].sum()) != len(members):
         raise SchemaError(f"{db_dir}: shard {number} does not hold the clusters and members its manifest lists")
-    return ProfileShard(arrays, members, read_npz(db_dir / entry["index"], KMER_INDEX))
+    return ProfileShard(arrays, members, read_npz(db_dir / entry["index"], KMER_INDEX),
+                        cache_bytes=PROFILE_CACHE_BYTES // len(manifest["shards"]))
