@@ -51,13 +51,8 @@ def benchmark_records() -> list[tuple[str, str]]:
 
 def query_records(paths: list[Path]) -> list[tuple[str, str]]:
     """Each A3M's first sequence (its query), named by the file."""
-    records = []
-    for path in paths:
-        with open(path, encoding="utf-8") as handle:
-            lines = [line.strip() for line in handle if line.strip()]
-        sequence = "".join(lines[1:next((i for i in range(1, len(lines)) if lines[i].startswith(">")), len(lines))])
-        records.append((path.stem, sequence.replace("-", "").upper()))
-    return records
+    from workflow_lib.seqio.msa import read_a3m
+    return [(path.stem, read_a3m(path).rows[0].replace("-", "").upper()) for path in paths]
 
 
 def benchmark_overlap(paths: list[Path]) -> set[str]:
