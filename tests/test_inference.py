@@ -26,6 +26,7 @@ from workflow_lib.model.checkpoint import save_checkpoint
 from workflow_lib.schemas.prediction import PREDICTED_RESIDUES, PREDICTION, PREDICTION_STATS
 from workflow_lib.inference.predict import (
     PredictOptions,
+    collate,
     model_inputs,
     plan_batches,
     predict_features,
@@ -35,6 +36,7 @@ from workflow_lib.inference.predict import (
 )
 from workflow_lib.inference.stitch import PairMean, crop_plan, stitch_backbone, stitch_pair
 from workflow_lib.model.structure import IDEAL_BACKBONE
+from workflow_lib.model.primitives import explicit_attention, fused_attention, mask_to_bias, masked_softmax_logits
 from workflow_lib.schemas.io import read_frame, read_npz
 from workflow_lib.structure import read_chain
 
@@ -221,6 +223,51 @@ def test_cropped_prediction_stays_within_the_window(model, features):
     np.testing.assert_allclose(np.linalg.norm(got.backbone[:, 2] - ca, axis=1), np.linalg.norm(ideal[2]), atol=1e-4)
     assert got.single.shape == (length, 16) and got.pair.shape == (length, length, 16)
     assert ((got.plddt >= 0) & (got.plddt <= 100)).all()
+
+
+def test_cropped_prediction_without_pair_outputs_runs_only_the_contiguous_crops(model, features):
+    full = predict_features(model, features, PredictOptions(window=32, max_msa=16))
+    seen: list[int] = []
+    handle = model.register_forward_pre_hook(lambda module, args: seen.append(args[0]["msa"].shape[-1]))
+    try:
+        lean = predict_features(model, features, PredictOptions(window=32, max_msa=16, pair_heads=()))
+    finally:
+        handle.remove()
+    plan = crop_plan(features["msa"].shape[1], 32)
+    contiguous = sum(crop.contiguous for crop in plan)
+    assert lean.n_crops == len(seen) == contiguous < len(plan) == full.n_crops
+    assert lean.probs == {} and set(full.probs) == {"dist", "omega", "theta", "phi"}
+    np.testing.assert_array_equal(lean.backbone, full.backbone)
+    np.testing.assert_array_equal(lean.plddt, full.plddt)
+
+
+def test_fused_attention_matches_the_explicit_softmax():
+    generator = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(2, 5, 4, 7, 8, generator=generator) for _ in range(3))
+    pair_bias = torch.randn(2, 1, 4, 7, 7, generator=generator)
+    mask = torch.ones(2, 5, 7)
+    mask[1, :, 5:] = 0.0
+    key_bias = mask_to_bias(mask)[..., None, None, :]
+    expected = torch.einsum("...hqk,...hkc->...hqc", masked_softmax_logits(q @ k.transpose(-1, -2),
+                                                                          [pair_bias, key_bias]), v)
+    torch.testing.assert_close(fused_attention(q, k, v, [pair_bias, key_bias]), expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(fused_attention(q, k, v, [None, pair_bias]),
+                               torch.softmax(q @ k.transpose(-1, -2) + pair_bias, -1) @ v, atol=1e-5, rtol=1e-5)
+
+
+def test_inference_attention_matches_the_training_path(model, features):
+    batch = collate([model_inputs(sliced(features, 40), model.config, max_msa=16),
+                     model_inputs(sliced(features, 33), model.config, max_msa=16)], torch.device("cpu"))
+    model.eval()
+    with torch.no_grad():
+        fused = model(batch)   # fused attention, zero biases skipped
+        with explicit_attention():
+            explicit = model(batch)
+    with torch.enable_grad():
+        training = model(batch)
+    for key in ("coords", "plddt", "dist_logits", "omega_logits"):
+        torch.testing.assert_close(fused[key], explicit[key], atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(explicit[key], training[key].detach(), atol=0, rtol=0)
 
 
 def test_batched_proteins_match_single_runs(model, features):

@@ -292,8 +292,16 @@ def _finish(features: Mapping[str, np.ndarray], backbone_3: np.ndarray, plddt: n
 
 def _predict_cropped(model: ThreeTrackNetwork, features: Mapping[str, np.ndarray], options: PredictOptions,
                      device: torch.device, crops: Sequence[Crop]) -> Prediction:
-    """Run every crop and stitch (:mod:`workflow_lib.inference.stitch`); crop outputs are folded in as they come."""
+    """Run the crops and stitch (:mod:`workflow_lib.inference.stitch`); crop outputs are folded in as they come.
+
+    Coordinates, pLDDT and the single embedding come from the contiguous crops only, so when neither 6D maps
+    nor the pair embedding are asked for (``pair_heads`` empty, no ``embeddings``) only those run: ``n - 1``
+    network calls for ``n`` segments instead of ``n (n - 1) / 2``, with the same backbone and pLDDT.
+    """
     length = features["msa"].shape[1]
+    pair_keys = tuple(options.pair_heads) + (("pair",) if options.embeddings else ())
+    if not pair_keys:
+        crops = [crop for crop in crops if crop.contiguous]
     pair_mean = PairMean(length)
     chained: list[np.ndarray] = []
     chained_coords: list[np.ndarray] = []
@@ -303,7 +311,6 @@ def _predict_cropped(model: ThreeTrackNetwork, features: Mapping[str, np.ndarray
                               seed=options.seed)
         (result,) = run_network(model, [inputs], device, chunk_size=options.chunk_size,
                                 embeddings=options.embeddings, heads=options.pair_heads)
-        pair_keys = tuple(options.pair_heads) + (("pair",) if options.embeddings else ())
         if pair_keys:
             pair_mean.add(crop.indices, {key: result[key] for key in pair_keys})
         if crop.contiguous:
