@@ -14,7 +14,10 @@ import torch
 
 from workflow_lib.errors import InputError
 from workflow_lib.features import build_features
-from workflow_lib.inference.fold import FoldOptions, fold_from_distogram, restraint_potential
+from workflow_lib.aligner.compiled import KERNELS_ENV, available
+from workflow_lib.inference.fold import (BIN_CENTRES, CLASH_DISTANCE, TAIL_SLOPE, FoldOptions, _interpolate,
+                                         fold_from_distogram, restraint_potential)
+from workflow_lib.inference.fold_compiled import CompiledTerms, pair_tables
 from workflow_lib.inference.predict import PredictOptions, predict_features
 from workflow_lib.model import ThreeTrackNetwork, preset
 from workflow_lib.structure.parse import read_structure
@@ -41,7 +44,11 @@ def myoglobin():
     return coords
 
 
-def test_a_native_distogram_folds_back_to_the_native(myoglobin):
+@pytest.mark.parametrize("kernels", ["compiled", "numpy"])
+def test_a_native_distogram_folds_back_to_the_native(myoglobin, kernels, monkeypatch):
+    if kernels == "compiled" and not available():
+        pytest.skip("numba not importable")
+    monkeypatch.setenv(KERNELS_ENV, "" if kernels == "compiled" else "numpy")
     torch.set_num_threads(1)
     backbone, energy = fold_from_distogram(native_distogram(myoglobin), FoldOptions(starts=2, iterations=300))
     assert backbone.shape == (70, 3, 3) and np.isfinite(energy)
@@ -52,6 +59,41 @@ def test_a_native_distogram_folds_back_to_the_native(myoglobin):
     flat = np.full((70, 70, DIST_BINS), 1.0 / DIST_BINS)
     random_fold, _ = fold_from_distogram(flat, FoldOptions(starts=1, iterations=100))
     assert lddt_ca(random_fold[:, 1], myoglobin[:, 1]).score < 0.4
+
+
+@pytest.mark.skipif(not available(), reason="numba not importable")
+def test_compiled_terms_match_the_torch_terms(myoglobin):
+    """Energies and gradients of the compiled restraint and clash pass against the torch expressions, on chains
+    with clashes, pairs beyond the last bin centre and pairs below the first."""
+    probs = native_distogram(myoglobin)
+    potential, weight = restraint_potential(probs)
+    pairs = np.argwhere(np.triu(weight > 0.05, k=1))
+    pot, w = potential[pairs[:, 0], pairs[:, 1]], weight[pairs[:, 0], pairs[:, 1]]
+    generator = torch.Generator().manual_seed(1)
+    native = torch.as_tensor(myoglobin[:, 1], dtype=torch.float32)
+    cb = torch.stack([native + 1.5 * torch.randn(70, 3, generator=generator),
+                      0.3 * native, 2.5 * native]).requires_grad_(True)          # [3, 70, 3]: near, squeezed, far
+    ca = (cb.detach() * 0.9).requires_grad_(True)
+    pot_t, w_t = torch.as_tensor(pot, dtype=torch.float32), torch.as_tensor(w, dtype=torch.float32)
+    i_idx, j_idx = torch.as_tensor(pairs[:, 0]), torch.as_tensor(pairs[:, 1])
+    d = (cb[:, i_idx] - cb[:, j_idx]).norm(dim=-1)
+    expected = (w_t * _interpolate(pot_t, d)).sum(-1)
+    far = torch.triu(torch.ones(70, 70), diagonal=2)
+    expected_clash = ((torch.relu(CLASH_DISTANCE - torch.cdist(ca, ca)) ** 2) * far).sum((-1, -2))
+    assert (d > BIN_CENTRES[-1]).any() and (d < BIN_CENTRES[0]).any()
+    assert expected_clash[1] > 0 and expected_clash[2] == 0
+    grad_cb, grad_ca = torch.autograd.grad((expected.sum(), expected_clash.sum()), (cb, ca))
+    tables = pair_tables(pairs, pot, w, BIN_CENTRES, TAIL_SLOPE)
+    got, got_clash = CompiledTerms.apply(cb, ca, tables, CLASH_DISTANCE)
+    torch.testing.assert_close(got, expected.detach(), rtol=1e-4, atol=1e-3)
+    torch.testing.assert_close(got_clash, expected_clash.detach(), rtol=1e-4, atol=1e-3)
+    got_cb, got_ca = torch.autograd.grad((got.sum(), got_clash.sum()), (cb, ca))
+    torch.testing.assert_close(got_cb, grad_cb, rtol=1e-3, atol=1e-3)
+    torch.testing.assert_close(got_ca, grad_ca, rtol=1e-3, atol=1e-3)
+    # without the even spacing (step 0) the kernel bisects the centres instead of dividing: same result
+    assert tables[5] == 0.5
+    bisected, _ = CompiledTerms.apply(cb, ca, tables[:5] + (0.0,) + tables[6:], CLASH_DISTANCE)
+    torch.testing.assert_close(bisected, got, rtol=1e-6, atol=1e-6)
 
 
 def test_restraints_skip_close_and_unlikely_pairs(myoglobin):
@@ -80,4 +122,4 @@ def test_predict_fold_distogram_replaces_the_backbone():
         PredictOptions(fold="rosetta")
     with pytest.raises(InputError, match="predict.fold"):
         PredictConfig(fold="rosetta")
-    assert PredictConfig(fold="distogram").runtime_min([400]) > PredictConfig(fold="network").runtime_min([400])
+    assert PredictConfig(fold="distogram").runtime_min([1000]) > PredictConfig(fold="network").runtime_min([1000])

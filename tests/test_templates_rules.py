@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from workflow_lib.aligner.compiled import available
 from workflow_lib.errors import InputError
 from workflow_lib.workflow.rule_inputs import StageInputs, expand_structures
 from workflow_lib.workflow.config import FeatureConfig, PredictConfig, TemplateConfig
@@ -80,7 +81,13 @@ def test_predict_memory_and_runtime_follow_the_chunk():
     # folding from the distogram: its float64 [L, L, 37] potential three times, and minutes growing with L²
     folding = PredictConfig(window=300, fold="distogram")
     assert folding.memory_mb(1000) == settings.memory_mb(1000) + int(3 * 1000 * 1000 * 37 * 8 / 10**6)
-    assert folding.runtime_min([1000]) == int(10 + 2 * len(crop_plan(1000, 300)) + 0.25 * 25)
+    per_protein = 0.05 if available() else 0.25
+    assert folding.runtime_min([1000]) == int(10 + 2 * len(crop_plan(1000, 300)) + per_protein * 25)
+    # no pair output kept and the structure module's backbone: only the contiguous crops run
+    lean = PredictConfig(window=300, fold="network", pair_heads=())
+    for length in (300, 301, 1000, 2358):
+        assert lean.network_calls(length) == sum(crop.contiguous for crop in crop_plan(length, 300)), length
+    assert lean.network_calls(1000) < settings.network_calls(1000)
 
 
 @pytest.mark.skipif(SNAKEMAKE is None, reason="snakemake is not installed")
