@@ -102,8 +102,9 @@ def test_forward_shapes_finite_and_deterministic():
     assert torch.equal(fresh["coords"], out["coords"])
 
 
-def test_backward_gives_finite_gradients():
-    net = make_net().train()
+@pytest.mark.parametrize("str_attention", ["ipa", "geometric"])
+def test_backward_gives_finite_gradients(str_attention):
+    net = make_net(str_attention=str_attention, no_heads_geometric=4).train()
     out = net(make_batch())
     loss = sum(out[key].float().square().mean() for key in EXPECTED_SHAPES)
     loss.backward()
@@ -132,8 +133,9 @@ def test_chunking_and_activation_checkpointing_do_not_change_results():
             assert torch.allclose(pa.grad, pb.grad, atol=1e-4), name
 
 
-def test_padding_does_not_change_real_residues_or_rows():
-    net = make_net(seed=3).double()
+@pytest.mark.parametrize("str_attention", ["ipa", "geometric"])
+def test_padding_does_not_change_real_residues_or_rows(str_attention):
+    net = make_net(seed=3, str_attention=str_attention, no_heads_geometric=4).double()
     batch = make_batch(dtype=torch.float64)
     with torch.no_grad():
         ref = net(batch)
@@ -158,13 +160,14 @@ def test_padding_does_not_change_real_residues_or_rows():
         assert (out[key][:, :L] - ref[key]).abs().max() < 1e-8, key
 
 
-def test_three_track_is_rotation_translation_equivariant():
+@pytest.mark.parametrize("str_attention", ["ipa", "geometric"])
+def test_three_track_is_rotation_translation_equivariant(str_attention):
     """Transform the frames leaving InitialStructure by a global G: scalars unchanged, coordinates moved.
 
     Two three-track blocks, so the pair and 6D logits also depend on the 3D track (through Str2MSA -> MSA2Pair).
     Measured (float64): scalars <= 4e-15, coordinates <= 2e-14.
     """
-    net = make_net(seed=1, n_blocks_3track=2).double()
+    net = make_net(seed=1, n_blocks_3track=2, str_attention=str_attention, no_heads_geometric=4).double()
     batch = make_batch(dtype=torch.float64)
     gen = torch.Generator().manual_seed(7)
     g_rot = random_rotation(generator=gen, dtype=torch.float64)

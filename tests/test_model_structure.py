@@ -11,7 +11,8 @@ import math
 import pytest
 import torch
 
-from workflow_lib.model.structure import (IDEAL_BACKBONE, Frames, InitialStructure, InvariantPointAttention,
+from workflow_lib.model.structure import (IDEAL_BACKBONE, Frames, GeometricAttention, InitialStructure,
+                                          InvariantPointAttention,
                                           Str2MSA, Str2Str, apply_frames, backbone_from_frames, cb_from_backbone,
                                           compose_frames, frames_from_3_points, identity_frames,
                                           invert_apply_frames, invert_frames, quaternion_to_rotation,
@@ -135,9 +136,47 @@ def test_ipa_is_invariant():
     assert (out - out_g).abs().max().item() < TOL
 
 
-def test_str2str_is_equivariant():
+def test_geometric_attention_is_invariant_and_follows_the_seed():
     torch.manual_seed(0)
-    s2s = randomize_(Str2Str(C_M, C_Z, C_S, HEADS, 3, 2)).double()
+    layer = randomize_(GeometricAttention(C_S, C_Z, 3)).double()
+    _, z, s = _features()
+    frames = _random_frames(2, 6)
+    out = layer(s, z, frames)
+    assert out.abs().max() > 1e-3
+    assert (out - layer(s, z, _transform(_global_transform(), frames))).abs().max().item() < TOL
+    # seed 001, Algorithm 6, written out residue by residue (plus the pair bias)
+    soft = torch.nn.functional.softplus
+    vec = layer.linear_in(s).unflatten(-1, (5, 3, 3))                      # [B, L, 5, H, 3]
+    bias = layer.linear_b(z)                                                # [B, L, L, H]
+    expected = torch.zeros(2, 6, 3, 3, dtype=torch.float64)
+    for b in range(2):
+        rot, trans = frames.rot[b], frames.trans[b]
+        for h in range(3):
+            q_r = torch.stack([rot[i] @ vec[b, i, 0, h] for i in range(6)])
+            k_r = torch.stack([rot[j] @ vec[b, j, 1, h] for j in range(6)])
+            q_d = torch.stack([rot[i] @ vec[b, i, 2, h] + trans[i] for i in range(6)])
+            k_d = torch.stack([rot[j] @ vec[b, j, 3, h] + trans[j] for j in range(6)])
+            v = torch.stack([rot[j] @ vec[b, j, 4, h] for j in range(6)])
+            for i in range(6):
+                logits = torch.stack([soft(layer.direction_weights[h]) * (q_r[i] @ k_r[j]) / math.sqrt(3)
+                                      - soft(layer.distance_weights[h]) * (q_d[i] - k_d[j]).norm() / math.sqrt(3)
+                                      + bias[b, i, j, h] for j in range(6)])
+                expected[b, i, h] = rot[i].T @ (torch.softmax(logits, 0) @ v)
+    torch.testing.assert_close(out, layer.linear_out(expected.flatten(-2)), atol=1e-10, rtol=1e-10)
+    # a padded residue is not attended to
+    seq_mask = torch.ones(2, 6, dtype=torch.float64)
+    seq_mask[:, -1] = 0.0
+    moved = Frames(frames.rot, frames.trans.clone())
+    moved.trans[:, -1] += 50.0
+    masked = layer(s, z, frames, seq_mask)
+    assert (masked[:, :-1] - layer(s, z, moved, seq_mask)[:, :-1]).abs().max().item() < TOL
+
+
+@pytest.mark.parametrize("str_attention", ["ipa", "geometric"])
+def test_str2str_is_equivariant(str_attention):
+    torch.manual_seed(0)
+    s2s = randomize_(Str2Str(C_M, C_Z, C_S, HEADS, 3, 2, str_attention=str_attention,
+                             no_heads_geometric=4)).double()
     m, z, s = _features()
     frames = _random_frames(2, 6)
     g = _global_transform()

@@ -27,6 +27,7 @@ from workflow_lib.errors import InputError
 ROW_ATTENTION_MODES = ("plain", "tied", "soft_tied")
 COLUMN_ATTENTION_MODES = ("plain", "performer")
 TEMPLATE_MODES = ("attention", "mean")
+STR_ATTENTION_MODES = ("ipa", "geometric")
 OUTER_PRODUCT_WEIGHTINGS = ("mean", "learned")
 
 N_TOKENS = 22
@@ -67,9 +68,11 @@ class ModelConfig:
     c_template_1d: int = 0     # 0: no template 1D features accepted
     template_mode: str = "attention"
     c_coevolution: int = 0     # 0: no co-evolution pair feature accepted
-    # 3D track (IPA, Str2MSA)
+    # 3D track (Str2Str attention: IPA or seed 001's geometric attention; Str2MSA)
+    str_attention: str = "ipa"
     no_qk_points: int = 4
     no_v_points: int = 4
+    no_heads_geometric: int = 16
     position_scale: float = 10.0
     str2msa_min_cutoff: float = 8.0
     str2msa_max_cutoff: float = 20.0
@@ -91,7 +94,8 @@ class ModelConfig:
 
         for name in ("c_m", "c_z", "c_s", "no_heads_msa", "no_heads_pair", "no_heads_str", "n_graph_layers",
                      "transition_factor", "c_hidden_opm", "c_hidden_tri_mul", "relpos_max", "no_qk_points",
-                     "no_v_points", "dist_bins", "omega_bins", "theta_bins", "phi_bins", "plddt_bins"):
+                     "no_v_points", "no_heads_geometric", "dist_bins", "omega_bins", "theta_bins", "phi_bins",
+                     "plddt_bins"):
             value = getattr(self, name)
             need(isinstance(value, int) and not isinstance(value, bool) and value > 0,
                  f"{name} must be a positive integer, got {value!r}")
@@ -107,6 +111,8 @@ class ModelConfig:
              f"row_attention must be one of {ROW_ATTENTION_MODES}, got {self.row_attention!r}")
         need(self.column_attention in COLUMN_ATTENTION_MODES,
              f"column_attention must be one of {COLUMN_ATTENTION_MODES}, got {self.column_attention!r}")
+        need(self.str_attention in STR_ATTENTION_MODES,
+             f"str_attention must be one of {STR_ATTENTION_MODES}, got {self.str_attention!r}")
         need(self.template_mode in TEMPLATE_MODES,
              f"template_mode must be one of {TEMPLATE_MODES}, got {self.template_mode!r}")
         need(self.outer_product_weighting in OUTER_PRODUCT_WEIGHTINGS,

@@ -1,8 +1,9 @@
-"""3D track: rigid residue frames, the initial structure, Str2Str (IPA) and Str2MSA.
+"""3D track: rigid residue frames, the initial structure, Str2Str (IPA or geometric attention) and Str2MSA.
 
 Design choice (DESIGN.md allows seed 001's geometric attention or seed 003's IPA): Str2Str uses **Invariant
-Point Attention** (seed 003, "INVARIANT POINT ATTENTION"; AF2 Algorithm 22) because it also reads the pair
-representation (a per-head pair bias and pair values), which seed 001's geometric attention has no slot for.
+Point Attention** by default (seed 003, "INVARIANT POINT ATTENTION"; AF2 Algorithm 22) because it also reads the
+pair representation (a per-head pair bias and pair values); seed 001's **geometric attention** is the option
+``str_attention: geometric`` (:class:`GeometricAttention`, with a pair bias added), not yet trained.
 RoseTTAFold's SE(3)-Transformer is replaced by this frame-based update (flagged: DEVIATION-RF-SE3).
 
 A residue frame ``T_i = (R_i, t_i)`` maps local coordinates to global ones, ``x_global = R_i x_local + t_i``;
@@ -249,6 +250,55 @@ class InvariantPointAttention(nn.Module):
         return self.linear_out(feats)
 
 
+class GeometricAttention(nn.Module):
+    """Geometric self-attention over residue frames (seed 001; ESM3 Algorithm 6), with a pair bias:
+    ``s [*, L, C_s]``, ``z [*, L, L, C_z]``, frames ``[*, L]`` -> update ``[*, L, C_s]``, invariant to any global
+    rotation/translation of the frames.
+
+    Per head ``h`` five 3-vectors per residue come from ``s``: direction query/key ``q_r, k_r``, distance
+    query/key ``q_d, k_d`` and value ``v``. Directions and values are rotated into the global frame
+    (``R_i x``), distance points are placed in it (``T_i x = R_i x + t_i``), and
+
+        A_hij = softplus(w_r,h) (q_r,i . k_r,j) / sqrt(3) - softplus(w_d,h) |q_d,i - k_d,j| / sqrt(3) + b_hij
+
+    is soft-maxed over ``j``; the output ``O_i = R_i^-1 sum_j A_ij v_j`` (back in residue ``i``'s own frame) goes
+    through one Linear layer. The seed's line 8 writes the distance term with ``q_r, k_r``; its text and line 5-6
+    (``Q_d, K_d`` placed by ``T_i``) say the distance points, which is what is used here. ``b_hij`` (a per-head
+    Linear of the pair representation, as IPA's) is this network's addition: in a three-track network the pair
+    track is what the 3D track should read, and the seed's layer has no other input for it. Weights start at
+    ``softplus = 1``; the output layer is zero-initialised (the update starts as the identity).
+    """
+
+    def __init__(self, c_s: int, c_z: int, no_heads_geometric: int) -> None:
+        super().__init__()
+        self.h = no_heads_geometric
+        self.linear_in = Linear(c_s, 5 * self.h * 3, bias=False, init="glorot")
+        self.linear_b = Linear(c_z, self.h, bias=False)
+        self.direction_weights = nn.Parameter(torch.full((self.h,), math.log(math.e - 1.0)))
+        self.distance_weights = nn.Parameter(torch.full((self.h,), math.log(math.e - 1.0)))
+        self.linear_out = Linear(self.h * 3, c_s, init="final")
+
+    def forward(self, s: torch.Tensor, z: torch.Tensor, frames: Frames,
+                seq_mask: torch.Tensor | None = None) -> torch.Tensor:
+        vectors = self.linear_in(s).unflatten(-1, (5, self.h, 3))            # [*, L, 5, H, 3]
+        pair_bias = self.linear_b(z).movedim(-1, -3)                        # [*, H, L, L]
+        with float32_island(vectors, frames.rot, frames.trans) as (vectors, rot, trans):
+            rotated = (rot[..., None, None, :, :] @ vectors.unsqueeze(-1)).squeeze(-1)   # R_i x, [*, L, 5, H, 3]
+            q_r, k_r, q_d, k_d, v = rotated.unbind(-3)                      # [*, L, H, 3] global directions
+            q_d, k_d = q_d + trans[..., None, :], k_d + trans[..., None, :]  # T_i x: global points
+            direction = torch.einsum("...ihx,...jhx->...hij", q_r, k_r) / math.sqrt(3.0)
+            distance = torch.cdist(q_d.movedim(-2, -3).contiguous(), k_d.movedim(-2, -3).contiguous())
+            w_r = nn.functional.softplus(self.direction_weights)[:, None, None]
+            w_d = nn.functional.softplus(self.distance_weights)[:, None, None]
+            logits = w_r * direction - w_d * distance / math.sqrt(3.0) + pair_bias.to(direction.dtype)
+            if seq_mask is not None:
+                logits = logits + mask_to_bias(seq_mask)[..., None, None, :]
+            attn = torch.softmax(logits, dim=-1)
+            o = torch.einsum("...hij,...jhx->...ihx", attn, v)             # global directions
+            o = (rot.transpose(-1, -2)[..., None, :, :] @ o.unsqueeze(-1)).squeeze(-1)  # R_i^-1: i's own frame
+        return self.linear_out(o.flatten(-2).to(s.dtype))
+
+
 class Str2Str(nn.Module):
     """3D-track update: the query MSA row feeds the node state, IPA + transition update it, and a
     backbone update composes a local rigid correction onto each frame (AF2 Algorithm 20 lines 5-10, one step).
@@ -259,14 +309,22 @@ class Str2Str(nn.Module):
     """
 
     def __init__(self, c_m: int, c_z: int, c_s: int, no_heads_str: int, no_qk_points: int, no_v_points: int,
-                 transition_factor: int = 2, position_scale: float = 10.0, dropout: float = 0.0) -> None:
+                 transition_factor: int = 2, position_scale: float = 10.0, dropout: float = 0.0,
+                 str_attention: str = "ipa", no_heads_geometric: int = 16) -> None:
         super().__init__()
+        if str_attention not in ("ipa", "geometric"):
+            raise ValueError(f"unknown 3D-track attention {str_attention!r}")
         self.position_scale = position_scale
         self.norm_m = LayerNorm(c_m)
         self.linear_m = Linear(c_m, c_s)
         self.norm_z = LayerNorm(c_z)
         self.norm_s = LayerNorm(c_s)
-        self.ipa = InvariantPointAttention(c_s, c_z, no_heads_str, no_qk_points, no_v_points)
+        # the attribute names are the checkpoints' state-dict keys: ``ipa`` for IPA, ``geometric`` for seed 001's
+        if str_attention == "ipa":
+            self.ipa = InvariantPointAttention(c_s, c_z, no_heads_str, no_qk_points, no_v_points)
+        else:
+            self.geometric = GeometricAttention(c_s, c_z, no_heads_geometric)
+        self.str_attention = str_attention
         self.dropout = nn.Dropout(dropout)
         self.norm_ipa = LayerNorm(c_s)
         self.transition = FeedForward(c_s, transition_factor)
@@ -275,7 +333,8 @@ class Str2Str(nn.Module):
     def forward(self, m0: torch.Tensor, z: torch.Tensor, s: torch.Tensor, frames: Frames,
                 seq_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, Frames]:
         s = s + self.linear_m(self.norm_m(m0))
-        s = self.norm_ipa(s + self.dropout(self.ipa(self.norm_s(s), self.norm_z(z), frames, seq_mask)))
+        attention = self.ipa if self.str_attention == "ipa" else self.geometric
+        s = self.norm_ipa(s + self.dropout(attention(self.norm_s(s), self.norm_z(z), frames, seq_mask)))
         s = s + self.transition(s)
         frames = compose_frames(frames, frames_from_update(self.linear_update(s), self.position_scale))
         return s, frames
