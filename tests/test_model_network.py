@@ -102,15 +102,51 @@ def test_forward_shapes_finite_and_deterministic():
     assert torch.equal(fresh["coords"], out["coords"])
 
 
-@pytest.mark.parametrize("str_attention", ["ipa", "geometric"])
-def test_backward_gives_finite_gradients(str_attention):
-    net = make_net(str_attention=str_attention, no_heads_geometric=4).train()
+VARIANTS = {"default": {}, "geometric": dict(str_attention="geometric", no_heads_geometric=4),
+            "maps_to_pair": dict(row_attention_to_pair=True)}
+"""Options of the architecture that every structural test runs with (besides the default)."""
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_backward_gives_finite_gradients(variant):
+    net = make_net(**VARIANTS[variant]).train()
     out = net(make_batch())
     loss = sum(out[key].float().square().mean() for key in EXPECTED_SHAPES)
     loss.backward()
     grads = [p.grad for p in net.parameters() if p.requires_grad]
     assert all(g is not None and torch.isfinite(g).all() for g in grads)
     assert sum(float(g.abs().sum()) > 0 for g in grads) > 0.9 * len(grads)
+
+
+def test_row_attention_maps_reach_the_pair_track():
+    net = make_net(row_attention_to_pair=True)
+    block = net.two_track_blocks[0]
+    batch = make_batch()
+    captured = []
+    handle = block.msa2pair.register_forward_hook(lambda module, args, kwargs, out: captured.append(kwargs["maps"]),
+                                                  with_kwargs=True)
+    try:
+        with torch.no_grad():
+            ref = net(batch)
+            chunked = net(batch, chunk_size=3)
+    finally:
+        handle.remove()
+    maps = captured[0]
+    assert maps.shape == (B, 2, L, L) and torch.allclose(maps, maps.transpose(-1, -2))
+    assert torch.allclose(maps.sum(dim=(-1, -2)), torch.full((B, 2), float(L)), atol=1e-4)  # rows of A sum to 1
+    assert len(captured) == 2 and torch.allclose(captured[1], maps, atol=1e-6)  # chunked: same maps
+    assert torch.allclose(chunked["dist_logits"], ref["dist_logits"], atol=1e-5)
+    # the maps change the prediction: scaled maps, other pair logits
+    handle = block.msa2pair.register_forward_pre_hook(
+        lambda module, args, kwargs: (args, {**kwargs, "maps": 3.0 * kwargs["maps"]}), with_kwargs=True)
+    try:
+        with torch.no_grad():
+            scaled = net(batch)
+    finally:
+        handle.remove()
+    assert (scaled["dist_logits"] - ref["dist_logits"]).abs().max() > 1e-4
+    with pytest.raises(InputError, match="row_attention_to_pair"):
+        preset("tiny", row_attention="plain", row_attention_to_pair=True)
 
 
 def test_chunking_and_activation_checkpointing_do_not_change_results():
@@ -133,9 +169,9 @@ def test_chunking_and_activation_checkpointing_do_not_change_results():
             assert torch.allclose(pa.grad, pb.grad, atol=1e-4), name
 
 
-@pytest.mark.parametrize("str_attention", ["ipa", "geometric"])
-def test_padding_does_not_change_real_residues_or_rows(str_attention):
-    net = make_net(seed=3, str_attention=str_attention, no_heads_geometric=4).double()
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_padding_does_not_change_real_residues_or_rows(variant):
+    net = make_net(seed=3, **VARIANTS[variant]).double()
     batch = make_batch(dtype=torch.float64)
     with torch.no_grad():
         ref = net(batch)
@@ -160,14 +196,14 @@ def test_padding_does_not_change_real_residues_or_rows(str_attention):
         assert (out[key][:, :L] - ref[key]).abs().max() < 1e-8, key
 
 
-@pytest.mark.parametrize("str_attention", ["ipa", "geometric"])
-def test_three_track_is_rotation_translation_equivariant(str_attention):
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_three_track_is_rotation_translation_equivariant(variant):
     """Transform the frames leaving InitialStructure by a global G: scalars unchanged, coordinates moved.
 
     Two three-track blocks, so the pair and 6D logits also depend on the 3D track (through Str2MSA -> MSA2Pair).
     Measured (float64): scalars <= 4e-15, coordinates <= 2e-14.
     """
-    net = make_net(seed=1, n_blocks_3track=2, str_attention=str_attention, no_heads_geometric=4).double()
+    net = make_net(seed=1, n_blocks_3track=2, **VARIANTS[variant]).double()
     batch = make_batch(dtype=torch.float64)
     gen = torch.Generator().manual_seed(7)
     g_rot = random_rotation(generator=gen, dtype=torch.float64)

@@ -60,6 +60,7 @@ class ModelConfig:
     # MSA2Pair / Pair2Pair
     c_hidden_opm: int = 16
     outer_product_weighting: str = "learned"
+    row_attention_to_pair: bool = False  # MSA2Pair also reads the tied/soft-tied row-attention maps
     triangle_updates: bool = True
     c_hidden_tri_mul: int = 32
     # embeddings
@@ -111,6 +112,10 @@ class ModelConfig:
              f"row_attention must be one of {ROW_ATTENTION_MODES}, got {self.row_attention!r}")
         need(self.column_attention in COLUMN_ATTENTION_MODES,
              f"column_attention must be one of {COLUMN_ATTENTION_MODES}, got {self.column_attention!r}")
+        need(isinstance(self.row_attention_to_pair, bool),
+             f"row_attention_to_pair must be true or false, got {self.row_attention_to_pair!r}")
+        need(not self.row_attention_to_pair or self.row_attention != "plain",
+             "row_attention_to_pair needs tied or soft_tied row attention (plain attention has a map per row)")
         need(self.str_attention in STR_ATTENTION_MODES,
              f"str_attention must be one of {STR_ATTENTION_MODES}, got {self.str_attention!r}")
         need(self.template_mode in TEMPLATE_MODES,

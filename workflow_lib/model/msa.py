@@ -88,7 +88,14 @@ class RowAttention(nn.Module):
         return x.unflatten(-1, (self.no_heads, self.c_hidden)).transpose(-2, -3)
 
     def forward(self, m: torch.Tensor, z: torch.Tensor | None = None, mask: torch.Tensor | None = None,
-                chunk_size: int | None = None) -> torch.Tensor:
+                chunk_size: int | None = None, return_maps: bool = False
+                ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        """The update; with ``return_maps`` (tied and soft-tied modes) also the attention maps ``[*, H, L, L]``
+        symmetrised, ``(A + A^T) / 2``, which MSA2Pair can read as pair features (seed 000, "Soft-Tied
+        Residue-Wise Attention": the module "returns the symmetrized array of soft-tied attention scores which
+        will be used as pair-wise features")."""
+        if return_maps and self.mode == "plain":
+            raise ValueError("attention maps for the pair track need tied or soft-tied row attention")
         if mask is None:
             mask = m.new_ones(m.shape[:-1])
         mask = mask.to(m.dtype)
@@ -117,7 +124,7 @@ class RowAttention(nn.Module):
 
         n_res = q.shape[-2]
         step = chunk_size or n_res
-        outs = []
+        outs, maps = [], []
         for start in range(0, n_res, step):
             stop = min(n_res, start + step)
             q_c = q[..., start:stop, :]
@@ -129,6 +136,8 @@ class RowAttention(nn.Module):
             if pair_bias is not None:
                 logits = logits + pair_bias[..., start:stop, :]
             attn = torch.softmax(logits, dim=-1)
+            if return_maps:
+                maps.append(attn)
             if self.mode == "plain":
                 outs.append(torch.einsum("...nhij,...nhjc->...nhic", attn, v))
             else:
@@ -137,7 +146,10 @@ class RowAttention(nn.Module):
         o = o.transpose(-2, -3).flatten(-2)                                  # [*, N, L, H*c]
         if self.linear_g is not None:
             o = o * torch.sigmoid(self.linear_g(m))
-        return self.linear_o(o)
+        if not return_maps:
+            return self.linear_o(o)
+        attn = torch.cat(maps, dim=-2) if len(maps) > 1 else maps[0]
+        return self.linear_o(o), 0.5 * (attn + attn.transpose(-1, -2))
 
 
 class ColumnAttention(nn.Module):
@@ -193,7 +205,15 @@ class MSA2MSA(nn.Module):
         self.column_dropout = SharedDropout(dropout, shared_dim=-2)
 
     def forward(self, m: torch.Tensor, z: torch.Tensor | None, mask: torch.Tensor | None = None,
-                chunk_size: int | None = None) -> torch.Tensor:
-        m = m + self.row_dropout(self.row(m, z, mask, chunk_size=chunk_size))
+                chunk_size: int | None = None, return_maps: bool = False
+                ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        """The updated MSA; with ``return_maps`` also the row attention's symmetrised maps ``[*, H, L, L]``."""
+        maps = None
+        if return_maps:
+            update, maps = self.row(m, z, mask, chunk_size=chunk_size, return_maps=True)
+        else:
+            update = self.row(m, z, mask, chunk_size=chunk_size)
+        m = m + self.row_dropout(update)
         m = m + self.column_dropout(self.column(m, mask, chunk_size=chunk_size))
-        return m + self.transition(m)
+        m = m + self.transition(m)
+        return (m, maps) if return_maps else m

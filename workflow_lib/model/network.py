@@ -36,7 +36,8 @@ def build(cls: type[nn.Module], config: ModelConfig, **extra: Any) -> nn.Module:
 
 
 class TwoTrackBlock(nn.Module):
-    """MSA2MSA -> MSA2Pair -> Pair2Pair -> Pair2MSA on ``m [*, N_seq, L, C_m]`` and ``z [*, L, L, C_z]``."""
+    """MSA2MSA -> MSA2Pair -> Pair2Pair -> Pair2MSA on ``m [*, N_seq, L, C_m]`` and ``z [*, L, L, C_z]``
+    (with ``row_attention_to_pair`` MSA2Pair also reads MSA2MSA's row-attention maps)."""
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
@@ -47,8 +48,12 @@ class TwoTrackBlock(nn.Module):
 
     def forward(self, m: torch.Tensor, z: torch.Tensor, msa_mask: torch.Tensor, pair_mask: torch.Tensor,
                 msa_weights: torch.Tensor | None, chunk_size: int | None) -> tuple[torch.Tensor, torch.Tensor]:
-        m = self.msa2msa(m, z, msa_mask, chunk_size=chunk_size)
-        z = self.msa2pair(m, z, msa_mask, msa_weights, chunk_size=chunk_size)
+        maps = None
+        if self.msa2pair.linear_maps is not None:
+            m, maps = self.msa2msa(m, z, msa_mask, chunk_size=chunk_size, return_maps=True)
+        else:
+            m = self.msa2msa(m, z, msa_mask, chunk_size=chunk_size)
+        z = self.msa2pair(m, z, msa_mask, msa_weights, chunk_size=chunk_size, maps=maps)
         z = self.pair2pair(z, pair_mask, chunk_size=chunk_size)
         m = self.pair2msa(z, m, msa_mask)
         return m, z

@@ -58,7 +58,9 @@ class OuterProductMean(nn.Module):
 
 
 class MSA2Pair(nn.Module):
-    """Pair update from the MSA: ``z += Dropout(OuterProductMean(m))`` (seed 003, outer product mean).
+    """Pair update from the MSA: ``z += Dropout(OuterProductMean(m))`` (seed 003, outer product mean), and with
+    ``row_attention_to_pair`` ``z += Dropout(Linear(maps))`` of MSA2MSA's tied/soft-tied row-attention maps
+    (seed 000: the soft-tied scores "will be used as pair-wise features"; RoseTTAFold's MSA2Pair reads them).
 
     ``outer_product_weighting='learned'`` weights rows by a one-head :class:`SequenceWeights` (query row
     attends to every row at every residue); ``'mean'`` uses the ``msa_weights [*, N_seq]`` given to
@@ -66,18 +68,27 @@ class MSA2Pair(nn.Module):
     """
 
     def __init__(self, c_m: int, c_z: int, c_hidden_opm: int, outer_product_weighting: str = "learned",
-                 dropout: float = 0.0) -> None:
+                 dropout: float = 0.0, row_attention_to_pair: bool = False, no_heads_msa: int = 4) -> None:
         super().__init__()
         if outer_product_weighting not in ("mean", "learned"):
             raise ValueError(f"unknown outer product weighting {outer_product_weighting!r}")
         self.opm = OuterProductMean(c_m, c_z, c_hidden_opm)
+        # the row attention's maps beside the outer product (zero-initialised: the update starts without them)
+        self.linear_maps = Linear(no_heads_msa, c_z, init="final") if row_attention_to_pair else None
         self.seq_weights = (SequenceWeights(c_m, 1, c_hidden_opm) if outer_product_weighting == "learned"
                             else None)
         self.norm_w = LayerNorm(c_m) if self.seq_weights is not None else None
         self.dropout = SharedDropout(dropout, shared_dim=-3)
 
     def forward(self, m: torch.Tensor, z: torch.Tensor, mask: torch.Tensor | None = None,
-                msa_weights: torch.Tensor | None = None, chunk_size: int | None = None) -> torch.Tensor:
+                msa_weights: torch.Tensor | None = None, chunk_size: int | None = None,
+                maps: torch.Tensor | None = None) -> torch.Tensor:
+        """``z`` updated by the outer product and, when built with ``row_attention_to_pair``, by a Linear map of
+        the row attention's symmetrised maps ``maps [*, H, L, L]`` (MSA2MSA with ``return_maps``)."""
+        if self.linear_maps is not None:
+            if maps is None:
+                raise ValueError("MSA2Pair was built to read the row attention maps; none were given")
+            z = z + self.dropout(self.linear_maps(maps.movedim(-3, -1).to(z.dtype)))
         if self.seq_weights is not None:
             weights = self.seq_weights(self.norm_w(m), mask).squeeze(-1)  # [*, N, L], sums to 1 over N
             n_real = weights.shape[-2] if mask is None else mask.to(m.dtype).sum(dim=-2, keepdim=True)
