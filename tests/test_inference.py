@@ -241,6 +241,22 @@ def test_cropped_prediction_without_pair_outputs_runs_only_the_contiguous_crops(
     np.testing.assert_array_equal(lean.plddt, full.plddt)
 
 
+def test_a_model_reading_msa_statistics_gets_them_from_the_feature_file(features):
+    model = tiny_model(msa_statistics=True)
+    length = features["msa"].shape[1]
+    columns = np.r_[0:16, length - 16:length]
+    inputs = model_inputs(features, model.config, columns=columns, max_msa=16)
+    rows = select_rows(features["msa"][:, columns], 16, 0, drop_gappy=True)
+    np.testing.assert_array_equal(inputs["deletion_matrix"], features["deletion_matrix"][rows][:, columns])
+    np.testing.assert_array_equal(inputs["profile"], features["profile"][columns])
+    assert inputs["deletion_matrix"].max() > 0
+    got = predict_features(model, features, PredictOptions(window=32, max_msa=16))
+    flat = dict(features, deletion_matrix=np.zeros_like(features["deletion_matrix"]))
+    other = predict_features(model, flat, PredictOptions(window=32, max_msa=16))
+    assert np.abs(got.probs["dist"] - other.probs["dist"]).max() > 1e-4      # the deletions reach the output
+    assert "deletion_matrix" not in model_inputs(features, tiny_model().config)
+
+
 def test_fused_attention_matches_the_explicit_softmax():
     generator = torch.Generator().manual_seed(3)
     q, k, v = (torch.randn(2, 5, 4, 7, 8, generator=generator) for _ in range(3))

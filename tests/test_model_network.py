@@ -29,7 +29,11 @@ B, N, L, T = 2, 4, 7, 2
 FEATURES = dict(c_template_pair=5, c_template_1d=3, c_coevolution=4)
 
 
-def make_batch(seed: int = 0, dtype=torch.float32, with_features: bool = True, l: int = L):
+def make_batch(seed: int = 0, dtype=torch.float32, with_features: bool = True, l: int = L,
+               variant: str = "default"):
+    """Inputs of the tiny network; with the ``msa_statistics`` variant also the MSA statistics."""
+    if VARIANTS[variant].get("msa_statistics"):
+        return {**make_batch(seed, dtype, with_features, l), **statistics_inputs(seed, dtype, l)}
     gen = torch.Generator().manual_seed(seed)
     batch = {"msa": torch.randint(0, 22, (B, N, l), generator=gen),
              "residue_index": torch.arange(l).expand(B, l).clone(),
@@ -40,6 +44,15 @@ def make_batch(seed: int = 0, dtype=torch.float32, with_features: bool = True, l
                      template_mask=torch.tensor([[1.0, 1.0], [1.0, 0.0]], dtype=dtype),
                      coevolution=torch.randn(B, l, l, 4, generator=gen, dtype=dtype))
     return batch
+
+
+def statistics_inputs(seed: int = 0, dtype=torch.float32, l: int = L) -> dict[str, torch.Tensor]:
+    """Deletion counts, a profile and deletion means of the shapes the feature file gives."""
+    gen = torch.Generator().manual_seed(seed + 100)
+    profile = torch.rand(B, l, 21, generator=gen, dtype=dtype)
+    return {"deletion_matrix": torch.randint(0, 4, (B, N, l), generator=gen).to(dtype),
+            "profile": profile / profile.sum(-1, keepdim=True),
+            "deletion_mean": torch.rand(B, l, generator=gen, dtype=dtype)}
 
 
 def make_net(seed: int = 0, **overrides) -> ThreeTrackNetwork:
@@ -103,14 +116,14 @@ def test_forward_shapes_finite_and_deterministic():
 
 
 VARIANTS = {"default": {}, "geometric": dict(str_attention="geometric", no_heads_geometric=4),
-            "maps_to_pair": dict(row_attention_to_pair=True)}
+            "maps_to_pair": dict(row_attention_to_pair=True), "msa_statistics": dict(msa_statistics=True)}
 """Options of the architecture that every structural test runs with (besides the default)."""
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_backward_gives_finite_gradients(variant):
     net = make_net(**VARIANTS[variant]).train()
-    out = net(make_batch())
+    out = net(make_batch(variant=variant))
     loss = sum(out[key].float().square().mean() for key in EXPECTED_SHAPES)
     loss.backward()
     grads = [p.grad for p in net.parameters() if p.requires_grad]
@@ -149,6 +162,18 @@ def test_row_attention_maps_reach_the_pair_track():
         preset("tiny", row_attention="plain", row_attention_to_pair=True)
 
 
+def test_msa_statistics_change_the_prediction():
+    net = make_net(msa_statistics=True)
+    batch = make_batch(variant="msa_statistics")
+    with torch.no_grad():
+        ref = net(batch)
+        for key, changed in (("deletion_matrix", batch["deletion_matrix"] + 3.0),
+                             ("profile", batch["profile"].flip(-1)), ("deletion_mean", batch["deletion_mean"] + 1.0)):
+            out = net({**batch, key: changed})
+            assert (out["dist_logits"] - ref["dist_logits"]).abs().max() > 1e-4, key
+            assert (out["coords"] - ref["coords"]).abs().max() > 1e-4, key
+
+
 def test_chunking_and_activation_checkpointing_do_not_change_results():
     net = make_net()
     batch = make_batch()
@@ -172,7 +197,7 @@ def test_chunking_and_activation_checkpointing_do_not_change_results():
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_padding_does_not_change_real_residues_or_rows(variant):
     net = make_net(seed=3, **VARIANTS[variant]).double()
-    batch = make_batch(dtype=torch.float64)
+    batch = make_batch(dtype=torch.float64, variant=variant)
     with torch.no_grad():
         ref = net(batch)
     pad_l, pad_n = 2, 1
@@ -188,6 +213,10 @@ def test_padding_does_not_change_real_residues_or_rows(variant):
         "coevolution": torch.randn(B, L + pad_l, L + pad_l, 4, generator=gen, dtype=torch.float64),
     }
     padded["coevolution"][:, :L, :L] = batch["coevolution"]
+    if "profile" in batch:
+        padded["deletion_matrix"] = torch.nn.functional.pad(batch["deletion_matrix"], (0, pad_l, 0, pad_n), value=5)
+        padded["profile"] = torch.nn.functional.pad(batch["profile"], (0, 0, 0, pad_l), value=0.3)
+        padded["deletion_mean"] = torch.nn.functional.pad(batch["deletion_mean"], (0, pad_l), value=2.0)
     with torch.no_grad():
         out = net(padded)
     for key in ("dist_logits", "theta_logits", "pair"):
@@ -204,7 +233,7 @@ def test_three_track_is_rotation_translation_equivariant(variant):
     Measured (float64): scalars <= 4e-15, coordinates <= 2e-14.
     """
     net = make_net(seed=1, n_blocks_3track=2, **VARIANTS[variant]).double()
-    batch = make_batch(dtype=torch.float64)
+    batch = make_batch(dtype=torch.float64, variant=variant)
     gen = torch.Generator().manual_seed(7)
     g_rot = random_rotation(generator=gen, dtype=torch.float64)
     g_trans = 15.0 * torch.randn(3, generator=gen, dtype=torch.float64)
@@ -258,7 +287,14 @@ def test_input_errors_are_clear():
     with pytest.raises(InputError, match="c_coevolution=0"):
         plain({**make_batch(with_features=False), "coevolution": batch["coevolution"]})
     with pytest.raises(InputError, match="unknown key"):
-        plain({**make_batch(with_features=False), "profile": torch.zeros(1)})
+        plain({**make_batch(with_features=False), "pssm": torch.zeros(1)})
+    with pytest.raises(InputError, match="msa_statistics=false"):
+        plain({**make_batch(with_features=False), "profile": torch.zeros(B, L, 21)})
+    reading = ThreeTrackNetwork(preset("tiny", msa_statistics=True))
+    with pytest.raises(InputError, match="deletion_matrix missing"):
+        reading(make_batch(with_features=False))
+    with pytest.raises(InputError, match="profile must have shape"):
+        reading({**make_batch(with_features=False), **statistics_inputs(), "profile": torch.zeros(B, L, 20)})
     out = plain(make_batch(with_features=False))  # every optional feature may be absent
     assert torch.isfinite(out["coords"]).all()
 

@@ -7,6 +7,7 @@ real A3M of 1KT6_A) and the tiny preset.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 
 import numpy as np
@@ -104,6 +105,12 @@ def test_pack_round_trip_matches_the_sources(prepared, data_dir):
     ca = chain.coords[:, 1]
     steps = np.linalg.norm(np.diff(ca, axis=0), axis=1)
     assert 3.7 < np.median(steps) < 3.9            # real backbone, to 0.01 Å
+    # the MSA statistics a model may read: the rows' deletion counts packed, profile and means as the builder's
+    packed = chain.features()
+    np.testing.assert_array_equal(packed["deletion_matrix"], features["deletion_matrix"])
+    assert packed["deletion_matrix"].max() > 0
+    np.testing.assert_allclose(packed["profile"], features["profile"], atol=1e-6)
+    np.testing.assert_allclose(packed["deletion_mean"], features["deletion_mean"], atol=1e-6)
 
 
 def test_pack_refuses_a_missing_msa(prepared, tmp_path):
@@ -131,6 +138,18 @@ def test_padded_batch_predicts_each_crop_as_alone(prepared):
     np.testing.assert_allclose(together["plddt"][1, :28].numpy(), alone["plddt"][0].numpy(), atol=2e-4)
     loss, parts = total_loss(together, targets, LossWeights())
     assert torch.isfinite(loss) and parts["violation"] >= 0
+    # a model that reads the MSA statistics: padded the same way, and a crop still predicts as alone
+    torch.manual_seed(0)
+    reading = ThreeTrackNetwork(training_model_config("tiny", msa_statistics=True)).eval()
+    first = make_example(chains[0], 0, 40, None, 8, msa_statistics=True)
+    second = make_example(chains[1], 5, 28, None, 8, msa_statistics=True)
+    inputs, _ = collate([first, second])
+    assert inputs["deletion_matrix"].shape == inputs["msa"].shape and inputs["profile"].shape == (2, 40, 21)
+    with torch.no_grad():
+        together = reading(inputs)
+        alone = reading(second[0])
+    np.testing.assert_allclose(together["dist_logits"][1, :28, :28].numpy(), alone["dist_logits"][0].numpy(),
+                               atol=2e-4)
 
 
 def test_bond_violation_is_zero_for_a_real_backbone_and_grows_when_broken(prepared):
@@ -165,6 +184,11 @@ def test_training_from_a_pack_in_batches(prepared, tmp_path):
     rows = [row for row in result.history if row["split"] == "train"]
     assert all(row["n_chains"] == 3 and np.isfinite(row["loss"]) for row in rows)
     assert len(result.validation) == len(val_chains)
+    # every architecture option at once trains from the same pack
+    options = dict(msa_statistics=True, row_attention_to_pair=True, str_attention="geometric", no_heads_geometric=4)
+    config = dataclasses.replace(config, model=training_model_config("tiny", **options).to_dict())
+    result = train(config, train_chains, list(range(len(train_chains))), val_chains, tmp_path / "all_options")
+    assert result.step == 3 and all(np.isfinite(row["loss"]) for row in result.history if row["split"] == "train")
 
 
 def test_network_reports_its_frame_trajectory():

@@ -177,8 +177,9 @@ def model_inputs(features: Mapping[str, np.ndarray], config: ModelConfig, *, col
     differences, including the jump between the two segments of a crop, are kept.
 
     Keys: ``msa [N, n]`` int64, ``residue_index [n]``, ``msa_weights [N]`` and, when the config accepts them,
-    ``coevolution [n, n, 2]``, ``templates_pair [T, n, n, 131]``, ``templates_1d [T, n, 26]``,
-    ``template_mask [T]`` (float32; templates only when T > 0).
+    ``coevolution [n, n, 2]``, ``deletion_matrix [N, n]``, ``profile [n, 21]``, ``deletion_mean [n]``,
+    ``templates_pair [T, n, n, 131]``, ``templates_1d [T, n, 26]``, ``template_mask [T]`` (float32; templates
+    only when T > 0).
     """
     length = features["msa"].shape[1]
     cropped = columns is not None and len(columns) < length
@@ -192,6 +193,10 @@ def model_inputs(features: Mapping[str, np.ndarray], config: ModelConfig, *, col
     }
     if config.c_coevolution:
         out["coevolution"] = features["coevolution"][np.ix_(columns, columns)].astype(np.float32)
+    if config.msa_statistics:
+        out["deletion_matrix"] = features["deletion_matrix"][:, columns][rows].astype(np.float32)
+        out["profile"] = features["profile"][columns].astype(np.float32)
+        out["deletion_mean"] = features["deletion_mean"][columns].astype(np.float32)
     n_templates = features["template_mask"].shape[0]
     if (config.c_template_pair or config.c_template_1d) and n_templates:
         out["templates_pair"] = features["template_pair"][:, columns][:, :, columns].astype(np.float32)
@@ -230,6 +235,16 @@ def collate(items: Sequence[dict[str, np.ndarray]], device: torch.device) -> dic
             cols = item["coevolution"].shape[0]
             coevolution[b, :cols, :cols] = item["coevolution"]
         out["coevolution"] = coevolution
+    if "profile" in items[0]:
+        deletions = np.zeros((batch, n_seq, n_res), dtype=np.float32)
+        profile = np.zeros((batch, n_res, items[0]["profile"].shape[-1]), dtype=np.float32)
+        deletion_mean = np.zeros((batch, n_res), dtype=np.float32)
+        for b, item in enumerate(items):
+            rows, cols = item["deletion_matrix"].shape
+            deletions[b, :rows, :cols] = item["deletion_matrix"]
+            profile[b, :cols] = item["profile"]
+            deletion_mean[b, :cols] = item["deletion_mean"]
+        out.update(deletion_matrix=deletions, profile=profile, deletion_mean=deletion_mean)
     if any("templates_pair" in item for item in items):
         out.update(_collate_templates(items, n_res))
     return {key: torch.from_numpy(value).to(device) for key, value in out.items()}

@@ -69,6 +69,7 @@ class ModelConfig:
     c_template_1d: int = 0     # 0: no template 1D features accepted
     template_mode: str = "attention"
     c_coevolution: int = 0     # 0: no co-evolution pair feature accepted
+    msa_statistics: bool = False  # deletions per MSA cell, profile and deletion mean per residue as inputs
     # 3D track (Str2Str attention: IPA or seed 001's geometric attention; Str2MSA)
     str_attention: str = "ipa"
     no_qk_points: int = 4
@@ -112,6 +113,7 @@ class ModelConfig:
              f"row_attention must be one of {ROW_ATTENTION_MODES}, got {self.row_attention!r}")
         need(self.column_attention in COLUMN_ATTENTION_MODES,
              f"column_attention must be one of {COLUMN_ATTENTION_MODES}, got {self.column_attention!r}")
+        need(isinstance(self.msa_statistics, bool), f"msa_statistics must be true or false, got {self.msa_statistics!r}")
         need(isinstance(self.row_attention_to_pair, bool),
              f"row_attention_to_pair must be true or false, got {self.row_attention_to_pair!r}")
         need(not self.row_attention_to_pair or self.row_attention != "plain",

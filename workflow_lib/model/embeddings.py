@@ -14,6 +14,7 @@ from torch import nn
 
 from workflow_lib.model.config import N_TOKENS
 from workflow_lib.model.primitives import Attention, LayerNorm, Linear, mask_to_bias
+from workflow_lib.schemas.features import PROFILE_STATES
 
 
 def sinusoidal_encoding(residue_index: torch.Tensor, dim: int) -> torch.Tensor:
@@ -30,26 +31,47 @@ def sinusoidal_encoding(residue_index: torch.Tensor, dim: int) -> torch.Tensor:
     return torch.stack((torch.sin(angles), torch.cos(angles)), dim=-1).flatten(-2)
 
 
+def deletion_features(deletions: torch.Tensor) -> torch.Tensor:
+    """Insertion counts ``[*]`` -> ``[*, 2]``: whether there is a deletion, and ``2/π arctan(d / 3)`` (AF2
+    supplement 1.2.9, ``has_deletion`` and ``deletion_value``)."""
+    d = deletions.to(torch.float32)
+    return torch.stack(((d > 0).to(torch.float32), (2.0 / math.pi) * torch.atan(d / 3.0)), dim=-1)
+
+
 class MSAEmbedding(nn.Module):
     """MSA tokens ``[*, N_seq, N_res]`` (int, codes 0..21) -> ``[*, N_seq, N_res, C_m]`` (seed 000).
 
     ``embed(token) + positional(residue_index) + query_encoding(row == 0)``. The query encoding is a learned
     embedding of "is this the query row", so every other row receives the second vector.
+
+    With ``msa_statistics`` the MSA statistics the feature file holds are inputs too, as AlphaFold2's
+    ``msa_feat`` has them: ``Linear(deletion_features(deletion_matrix))`` per cell, and per residue (added to
+    every row) ``Linear([profile, deletion_features(deletion_mean)])`` (21 profile states).
     """
 
-    def __init__(self, c_m: int, n_tokens: int = N_TOKENS) -> None:
+    def __init__(self, c_m: int, n_tokens: int = N_TOKENS, msa_statistics: bool = False) -> None:
         super().__init__()
         self.c_m = c_m
         self.n_tokens = n_tokens
         self.token = nn.Embedding(n_tokens, c_m)
         self.query = nn.Embedding(2, c_m)
+        self.linear_deletion = Linear(2, c_m) if msa_statistics else None
+        self.linear_profile = Linear(PROFILE_STATES + 2, c_m) if msa_statistics else None
 
-    def forward(self, msa: torch.Tensor, residue_index: torch.Tensor) -> torch.Tensor:
+    def forward(self, msa: torch.Tensor, residue_index: torch.Tensor, deletion_matrix: torch.Tensor | None = None,
+                profile: torch.Tensor | None = None, deletion_mean: torch.Tensor | None = None) -> torch.Tensor:
         n_seq = msa.shape[-2]
         is_query = torch.zeros(n_seq, dtype=torch.long, device=msa.device)
         is_query[0] = 1
         m = self.token(msa) + self.query(is_query)[:, None, :]
-        return m + sinusoidal_encoding(residue_index, self.c_m).unsqueeze(-3).to(m.dtype)
+        m = m + sinusoidal_encoding(residue_index, self.c_m).unsqueeze(-3).to(m.dtype)
+        if self.linear_deletion is not None:
+            if deletion_matrix is None or profile is None or deletion_mean is None:
+                raise ValueError("MSAEmbedding with msa_statistics needs deletion_matrix, profile and deletion_mean")
+            per_residue = torch.cat((profile.to(torch.float32), deletion_features(deletion_mean)), dim=-1)
+            m = m + self.linear_deletion(deletion_features(deletion_matrix).to(m.dtype))
+            m = m + self.linear_profile(per_residue.to(m.dtype)).unsqueeze(-3)
+        return m
 
 
 def relative_position_one_hot(residue_index: torch.Tensor, relpos_max: int) -> torch.Tensor:

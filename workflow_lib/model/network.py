@@ -25,6 +25,7 @@ from workflow_lib.model.msa import MSA2MSA
 from workflow_lib.model.pair import MSA2Pair, Pair2MSA, Pair2Pair, pair_mask_from
 from workflow_lib.model.performer import FastAttention
 from workflow_lib.model.structure import Frames, InitialStructure, Str2MSA, Str2Str
+from workflow_lib.schemas.features import PROFILE_STATES
 
 
 def build(cls: type[nn.Module], config: ModelConfig, **extra: Any) -> nn.Module:
@@ -94,6 +95,9 @@ class ThreeTrackNetwork(nn.Module):
     templates_1d        [B, T, L, C]          template 1D features (needs c_template_1d)
     template_mask       [B, T] (optional)     1 = real template
     coevolution         [B, L, L, C_c]        co-evolution pair feature (needs c_coevolution)
+    deletion_matrix     [B, N, L]             insertion counts before each column (needs msa_statistics)
+    profile             [B, L, 21]            weighted aa + gap frequencies (needs msa_statistics)
+    deletion_mean       [B, L]                mean insertion count per column (needs msa_statistics)
     ==================  ====================  ==================================================
 
     Output dict: ``dist_logits``/``omega_logits``/``theta_logits`` ``[B, L, L, 37]``, ``phi_logits``
@@ -107,7 +111,7 @@ class ThreeTrackNetwork(nn.Module):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         self.config = config
-        self.msa_embedding = MSAEmbedding(config.c_m)
+        self.msa_embedding = MSAEmbedding(config.c_m, msa_statistics=config.msa_statistics)
         self.pair_embedding = build(PairEmbedding, config)
         self.two_track_blocks = nn.ModuleList(TwoTrackBlock(config) for _ in range(config.n_blocks_2track))
         self.initial_structure = build(InitialStructure, config)
@@ -153,8 +157,19 @@ class ThreeTrackNetwork(nn.Module):
                                  f"({width_key}=0)")
             if batch[key].shape[-1] != width:
                 raise InputError(f"model input: {key} has {batch[key].shape[-1]} channels, config expects {width}")
+        statistics = {"deletion_matrix": tuple(msa.shape), "profile": (b, n_res, PROFILE_STATES),
+                      "deletion_mean": (b, n_res)}
+        for key, shape in statistics.items():
+            given = batch.get(key) is not None
+            if given and not cfg.msa_statistics:
+                raise InputError(f"model input: {key} given but the model config does not accept MSA statistics "
+                                 "(msa_statistics=false)")
+            if cfg.msa_statistics and not given:
+                raise InputError(f"model input: the model reads MSA statistics (msa_statistics=true): {key} missing")
+            if given and tuple(batch[key].shape) != shape:
+                raise InputError(f"model input: {key} must have shape {shape}, got {tuple(batch[key].shape)}")
         known = {"msa", "residue_index", "seq_mask", "msa_mask", "msa_weights", "templates_pair", "templates_1d",
-                 "template_mask", "coevolution"}
+                 "template_mask", "coevolution", *statistics}
         unknown = sorted(set(batch) - known)
         if unknown:
             raise InputError(f"model input: unknown key(s) {unknown}")
@@ -180,7 +195,7 @@ class ThreeTrackNetwork(nn.Module):
         pair_mask = pair_mask_from(seq_mask)
         msa_weights = x["msa_weights"]
 
-        m = self.msa_embedding(msa, x["residue_index"])
+        m = self.msa_embedding(msa, x["residue_index"], x["deletion_matrix"], x["profile"], x["deletion_mean"])
         z = self.pair_embedding(msa[:, 0], x["residue_index"], templates_pair=x["templates_pair"],
                                 templates_1d=x["templates_1d"], template_mask=x["template_mask"],
                                 coevolution=x["coevolution"], chunk_size=chunk_size)

@@ -58,4 +58,6 @@ TRAINING_PACK = NpzSchema("training_pack", 1, {
     "atom_mask": ArraySpec("bool", ("R", 3), "atom present"),
     "msa": ArraySpec("int8", ("M",), "each chain's MSA rows [depth, length] flattened, chains concatenated"),
     "seq_weights": ArraySpec("float32", ("D",), "each chain's row weights, chains concatenated"),
+    "deletions": ArraySpec("uint8", ("M",), "insertions before each MSA cell (clipped at 255), laid out as msa",
+                           optional=True),
 }, "Everything trackfold train needs of many chains in one file (workflow_lib.training.pack).")

@@ -4,7 +4,8 @@ Targets of a crop: the 6D maps of the true chain (virtual Cβ from N, CA, C as R
 :func:`~workflow_lib.structure.geometry.bin_pair_geometry`), the N, CA, C coordinates and their mask. The
 residue index given to the network follows the structure's numbering across chain breaks (a missing loop of
 k residues is a jump of k + 1), so unobserved residues do not look bonded; features' own ``residue_index``
-(0..L−1) is ignored in training. Templates are not used in training (T = 0). The MSA of a crop is the query
+(0..L−1) is ignored in training. Templates are not used in training (T = 0). A model with ``msa_statistics``
+also gets each crop's deletion counts, profile and deletion mean. The MSA of a crop is the query
 plus at most ``max_msa_rows − 1`` other rows (:func:`subsample_msa_rows`).
 """
 
@@ -23,6 +24,7 @@ import torch.nn.functional as F
 from workflow_lib.errors import InputError
 from workflow_lib.features.build import read_features
 from workflow_lib.features.coevolution import coevolution_features
+from workflow_lib.features.msa_features import weighted_profile
 from workflow_lib.seqio.alphabet import GAP_CODE, encode
 from workflow_lib.structure.geometry import bin_pair_geometry, pair_geometry
 from workflow_lib.structure.backbones import is_backbone_archive
@@ -47,10 +49,13 @@ class TrainingChain:
     msa: np.ndarray | None = None           # int8 [N, L] residue codes, the query first
     seq_weights: np.ndarray | None = None   # float32 [N]
     coevolution: np.ndarray | None = None   # [L, L, C_c]; None: computed from msa on first use, then kept
+    deletions: np.ndarray | None = None     # uint8 [N, L] insertions before each column (packs since v2)
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     def features(self) -> dict[str, np.ndarray]:
-        """``msa``, ``seq_weights`` and ``coevolution``: from memory, or read from the feature file."""
+        """``msa``, ``seq_weights`` and ``coevolution``: from memory, or read from the feature file; with the
+        deletion counts (a feature file, or a pack that holds them) also ``deletion_matrix``, ``profile`` and
+        ``deletion_mean``, the pack's computed from its rows as the feature builder does."""
         if self.features_path is not None:
             return read_features(self.features_path)
         coevolution = self.coevolution
@@ -58,7 +63,13 @@ class TrainingChain:
             if "coevolution" not in self._cache:
                 self._cache["coevolution"] = coevolution_features(self.msa, self.seq_weights.astype(np.float64))
             coevolution = self._cache["coevolution"]
-        return {"msa": self.msa, "seq_weights": self.seq_weights, "coevolution": coevolution}
+        out = {"msa": self.msa, "seq_weights": self.seq_weights, "coevolution": coevolution}
+        if self.deletions is not None:
+            if "profile" not in self._cache:
+                self._cache["profile"] = weighted_profile(self.msa, self.seq_weights.astype(np.float64))
+            out.update(deletion_matrix=self.deletions, profile=self._cache["profile"].astype(np.float32),
+                       deletion_mean=self.deletions.mean(axis=0, dtype=np.float64).astype(np.float32))
+        return out
 
     def __len__(self) -> int:
         return int(self.coords.shape[0])
@@ -137,8 +148,10 @@ def make_targets(coords: np.ndarray, atom_mask: np.ndarray) -> dict[str, np.ndar
 
 
 def make_example(chain: TrainingChain, start: int, length: int, rows_rng: np.random.Generator | None,
-                 max_msa_rows: int) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
-    """Network inputs and loss targets (batch of one) of residues ``start:start+length`` of ``chain``."""
+                 max_msa_rows: int, msa_statistics: bool = False
+                 ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """Network inputs and loss targets (batch of one) of residues ``start:start+length`` of ``chain``; with
+    ``msa_statistics`` (a model that reads them) also the crop's deletion counts, profile and deletion mean."""
     features = chain.features()
     window = slice(start, start + length)
     rows = subsample_msa_rows(features["msa"].shape[0], max_msa_rows, rows_rng)
@@ -149,6 +162,17 @@ def make_example(chain: TrainingChain, start: int, length: int, rows_rng: np.ran
         "msa_weights": torch.from_numpy(features["seq_weights"][rows].astype(np.float32))[None],
         "coevolution": torch.from_numpy(np.ascontiguousarray(features["coevolution"][window, window]))[None],
     }
+    if msa_statistics:
+        if "deletion_matrix" not in features:
+            raise InputError("the model reads MSA statistics but this chain has no deletion counts (a training "
+                             "pack written before they were packed: rebuild it with trackfold train-pack)",
+                             record=chain.name)
+        deletions = features["deletion_matrix"][rows][:, window].astype(np.float32)
+        inputs.update(deletion_matrix=torch.from_numpy(deletions)[None],
+                      profile=torch.from_numpy(np.ascontiguousarray(features["profile"][window],
+                                                                    dtype=np.float32))[None],
+                      deletion_mean=torch.from_numpy(np.ascontiguousarray(features["deletion_mean"][window],
+                                                                          dtype=np.float32))[None])
     raw = make_targets(chain.coords[window], chain.atom_mask[window])
     targets = {key: torch.from_numpy(np.ascontiguousarray(value))[None] for key, value in raw.items()}
     for key in ("dist", "omega", "theta", "phi"):
@@ -181,6 +205,10 @@ def collate(examples: Sequence[tuple[dict[str, torch.Tensor], dict[str, torch.Te
         }
         if "coevolution" in inputs:
             padded["coevolution"] = F.pad(inputs["coevolution"], (0, 0, 0, pad_l, 0, pad_l))
+        if "profile" in inputs:
+            padded["deletion_matrix"] = F.pad(inputs["deletion_matrix"], (0, pad_l, 0, pad_n))
+            padded["profile"] = F.pad(inputs["profile"], (0, 0, 0, pad_l))
+            padded["deletion_mean"] = F.pad(inputs["deletion_mean"], (0, pad_l))
         for key, value in padded.items():
             batch_inputs.setdefault(key, []).append(value)
         for key, value in targets.items():

@@ -5,7 +5,8 @@ thousands of chains come to gigabytes; a training pack (:data:`~workflow_lib.sch
 holds only what they are computed from: the MSA rows (the query and at most ``max_rows`` others, chosen as
 :func:`~workflow_lib.features.msa_features.sample_rows` does), their sequence weights
 (:func:`~workflow_lib.features.msa_features.sequence_weights`), the backbone (N, CA, C in 0.01 Å) and the
-residue index, about 8 KB per chain compressed (at most 256 rows). ``trackfold train --pack`` reads it and computes each
+residue index, and the rows' insertion counts (for a model that reads MSA statistics; the profile and deletion
+mean are computed from the rows), about 8 KB per chain compressed (at most 256 rows). ``trackfold train --pack`` reads it and computes each
 chain's co-evolution features on the training device
 (:func:`~workflow_lib.features.coevolution.coevolution_features_torch`, equal to the feature files' to
 rounding; statistics over the kept rows instead of up to 16,384).
@@ -24,7 +25,7 @@ import torch
 
 from workflow_lib.errors import InputError
 from workflow_lib.features.coevolution import coevolution_features_torch
-from workflow_lib.features.msa_features import DEFAULT_MAX_SEQS, sample_rows, sequence_weights
+from workflow_lib.features.msa_features import DELETION_CLIP, DEFAULT_MAX_SEQS, sample_rows, sequence_weights
 from workflow_lib.schemas.io import read_npz, write_npz
 from workflow_lib.schemas.training import TRAINING_PACK
 from workflow_lib.seqio.alphabet import encode
@@ -51,6 +52,7 @@ def build_pack(table: pd.DataFrame, msa_dirs: Sequence[str | Path], out: str | P
     if max_rows < 1:
         raise InputError(f"max_rows must be at least 1, got {max_rows}")
     names, lengths, depths, residue_index, coords, masks, msas, weights = [], [], [], [], [], [], [], []
+    deletions = []
     for row, chain in table_chains(table):
         if len(row.name.encode()) > NAME_BYTES:
             raise InputError(f"chain name longer than {NAME_BYTES} bytes", record=row.name)
@@ -62,7 +64,9 @@ def build_pack(table: pd.DataFrame, msa_dirs: Sequence[str | Path], out: str | P
         if not np.array_equal(codes[0].astype(np.uint8), encode(chain.sequence)):
             raise InputError(f"the A3M's query (L={codes.shape[1]}) is not the chain's sequence (L={len(chain)})",
                              path=a3m, record=row.name)
-        kept = codes[sample_rows(alignment, max_rows)]
+        kept_rows = sample_rows(alignment, max_rows)
+        kept = codes[kept_rows]
+        inserted = np.asarray(alignment.insertions)[kept_rows, :codes.shape[1]]
         xyz = np.array(chain.coords[:, :3], dtype=np.float64)
         mask = np.array(chain.mask[:, :3])
         centre = np.nanmean(xyz[:, 1][mask[:, 1]], axis=0) if mask[:, 1].any() else np.zeros(3)
@@ -76,6 +80,7 @@ def build_pack(table: pd.DataFrame, msa_dirs: Sequence[str | Path], out: str | P
         coords.append(np.where(mask[..., None], np.nan_to_num(centi), 0).astype(np.int16))
         masks.append(mask)
         msas.append(kept.astype(np.int8).ravel())
+        deletions.append(np.minimum(inserted, DELETION_CLIP).astype(np.uint8).ravel())
         weights.append(sequence_weights(kept).astype(np.float32))
     if not names:
         raise InputError("no chains to pack")
@@ -86,6 +91,7 @@ def build_pack(table: pd.DataFrame, msa_dirs: Sequence[str | Path], out: str | P
         "lengths": np.array(lengths, dtype=np.int32), "depths": np.array(depths, dtype=np.int32),
         "residue_index": np.concatenate(residue_index), "coords": np.concatenate(coords),
         "atom_mask": np.concatenate(masks), "msa": np.concatenate(msas), "seq_weights": np.concatenate(weights),
+        "deletions": np.concatenate(deletions),
     }
     write_npz(out, arrays, TRAINING_PACK)
     return {"chains": len(names), "residues": int(sum(lengths)), "msa_rows": int(sum(depths))}
@@ -101,6 +107,7 @@ def read_pack(path: str | Path, *, device: str | torch.device = "cpu") -> tuple[
     residue_ends = np.cumsum(lengths)
     msa_ends = np.cumsum(depths * lengths)
     weight_ends = np.cumsum(depths)
+    deletions = arrays.get("deletions")   # absent from packs written before deletion counts were packed
     if residue_ends[-1] != len(arrays["coords"]) or msa_ends[-1] != len(arrays["msa"]) \
             or weight_ends[-1] != len(arrays["seq_weights"]):
         raise InputError("the pack's lengths and depths do not add up to its arrays", path=path)
@@ -118,9 +125,11 @@ def read_pack(path: str | Path, *, device: str | torch.device = "cpu") -> tuple[
             coevolution = coevolution_features_torch(torch.from_numpy(msa.astype(np.int64)).to(device),
                                                      torch.from_numpy(weights.astype(np.float64)).to(device))
             coevolution = coevolution.cpu().numpy()
+        chain_deletions = None if deletions is None else \
+            deletions[msa_ends[k] - depth * length:msa_ends[k]].reshape(depth, length)
         chains.append(TrainingChain(name, None, coords.astype(np.float32), mask,
                                     arrays["residue_index"][residues].astype(np.int64), msa=msa,
-                                    seq_weights=weights, coevolution=coevolution))
+                                    seq_weights=weights, coevolution=coevolution, deletions=chain_deletions))
     table = pd.DataFrame({"name": [c.name for c in chains], "length": lengths.astype(np.int32),
                           "cluster": arrays["cluster"],
                           "split": np.where(arrays["is_validation"], "validation", "train")})

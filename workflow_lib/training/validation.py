@@ -60,7 +60,8 @@ def evaluate(model: ThreeTrackNetwork, chains: Sequence[TrainingChain], config: 
         for chain in chains:
             length = min(len(chain), config.val_crop)
             start = (len(chain) - length) // 2
-            inputs, targets = to_device(make_example(chain, start, length, None, config.max_msa_rows), device)
+            example = make_example(chain, start, length, None, config.max_msa_rows, model.config.msa_statistics)
+            inputs, targets = to_device(example, device)
             outputs = model(inputs)
             _, parts = total_loss(outputs, targets, weights)
             metrics = chain_metrics(outputs, targets, inputs["residue_index"][0].cpu().numpy())
