@@ -35,7 +35,7 @@ def radius_of_gyration(ca: np.ndarray) -> float:
 def chain_row(model, chain, crop: int, rows: int, fold: bool) -> dict:
     length = min(len(chain), crop)
     start = (len(chain) - length) // 2
-    inputs, targets = make_example(chain, start, length, None, rows)
+    inputs, targets = make_example(chain, start, length, None, rows, model.config.msa_statistics)
     t0 = time.perf_counter()
     with torch.no_grad():
         out = model(inputs)
