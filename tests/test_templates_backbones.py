@@ -18,6 +18,7 @@ from conftest import DATA
 from workflow_lib.aligner import profile_from_alignment
 from workflow_lib.cli import main
 from workflow_lib.errors import InputError
+from workflow_lib.features.templates import columns_features, hit_columns, template_features
 from workflow_lib.seqio.msa import read_a3m
 from workflow_lib.structure import virtual_cb
 from workflow_lib.structure.backbones import read_backbone_archive
@@ -117,6 +118,23 @@ def test_prefilter_keeps_the_full_scan_hits(database, query):
     assert (filtered["db_size"] == 50).all()
     capped, _ = search_templates(query, db, prefilter=True, max_candidates=3)
     assert len(capped) <= 3 and capped["template"].iloc[0] == "1KT6_A"
+
+
+def test_template_features_of_a_crop_are_the_crop_of_the_features(database, query):
+    """Training crops build template features from per-column hits: they must equal the whole query's cut."""
+    _, db = database
+    hits, _ = search_templates(query, db, max_hits=6)
+    codes = np.asarray(read_a3m(SLICE / "1KT6_A.a3m").matches)[0]
+    full = template_features(hits, db, codes, max_templates=6)
+    columns = [hit_columns(row, db, codes) for _, row in hits.sort_values("rank").head(6).iterrows()]
+    assert [c.template for c in columns][:2] == ["1KT6_A", "5EZ2_A"]   # itself, then the closest lipocalin
+    positions = np.r_[10:60, 100:140]
+    crop = columns_features(columns, positions)
+    np.testing.assert_array_equal(crop["template_pair"], full["template_pair"][:, positions][:, :, positions])
+    np.testing.assert_array_equal(crop["template_1d"], full["template_1d"][:, positions])
+    lipocalin = columns[1]
+    assert 0.2 < lipocalin.identical[lipocalin.aligned].mean() < 0.4 and lipocalin.placed.sum() > 100
+    assert np.isnan(lipocalin.coords[~lipocalin.placed]).all() and np.isfinite(lipocalin.coords[lipocalin.placed, 1]).all()
 
 
 def test_templates_cli_reads_archives(tmp_path):

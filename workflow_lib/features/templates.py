@@ -27,6 +27,8 @@ all True. Deterministic: a pure function of the hits table, the database and the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -60,53 +62,6 @@ def placeable(structure: TemplateStructure) -> np.ndarray:
     return (mask[:, _CA] & mask[:, _CB]) | (mask[:, _N] & mask[:, _CA] & mask[:, _C])
 
 
-def template_maps(structure: TemplateStructure, query_columns: np.ndarray, residues: np.ndarray,
-                  length: int) -> np.ndarray:
-    """float16 ``[L, L, C_TEMPLATE_PAIR]``: binned 6D one-hots + pair mask of placed query columns.
-
-    ``query_columns`` int ``[K]`` and ``residues`` int ``[K]`` (observed residue indices, all placeable) are the
-    placed pairs of one alignment.
-    """
-    out = np.zeros((length, length, C_TEMPLATE_PAIR), dtype=np.float16)
-    if query_columns.size == 0:
-        return out
-    xyz = structure.coords[residues].astype(np.float64)
-    geometry = pair_geometry(xyz[:, _N], xyz[:, _CA], xyz[:, _C], xyz[:, _CB])
-    bins = bin_pair_geometry(geometry)
-    rows, cols = np.ix_(query_columns, query_columns)
-    for key in ("dist", "omega", "theta", "phi"):
-        out[rows, cols, PAIR[key].start + bins[key].astype(np.intp)] = 1.0
-    out[rows, cols, PAIR["pair_mask"].start] = 1.0
-    return out
-
-
-def template_1d(structure: TemplateStructure, query_codes: np.ndarray, pairs: np.ndarray, placed: np.ndarray,
-                residues: np.ndarray, confidence: float) -> np.ndarray:
-    """float32 ``[L, C_TEMPLATE_1D]`` of one hit (module docstring, step 5).
-
-    ``pairs`` int ``[K, 2]`` (query column, template position); ``placed`` bool ``[K]``; ``residues`` int
-    ``[K]`` observed residue per pair (−1 where none).
-    """
-    length = query_codes.shape[0]
-    out = np.zeros((length, C_TEMPLATE_1D), dtype=np.float32)
-    template_codes = encode(structure.sequence)
-    identical, positive = pair_scores(query_codes, template_codes, pairs)
-    columns = pairs[:, 0]
-    out[columns, ONE_D["aligned"].start] = 1.0
-    out[columns, ONE_D["identity"].start] = identical
-    out[columns, ONE_D["similarity"].start] = positive
-    out[columns, ONE_D["confidence"].start] = confidence
-    aligned_codes = np.full(length, GAP_CODE, dtype=np.intp)
-    aligned_codes[columns] = template_codes[pairs[:, 1]]
-    out[np.arange(length), ONE_D["sequence"].start + aligned_codes] = 1.0
-    ss_letters = np.array(list(structure.ss3), dtype="<U1") if structure.ss3 else np.zeros(0, dtype="<U1")
-    for k, state in enumerate(SS_STATES):
-        hit = placed & (residues >= 0)
-        hit[hit] = ss_letters[residues[hit]] == state
-        out[columns[hit], ONE_D["secondary_structure"].start + k] = 1.0
-    return out
-
-
 def _check_hit(row: pd.Series, structure: TemplateStructure, length: int, where: str | Path) -> np.ndarray:
     if int(row["qlen"]) != length:
         raise InputError(f"hit on {row['template']} is for a query of {int(row['qlen'])} columns, the A3M has "
@@ -126,30 +81,117 @@ def _check_hit(row: pd.Series, structure: TemplateStructure, length: int, where:
     return pairs
 
 
-def template_features(hits: pd.DataFrame, database: TemplateDatabase, query_codes: np.ndarray, *,
-                      max_templates: int = DEFAULT_MAX_TEMPLATES, where: str | Path = "") -> dict[str, np.ndarray]:
-    """``template_pair`` / ``template_1d`` / ``template_mask`` of the best ``max_templates`` hits."""
-    if max_templates < 0:
-        raise ValueError(f"max_templates must be ≥ 0, got {max_templates}")
+@dataclass(frozen=True)
+class TemplateColumns:
+    """One template hit laid on the query's ``L`` columns: everything its features need, for any crop.
+
+    ``coords [L, 5, 3]`` float32 N, CA, C, O, CB of the template residue placed on each column (NaN where none;
+    CB virtual where the file had none), ``placed [L]`` (steps 2–3), ``aligned [L]``, ``identical [L]`` and
+    ``positive [L]`` (step 5), ``codes [L]`` int8 template residue codes (gap where unaligned), ``ss [L]`` int8
+    index into :data:`~workflow_lib.schemas.features.SS_STATES` where placed and assigned (−1 elsewhere),
+    ``confidence`` the hit's significance and ``template`` its ID.
+    """
+
+    template: str
+    coords: np.ndarray
+    placed: np.ndarray
+    aligned: np.ndarray
+    identical: np.ndarray
+    positive: np.ndarray
+    codes: np.ndarray
+    ss: np.ndarray
+    confidence: float
+
+
+def hit_columns(row: pd.Series, database: TemplateDatabase, query_codes: np.ndarray, *,
+                where: str | Path = "") -> TemplateColumns:
+    """:class:`TemplateColumns` of one hits-table row (steps 1–3 and the per-column parts of step 5)."""
     query_codes = np.asarray(query_codes)
     length = query_codes.shape[0]
-    ordered = hits.sort_values("rank", kind="stable").head(max_templates)
+    structure = database.structure(database.index(str(row["template"]), where=where))
+    pairs = _check_hit(row, structure, length, where)
+    residues = structure.residue_map[pairs[:, 1]].astype(np.intp) if pairs.size else np.zeros(0, np.intp)
+    can_place = placeable(structure)
+    placed_pairs = (residues >= 0) & can_place[np.maximum(residues, 0)]
+    columns = pairs[:, 0].astype(np.intp)
+    template_codes = encode(structure.sequence)
+    identical_pairs, positive_pairs = pair_scores(query_codes, template_codes, pairs)
+    coords = np.full((length, 5, 3), np.nan, dtype=np.float32)
+    coords[columns[placed_pairs]] = structure.coords[residues[placed_pairs]]
+    placed = np.zeros(length, dtype=bool)
+    placed[columns[placed_pairs]] = True
+    aligned = np.zeros(length, dtype=bool)
+    aligned[columns] = True
+    identical = np.zeros(length, dtype=bool)
+    identical[columns] = identical_pairs
+    positive = np.zeros(length, dtype=bool)
+    positive[columns] = positive_pairs
+    codes = np.full(length, GAP_CODE, dtype=np.int8)
+    codes[columns] = template_codes[pairs[:, 1]]
+    ss = np.full(length, -1, dtype=np.int8)
+    ss_letters = np.array(list(structure.ss3), dtype="<U1") if structure.ss3 else np.zeros(0, dtype="<U1")
+    for k, state in enumerate(SS_STATES):
+        hit = placed_pairs.copy()
+        hit[hit] = ss_letters[residues[hit]] == state
+        ss[columns[hit]] = k
+    return TemplateColumns(str(row["template"]), coords, placed, aligned, identical, positive, codes, ss,
+                           float(row["significance"]))
+
+
+def columns_features(hits: Sequence[TemplateColumns], positions: np.ndarray | None = None
+                     ) -> dict[str, np.ndarray]:
+    """``template_pair`` / ``template_1d`` / ``template_mask`` of ``hits`` on the query ``positions`` (all
+    columns: None), e.g. a training crop: the features of a crop are the crop of the whole query's features."""
     pair_maps, one_d = [], []
-    for _, row in ordered.iterrows():
-        structure = database.structure(database.index(str(row["template"]), where=where))
-        pairs = _check_hit(row, structure, length, where)
-        residues = structure.residue_map[pairs[:, 1]].astype(np.intp) if pairs.size else np.zeros(0, np.intp)
-        can_place = placeable(structure)
-        placed = (residues >= 0) & can_place[np.maximum(residues, 0)]
-        pair_maps.append(template_maps(structure, pairs[placed, 0].astype(np.intp), residues[placed], length))
-        one_d.append(template_1d(structure, query_codes, pairs, placed, residues, float(row["significance"])))
+    for hit in hits:
+        index = np.arange(hit.placed.shape[0]) if positions is None else np.asarray(positions, dtype=np.intp)
+        length = index.shape[0]
+        placed = hit.placed[index]
+        local = np.flatnonzero(placed)
+        maps = np.zeros((length, length, C_TEMPLATE_PAIR), dtype=np.float16)
+        if local.size:
+            xyz = hit.coords[index[local]].astype(np.float64)
+            bins = bin_pair_geometry(pair_geometry(xyz[:, _N], xyz[:, _CA], xyz[:, _C], xyz[:, _CB]))
+            rows, cols = np.ix_(local, local)
+            for key in ("dist", "omega", "theta", "phi"):
+                maps[rows, cols, PAIR[key].start + bins[key].astype(np.intp)] = 1.0
+            maps[rows, cols, PAIR["pair_mask"].start] = 1.0
+        pair_maps.append(maps)
+        out = np.zeros((length, C_TEMPLATE_1D), dtype=np.float32)
+        aligned = hit.aligned[index]
+        out[:, ONE_D["aligned"].start] = aligned
+        out[:, ONE_D["identity"].start] = hit.identical[index]
+        out[:, ONE_D["similarity"].start] = hit.positive[index]
+        out[aligned, ONE_D["confidence"].start] = hit.confidence
+        out[np.arange(length), ONE_D["sequence"].start + hit.codes[index].astype(np.intp)] = 1.0
+        ss = hit.ss[index]
+        known = ss >= 0
+        out[np.flatnonzero(known), ONE_D["secondary_structure"].start + ss[known].astype(np.intp)] = 1.0
+        one_d.append(out)
     count = len(pair_maps)
+    length = (hits[0].placed.shape[0] if positions is None else len(positions)) if count else 0
     return {
         "template_pair": (np.stack(pair_maps) if count
                           else np.zeros((0, length, length, C_TEMPLATE_PAIR), dtype=np.float16)),
         "template_1d": np.stack(one_d) if count else np.zeros((0, length, C_TEMPLATE_1D), dtype=np.float32),
         "template_mask": np.ones(count, dtype=bool),
     }
+
+
+def template_features(hits: pd.DataFrame, database: TemplateDatabase, query_codes: np.ndarray, *,
+                      max_templates: int = DEFAULT_MAX_TEMPLATES, where: str | Path = "") -> dict[str, np.ndarray]:
+    """``template_pair`` / ``template_1d`` / ``template_mask`` of the best ``max_templates`` hits."""
+    if max_templates < 0:
+        raise ValueError(f"max_templates must be ≥ 0, got {max_templates}")
+    query_codes = np.asarray(query_codes)
+    ordered = hits.sort_values("rank", kind="stable").head(max_templates)
+    columns = [hit_columns(row, database, query_codes, where=where) for _, row in ordered.iterrows()]
+    if not columns:
+        length = query_codes.shape[0]
+        return {"template_pair": np.zeros((0, length, length, C_TEMPLATE_PAIR), dtype=np.float16),
+                "template_1d": np.zeros((0, length, C_TEMPLATE_1D), dtype=np.float32),
+                "template_mask": np.ones(0, dtype=bool)}
+    return columns_features(columns)
 
 
 def read_hits(path: str | Path) -> pd.DataFrame:
