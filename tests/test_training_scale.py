@@ -14,19 +14,23 @@ import numpy as np
 import pytest
 import torch
 
+from workflow_lib.cli import main
 from workflow_lib.errors import InputError
 from workflow_lib.evaluate.core import read_native
 from workflow_lib.features.build import build_features
 from workflow_lib.features.coevolution import coevolution_features, coevolution_features_torch
 from workflow_lib.features.msa_features import sequence_weights
+from workflow_lib.features.templates import columns_features, hit_columns, read_hits
+from workflow_lib.model.checkpoint import load_checkpoint
 from workflow_lib.model.network import ThreeTrackNetwork
 from workflow_lib.model.structure import backbone_from_frames, frames_from_3_points
 from workflow_lib.schemas.io import read_frame
 from workflow_lib.schemas.training import TRAINING_CHAINS
 from workflow_lib.seqio.msa import read_a3m
+from workflow_lib.templates import load_template_db
 from workflow_lib.training.config import TrainConfig, training_model_config
 from workflow_lib.training.data import collect_chains, prepare_training_data
-from workflow_lib.training.examples import collate, make_example
+from workflow_lib.training.examples import collate, make_example, pick_templates
 from workflow_lib.training.loop import train
 from workflow_lib.training.losses import LossWeights, bond_violation_loss, bonded_pairs, total_loss
 from workflow_lib.training.pack import build_pack, read_pack
@@ -111,6 +115,86 @@ def test_pack_round_trip_matches_the_sources(prepared, data_dir):
     assert packed["deletion_matrix"].max() > 0
     np.testing.assert_allclose(packed["profile"], features["profile"], atol=1e-6)
     np.testing.assert_allclose(packed["deletion_mean"], features["deletion_mean"], atol=1e-6)
+
+
+@pytest.fixture(scope="module")
+def template_pack(prepared, archive, data_dir):
+    """The prepared chains packed with templates: a template database of the whole 50-chain slice and every
+    chain's hits from ``trackfold templates search`` of its A3M."""
+    table, out, _ = prepared
+    slice_dir = data_dir / "templates" / "promod3_slice"
+    a3ms = [out / "a3m" / "1KT6_A.a3m"] + sorted(p for p in (out / "data" / "a3m").glob("*.a3m")
+                                                 if p.stem != "1KT6_A")
+    assert main(["templates", "build", str(archive), "--out", str(out / "tdb"), "--msa-dir", str(slice_dir)]) == 0
+    assert main(["templates", "search", *map(str, a3ms), "--templates", str(out / "tdb"),
+                 "--out-dir", str(out / "hits")]) == 0
+    chains = read_frame(out / "data" / "chains.parquet", TRAINING_CHAINS)
+    counts = build_pack(chains, [out / "a3m", out / "data" / "a3m"], out / "pack_templates.npz", max_rows=8,
+                        template_hits=out / "hits", templates=out / "tdb", max_templates=3)
+    return chains, out, counts
+
+
+def test_pack_keeps_usable_templates_on_the_chains_columns(template_pack):
+    chains, out, counts = template_pack
+    table, packed = read_pack(out / "pack_templates.npz")
+    by_name = {chain.name: chain for chain in packed}
+    lipocalin = by_name["1KT6_A"]
+    cluster = dict(zip(chains["name"], chains["cluster"]))
+    validation = set(chains.loc[chains["split"] == "validation", "name"])
+    hits = read_hits(out / "hits" / "1KT6_A.hits.parquet")
+    assert hits.iloc[0]["template"] == "1KT6_A"                         # it finds itself first...
+    names = [hit.template for hit in lipocalin.templates]
+    assert names and "1KT6_A" not in names and len(names) <= 3         # ...which is never packed
+    assert counts["templates"] == sum(len(chain.templates) for chain in packed)
+    for chain, split in zip(packed, table["split"]):
+        for hit in chain.templates:
+            assert cluster.get(hit.template) != cluster[chain.name]
+            assert split == "validation" or hit.template not in validation
+    identity = dict(zip(hits["template"], hits["identity"]))
+    assert all(identity[name] <= 0.9 for name in names)
+    # packed columns equal the hits' own (coordinates to 0.01 Å)
+    database = load_template_db(out / "tdb")
+    row = hits[hits["template"] == names[0]].iloc[0]
+    expected = hit_columns(row, database, lipocalin.msa[0])
+    got = lipocalin.templates[0]
+    for key in ("placed", "aligned", "identical", "positive", "codes", "ss"):
+        np.testing.assert_array_equal(getattr(got, key), getattr(expected, key), err_msg=key)
+    placed = expected.placed
+    centre = expected.coords[placed, 1].mean(axis=0)
+    np.testing.assert_allclose(got.coords[placed, 1], expected.coords[placed, 1] - centre, atol=0.006)
+    assert np.isnan(got.coords[~placed]).all() and got.confidence == pytest.approx(expected.confidence)
+
+
+def test_crops_train_with_their_templates(template_pack, tmp_path):
+    _, out, _ = template_pack
+    table, chains = read_pack(out / "pack_templates.npz")
+    lipocalin = next(c for c in chains if c.name == "1KT6_A")
+    bare = dataclasses.replace(next(c for c in chains if c.name != "1KT6_A"), templates=())
+    inputs, _ = make_example(lipocalin, 20, 64, None, 8, max_templates=2)
+    assert inputs["templates_pair"].shape == (1, min(2, len(lipocalin.templates)), 64, 64, 131)
+    full = columns_features(lipocalin.templates[:2])
+    np.testing.assert_array_equal(inputs["templates_pair"][0].numpy(), full["template_pair"][:, 20:84, 20:84])
+    assert "templates_pair" not in make_example(lipocalin, 20, 64, None, 8)[0]    # max_templates 0: none
+    dropped = [len(pick_templates(lipocalin.templates, 3, 0.5, np.random.default_rng(seed))) for seed in range(20)]
+    assert min(dropped) < len(lipocalin.templates) and max(dropped) > 0
+    batch, _ = collate([make_example(lipocalin, 0, 40, None, 8, max_templates=2),
+                        make_example(bare, 0, 30, None, 8, max_templates=2)])
+    assert batch["templates_pair"].shape[:3] == (2, min(2, len(lipocalin.templates)), 40)
+    assert batch["template_mask"][1].sum() == 0 and batch["template_mask"][0].sum() > 0
+    train_chains = [c for c, s in zip(chains, table["split"]) if s == "train"]
+    val_chains = [c for c, s in zip(chains, table["split"]) if s == "validation"]
+    config = TrainConfig(model=training_model_config("tiny").to_dict(), steps=2, crop_size=48, batch_size=2,
+                         max_msa_rows=8, max_templates=2, lr=3e-3, warmup_steps=1, checkpoint_every=2,
+                         val_every=100, val_max_chains=1, val_crop=48, seed=5)
+    result = train(config, train_chains, list(range(len(train_chains))), val_chains, tmp_path / "templates")
+    assert result.step == 2 and all(np.isfinite(row["loss"]) for row in result.history if row["split"] == "train")
+    # the template update starts at exactly zero; training with templates moves it, training without does not
+    trained = load_checkpoint(result.model_path)[0].pair_embedding.template_update.attention.linear_o.weight
+    assert trained.abs().max() > 0
+    plain = train(dataclasses.replace(config, max_templates=0), train_chains, list(range(len(train_chains))),
+                  val_chains, tmp_path / "plain")
+    untouched = load_checkpoint(plain.model_path)[0].pair_embedding.template_update.attention.linear_o.weight
+    assert untouched.abs().max() == 0
 
 
 def test_pack_refuses_a_missing_msa(prepared, tmp_path):

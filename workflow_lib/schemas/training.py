@@ -60,4 +60,19 @@ TRAINING_PACK = NpzSchema("training_pack", 1, {
     "seq_weights": ArraySpec("float32", ("D",), "each chain's row weights, chains concatenated"),
     "deletions": ArraySpec("uint8", ("M",), "insertions before each MSA cell (clipped at 255), laid out as msa",
                            optional=True),
+    # templates (packs built with template hits): per chain a count, per hit (H) a name and confidence, per hit
+    # column (Q = sum over chains of hits x length) the TemplateColumns arrays
+    "template_counts": ArraySpec("int32", ("C",), "templates kept for each chain", optional=True),
+    "template_names": ArraySpec("S64", ("H",), "template IDs, chains' hits concatenated in rank order",
+                                optional=True),
+    "template_confidence": ArraySpec("float32", ("H",), "each hit's significance exp(-E)", optional=True),
+    "template_coords": ArraySpec("int16", ("Q", 5, 3), "N, CA, C, O, CB in 0.01 Å about the hit's mean placed CA; "
+                                 "-32768 where absent", optional=True),
+    "template_placed": ArraySpec("bool", ("Q",), "a template residue with a Cβ lies on the column", optional=True),
+    "template_aligned": ArraySpec("bool", ("Q",), "column aligned to a template position", optional=True),
+    "template_identical": ArraySpec("bool", ("Q",), "identical residue pair", optional=True),
+    "template_positive": ArraySpec("bool", ("Q",), "positive substitution score", optional=True),
+    "template_codes": ArraySpec("int8", ("Q",), "template residue code (gap where unaligned)", optional=True),
+    "template_ss": ArraySpec("int8", ("Q",), "index of the template's DSSP H/E/C state, -1 where none",
+                             optional=True),
 }, "Everything trackfold train needs of many chains in one file (workflow_lib.training.pack).")

@@ -18,6 +18,7 @@ import torch
 
 from workflow_lib.cli_args import positive_int
 from workflow_lib.errors import InputError
+from workflow_lib.features.templates import DEFAULT_MAX_TEMPLATES
 from workflow_lib.model.config import PRESETS
 from workflow_lib.schemas.io import read_frame, write_table
 from workflow_lib.schemas.search import MSA_STATS
@@ -32,7 +33,7 @@ from workflow_lib.training.data import prepare_training_data
 from workflow_lib.training.examples import load_training_chains
 from workflow_lib.training.loop import train, training_device
 from workflow_lib.training.losses import LossWeights
-from workflow_lib.training.pack import build_pack, read_pack
+from workflow_lib.training.pack import TEMPLATE_MAX_IDENTITY, build_pack, read_pack
 
 
 def _override(text: str) -> tuple[str, Any]:
@@ -79,6 +80,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         tr.add_argument(f"--{name.replace('_', '-')}", type=int, default=getattr(defaults, name))
     for name in ("lr", "weight_decay", "clip_norm", "min_lr_fraction"):
         tr.add_argument(f"--{name.replace('_', '-')}", type=float, default=getattr(defaults, name))
+    tr.add_argument("--max-templates", type=int, default=defaults.max_templates,
+                    help="templates per crop from the pack's template hits (default 0: none)")
+    tr.add_argument("--template-dropout", type=float, default=defaults.template_dropout,
+                    help=f"probability of leaving out each template of a training crop "
+                         f"(default {defaults.template_dropout})")
     tr.add_argument("--loss", dest="loss_weights", action="append", type=_override, default=[],
                     metavar="KEY=VALUE", help="loss weight override (repeatable), e.g. --loss violation=0")
     tr.add_argument("--init-model", default="",
@@ -101,6 +107,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     pk.add_argument("--msa-dir", nargs="+", required=True, help="directories holding {name}.a3m (first wins)")
     pk.add_argument("--max-rows", type=positive_int, default=1024, help="MSA rows kept per chain (query included)")
     pk.add_argument("--out", required=True, help="the pack (.npz)")
+    pk.add_argument("--template-hits", help="folder of {name}.hits.parquet (trackfold templates search of the "
+                                            "chains' A3Ms against --templates): pack each chain's templates")
+    pk.add_argument("--templates", help="the template database the hits were searched against")
+    pk.add_argument("--max-templates", type=int, default=DEFAULT_MAX_TEMPLATES,
+                    help=f"usable hits packed per chain (default {DEFAULT_MAX_TEMPLATES})")
+    pk.add_argument("--template-max-identity", type=float, default=TEMPLATE_MAX_IDENTITY,
+                    help="leave out hits more identical than this over their aligned columns (default "
+                         f"{TEMPLATE_MAX_IDENTITY}); a chain's own identity cluster and, for training chains, "
+                         "validation chains are always left out")
     pk.set_defaults(handler=run_train_pack)
 
     batch = subparsers.add_parser(
@@ -167,8 +182,11 @@ def run_train_data(args: argparse.Namespace) -> int:
 
 
 def run_train_pack(args: argparse.Namespace) -> int:
-    counts = build_pack(read_frame(args.chains, TRAINING_CHAINS), args.msa_dir, args.out, max_rows=args.max_rows)
-    print(f"{args.out}: {counts['chains']} chains, {counts['residues']} residues, {counts['msa_rows']} MSA rows")
+    counts = build_pack(read_frame(args.chains, TRAINING_CHAINS), args.msa_dir, args.out, max_rows=args.max_rows,
+                        template_hits=args.template_hits, templates=args.templates,
+                        max_templates=args.max_templates, template_max_identity=args.template_max_identity)
+    print(f"{args.out}: {counts['chains']} chains, {counts['residues']} residues, {counts['msa_rows']} MSA rows, "
+          f"{counts['templates']} templates")
     return 0
 
 
@@ -176,7 +194,8 @@ def run_train(args: argparse.Namespace) -> int:
     torch.set_num_threads(args.threads)
     model = training_model_config(args.preset, **dict(args.overrides))
     config = TrainConfig(model=model.to_dict(), steps=args.steps, crop_size=args.crop_size, batch_size=args.batch_size,
-                         max_msa_rows=args.max_msa_rows, lr=args.lr, warmup_steps=args.warmup_steps,
+                         max_msa_rows=args.max_msa_rows, max_templates=args.max_templates,
+                         template_dropout=args.template_dropout, lr=args.lr, warmup_steps=args.warmup_steps,
                          min_lr_fraction=args.min_lr_fraction, weight_decay=args.weight_decay,
                          clip_norm=args.clip_norm, checkpoint_every=args.checkpoint_every, val_every=args.val_every,
                          val_max_chains=args.val_max_chains, val_crop=args.val_crop, redraw_every=args.redraw_every,

@@ -27,6 +27,8 @@ class TrainConfig(TrainSettings):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise InputError(f"training config: {name} must be a positive integer, got {value!r}")
+        if not isinstance(self.max_templates, int) or self.max_templates < 0 or not 0.0 <= self.template_dropout < 1.0:
+            raise InputError("training config: need max_templates >= 0 and 0 <= template_dropout < 1")
         if self.warmup_steps < 0 or not self.lr > 0 or self.clip_norm <= 0 or not 0 <= self.min_lr_fraction <= 1:
             raise InputError("training config: need warmup_steps ≥ 0, lr > 0, clip_norm > 0, "
                              "0 ≤ min_lr_fraction ≤ 1")

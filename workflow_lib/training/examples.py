@@ -4,8 +4,10 @@ Targets of a crop: the 6D maps of the true chain (virtual Cβ from N, CA, C as R
 :func:`~workflow_lib.structure.geometry.bin_pair_geometry`), the N, CA, C coordinates and their mask. The
 residue index given to the network follows the structure's numbering across chain breaks (a missing loop of
 k residues is a jump of k + 1), so unobserved residues do not look bonded; features' own ``residue_index``
-(0..L−1) is ignored in training. Templates are not used in training (T = 0). A model with ``msa_statistics``
-also gets each crop's deletion counts, profile and deletion mean. The MSA of a crop is the query
+(0..L−1) is ignored in training. Templates come from a training pack's template hits (the best usable hits of
+each chain, :func:`workflow_lib.training.pack.usable_templates`), dropped at random per crop
+(:func:`pick_templates`); chains read from feature files train without templates. A model with
+``msa_statistics`` also gets each crop's deletion counts, profile and deletion mean. The MSA of a crop is the query
 plus at most ``max_msa_rows − 1`` other rows (:func:`subsample_msa_rows`).
 """
 
@@ -25,6 +27,7 @@ from workflow_lib.errors import InputError
 from workflow_lib.features.build import read_features
 from workflow_lib.features.coevolution import coevolution_features
 from workflow_lib.features.msa_features import weighted_profile
+from workflow_lib.features.templates import TemplateColumns, columns_features
 from workflow_lib.seqio.alphabet import GAP_CODE, encode
 from workflow_lib.structure.geometry import bin_pair_geometry, pair_geometry
 from workflow_lib.structure.backbones import is_backbone_archive
@@ -50,6 +53,7 @@ class TrainingChain:
     seq_weights: np.ndarray | None = None   # float32 [N]
     coevolution: np.ndarray | None = None   # [L, L, C_c]; None: computed from msa on first use, then kept
     deletions: np.ndarray | None = None     # uint8 [N, L] insertions before each column (packs since v2)
+    templates: tuple[TemplateColumns, ...] = ()   # template hits on the chain's columns, rank order (packs)
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     def features(self) -> dict[str, np.ndarray]:
@@ -147,11 +151,23 @@ def make_targets(coords: np.ndarray, atom_mask: np.ndarray) -> dict[str, np.ndar
     return {**bins, "pair_mask": pair_mask, "coords": coords, "atom_mask": atom_mask}
 
 
+def pick_templates(templates: Sequence[TemplateColumns], max_templates: int, dropout: float,
+                   rng: np.random.Generator | None) -> list[TemplateColumns]:
+    """The templates a crop gets: in rank order, each dropped with probability ``dropout`` (training: ``rng``
+    given; validation, ``rng`` None: none dropped), then at most ``max_templates``."""
+    kept = list(templates)
+    if rng is not None and dropout > 0.0 and kept:
+        kept = [hit for hit, draw in zip(kept, rng.random(len(kept))) if draw >= dropout]
+    return kept[:max_templates]
+
+
 def make_example(chain: TrainingChain, start: int, length: int, rows_rng: np.random.Generator | None,
-                 max_msa_rows: int, msa_statistics: bool = False
-                 ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+                 max_msa_rows: int, msa_statistics: bool = False, max_templates: int = 0,
+                 template_dropout: float = 0.0) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
     """Network inputs and loss targets (batch of one) of residues ``start:start+length`` of ``chain``; with
-    ``msa_statistics`` (a model that reads them) also the crop's deletion counts, profile and deletion mean."""
+    ``msa_statistics`` (a model that reads them) also the crop's deletion counts, profile and deletion mean,
+    and with ``max_templates`` the features of the chain's templates (:func:`pick_templates`; ``rows_rng`` also
+    draws the template dropout) on the crop's columns."""
     features = chain.features()
     window = slice(start, start + length)
     rows = subsample_msa_rows(features["msa"].shape[0], max_msa_rows, rows_rng)
@@ -173,6 +189,12 @@ def make_example(chain: TrainingChain, start: int, length: int, rows_rng: np.ran
                                                                     dtype=np.float32))[None],
                       deletion_mean=torch.from_numpy(np.ascontiguousarray(features["deletion_mean"][window],
                                                                           dtype=np.float32))[None])
+    picked = pick_templates(chain.templates, max_templates, template_dropout, rows_rng) if max_templates else []
+    if picked:
+        features_t = columns_features(picked, np.arange(start, start + length))
+        inputs.update(templates_pair=torch.from_numpy(features_t["template_pair"].astype(np.float32))[None],
+                      templates_1d=torch.from_numpy(features_t["template_1d"])[None],
+                      template_mask=torch.ones(1, len(picked)))
     raw = make_targets(chain.coords[window], chain.atom_mask[window])
     targets = {key: torch.from_numpy(np.ascontiguousarray(value))[None] for key, value in raw.items()}
     for key in ("dist", "omega", "theta", "phi"):
@@ -190,6 +212,10 @@ def collate(examples: Sequence[tuple[dict[str, torch.Tensor], dict[str, torch.Te
         return examples[0]
     length = max(inputs["msa"].shape[2] for inputs, _ in examples)
     depth = max(inputs["msa"].shape[1] for inputs, _ in examples)
+    with_templates = [inputs for inputs, _ in examples if "templates_pair" in inputs]
+    n_templates = max((inputs["templates_pair"].shape[1] for inputs in with_templates), default=0)
+    pair_width = with_templates[0]["templates_pair"].shape[-1] if with_templates else 0
+    one_d_width = with_templates[0]["templates_1d"].shape[-1] if with_templates else 0
     batch_inputs: dict[str, list[torch.Tensor]] = {}
     batch_targets: dict[str, list[torch.Tensor]] = {}
     for inputs, targets in examples:
@@ -205,6 +231,17 @@ def collate(examples: Sequence[tuple[dict[str, torch.Tensor], dict[str, torch.Te
         }
         if "coevolution" in inputs:
             padded["coevolution"] = F.pad(inputs["coevolution"], (0, 0, 0, pad_l, 0, pad_l))
+        if n_templates:
+            pair_t = inputs.get("templates_pair")
+            t = 0 if pair_t is None else pair_t.shape[1]
+            if pair_t is None:
+                pair_t = torch.zeros(1, 0, l, l, pair_width)
+                one_d = torch.zeros(1, 0, l, one_d_width)
+            else:
+                one_d = inputs["templates_1d"]
+            padded["templates_pair"] = F.pad(pair_t, (0, 0, 0, pad_l, 0, pad_l, 0, n_templates - t))
+            padded["templates_1d"] = F.pad(one_d, (0, 0, 0, pad_l, 0, n_templates - t))
+            padded["template_mask"] = F.pad(torch.ones(1, t), (0, n_templates - t))
         if "profile" in inputs:
             padded["deletion_matrix"] = F.pad(inputs["deletion_matrix"], (0, pad_l, 0, pad_n))
             padded["profile"] = F.pad(inputs["profile"], (0, 0, 0, pad_l))

@@ -141,7 +141,8 @@ def train(config: TrainConfig, train_chains: Sequence[TrainingChain], train_clus
         for _ in range(config.batch_size):
             chain, start, length = _sample(train_chains, train_clusters, rng, config.crop_size)
             examples.append(make_example(chain, start, length, rng, config.max_msa_rows,
-                                         model.config.msa_statistics))
+                                         model.config.msa_statistics, config.max_templates,
+                                         config.template_dropout))
         inputs, targets = to_device(collate(examples), device)
         lr = learning_rate(config, step)
         for group in optimizer.param_groups:

@@ -26,13 +26,19 @@ import torch
 from workflow_lib.errors import InputError
 from workflow_lib.features.coevolution import coevolution_features_torch
 from workflow_lib.features.msa_features import DELETION_CLIP, DEFAULT_MAX_SEQS, sample_rows, sequence_weights
+from workflow_lib.features.templates import DEFAULT_MAX_TEMPLATES, TemplateColumns, hit_columns, read_hits
 from workflow_lib.schemas.io import read_npz, write_npz
 from workflow_lib.schemas.training import TRAINING_PACK
 from workflow_lib.seqio.alphabet import encode
 from workflow_lib.seqio.msa import read_a3m
+from workflow_lib.templates.database import load_template_db
 from workflow_lib.training.examples import TrainingChain, structure_residue_index, table_chains
 
 NAME_BYTES = 64
+TEMPLATE_MAX_IDENTITY = 0.9
+"""Hits more identical than this (over their aligned columns) are not packed as a chain's templates."""
+MISSING_COORD = np.iinfo(np.int16).min
+"""A template atom without coordinates in the pack's int16 coordinates."""
 
 
 def find_a3m(name: str, dirs: Sequence[str | Path]) -> Path | None:
@@ -44,13 +50,40 @@ def find_a3m(name: str, dirs: Sequence[str | Path]) -> Path | None:
     return None
 
 
+def usable_templates(hits: pd.DataFrame, chain: str, cluster: int, is_validation: bool,
+                     clusters: dict[str, int], validation: set[str], *, max_identity: float) -> pd.DataFrame:
+    """The hits a chain may train with, in rank order: never itself, nor a chain of its own identity cluster,
+    nor one more than ``max_identity`` identical over the aligned columns (so the network learns to use
+    templates, not to copy them), and for a training chain never a validation chain (whose structure would
+    otherwise reach training)."""
+    keep = (hits["template"] != chain) & (hits["identity"] <= max_identity)
+    keep &= ~hits["template"].map(lambda name: clusters.get(name) == cluster)
+    if not is_validation:
+        keep &= ~hits["template"].isin(validation)
+    return hits[keep].sort_values("rank", kind="stable")
+
+
 def build_pack(table: pd.DataFrame, msa_dirs: Sequence[str | Path], out: str | Path, *,
-               max_rows: int = DEFAULT_MAX_SEQS) -> dict[str, int]:
+               max_rows: int = DEFAULT_MAX_SEQS, template_hits: str | Path | None = None,
+               templates: str | Path | None = None, max_templates: int = DEFAULT_MAX_TEMPLATES,
+               template_max_identity: float = TEMPLATE_MAX_IDENTITY) -> dict[str, int]:
     """Write the training pack of every chain of ``table`` (:data:`~workflow_lib.schemas.training.TRAINING_CHAINS`)
     with its A3M from ``msa_dirs``; a missing A3M, or one whose query is not the chain, is an InputError.
-    Returns counts (chains, residues, MSA rows)."""
+
+    With ``template_hits`` (a folder of ``{name}.hits.parquet`` from ``trackfold templates search`` against the
+    template database ``templates``) each chain also keeps its best ``max_templates`` usable hits
+    (:func:`usable_templates`) laid on its columns (:class:`~workflow_lib.features.templates.TemplateColumns`);
+    a chain without a hits file is an InputError. Returns counts (chains, residues, MSA rows, templates)."""
     if max_rows < 1:
         raise InputError(f"max_rows must be at least 1, got {max_rows}")
+    if (template_hits is None) != (templates is None):
+        raise InputError("a pack with templates needs both the template hits folder and the template database")
+    if max_templates < 0 or not 0.0 < template_max_identity <= 1.0:
+        raise InputError("need max_templates >= 0 and 0 < template_max_identity <= 1")
+    database = None if templates is None else load_template_db(templates)
+    clusters = dict(zip(table["name"], table["cluster"].astype(int)))
+    validation = set(table.loc[table["split"] == "validation", "name"])
+    packed_templates: list[list[TemplateColumns]] = []
     names, lengths, depths, residue_index, coords, masks, msas, weights = [], [], [], [], [], [], [], []
     deletions = []
     for row, chain in table_chains(table):
@@ -73,6 +106,14 @@ def build_pack(table: pd.DataFrame, msa_dirs: Sequence[str | Path], out: str | P
         centi = np.round((xyz - centre) * 100.0)
         if np.nanmax(np.abs(centi), initial=0.0) > np.iinfo(np.int16).max:
             raise InputError("a backbone atom lies more than 327 Å from the chain's centre", record=row.name)
+        if database is not None:
+            hits_path = Path(template_hits) / f"{row.name}.hits.parquet"
+            if not hits_path.is_file():
+                raise InputError("no template hits for this chain", path=hits_path, record=row.name)
+            usable = usable_templates(read_hits(hits_path), row.name, int(row.cluster), row.split == "validation",
+                                      clusters, validation, max_identity=template_max_identity)
+            packed_templates.append([hit_columns(hit, database, codes[0], where=hits_path)
+                                     for _, hit in usable.head(max_templates).iterrows()])
         names.append(row.name)
         lengths.append(len(chain))
         depths.append(kept.shape[0])
@@ -93,8 +134,70 @@ def build_pack(table: pd.DataFrame, msa_dirs: Sequence[str | Path], out: str | P
         "atom_mask": np.concatenate(masks), "msa": np.concatenate(msas), "seq_weights": np.concatenate(weights),
         "deletions": np.concatenate(deletions),
     }
+    if database is not None:
+        arrays.update(_template_arrays(packed_templates, lengths, names))
     write_npz(out, arrays, TRAINING_PACK)
-    return {"chains": len(names), "residues": int(sum(lengths)), "msa_rows": int(sum(depths))}
+    return {"chains": len(names), "residues": int(sum(lengths)), "msa_rows": int(sum(depths)),
+            "templates": sum(len(hits) for hits in packed_templates)}
+
+
+def _template_arrays(packed: list[list[TemplateColumns]], lengths: list[int], names: list[str]
+                     ) -> dict[str, np.ndarray]:
+    """The pack's template keys: per chain a count, per hit a name and confidence, per hit column the rest
+    (coordinates in 0.01 Å about the hit's mean placed CA, ``MISSING_COORD`` where absent)."""
+    counts = np.array([len(hits) for hits in packed], dtype=np.int32)
+    hits = [hit for chain_hits in packed for hit in chain_hits]
+    coords = []
+    for chain_hits, name in zip(packed, names):
+        for hit in chain_hits:
+            ca = hit.coords[hit.placed, 1]
+            centre = ca.mean(axis=0) if len(ca) else np.zeros(3, dtype=np.float32)
+            centi = np.round((hit.coords - centre) * 100.0)
+            if np.nanmax(np.abs(centi), initial=0.0) > np.iinfo(np.int16).max:
+                raise InputError(f"template {hit.template}: an atom lies more than 327 Å from its centre",
+                                 record=name)
+            coords.append(np.where(np.isnan(centi), MISSING_COORD, centi).astype(np.int16))
+
+    def cat(key: str, dtype: str) -> np.ndarray:
+        return (np.concatenate([getattr(hit, key) for hit in hits]).astype(dtype) if hits
+                else np.zeros(0, dtype=dtype))
+
+    return {
+        "template_counts": counts,
+        "template_names": np.array([hit.template for hit in hits], dtype=f"S{NAME_BYTES}"),
+        "template_confidence": np.array([hit.confidence for hit in hits], dtype=np.float32),
+        "template_coords": np.concatenate(coords) if coords else np.zeros((0, 5, 3), dtype=np.int16),
+        "template_placed": cat("placed", "bool"), "template_aligned": cat("aligned", "bool"),
+        "template_identical": cat("identical", "bool"), "template_positive": cat("positive", "bool"),
+        "template_codes": cat("codes", "int8"), "template_ss": cat("ss", "int8"),
+    }
+
+
+def _read_templates(arrays: dict[str, np.ndarray], lengths: np.ndarray, path: str | Path
+                    ) -> list[tuple[TemplateColumns, ...]]:
+    """Each chain's template hits from the pack (empty tuples when the pack has none)."""
+    if "template_counts" not in arrays:
+        return [()] * len(lengths)
+    counts = arrays["template_counts"].astype(np.int64)
+    if len(counts) != len(lengths) or counts.sum() != len(arrays["template_names"]) \
+            or int((counts * lengths).sum()) != len(arrays["template_placed"]):
+        raise InputError("the pack's template counts do not add up to its template arrays", path=path)
+    out, hit, column = [], 0, 0
+    for count, length in zip(counts, lengths):
+        chain_hits = []
+        for _ in range(int(count)):
+            cols = slice(column, column + int(length))
+            raw = arrays["template_coords"][cols]
+            coords = np.where(raw == MISSING_COORD, np.nan, raw.astype(np.float32) / 100.0).astype(np.float32)
+            chain_hits.append(TemplateColumns(
+                arrays["template_names"][hit].decode("ascii"), coords, arrays["template_placed"][cols],
+                arrays["template_aligned"][cols], arrays["template_identical"][cols],
+                arrays["template_positive"][cols], arrays["template_codes"][cols], arrays["template_ss"][cols],
+                float(arrays["template_confidence"][hit])))
+            hit += 1
+            column += int(length)
+        out.append(tuple(chain_hits))
+    return out
 
 
 def read_pack(path: str | Path, *, device: str | torch.device = "cpu") -> tuple[pd.DataFrame, list[TrainingChain]]:
@@ -108,6 +211,7 @@ def read_pack(path: str | Path, *, device: str | torch.device = "cpu") -> tuple[
     msa_ends = np.cumsum(depths * lengths)
     weight_ends = np.cumsum(depths)
     deletions = arrays.get("deletions")   # absent from packs written before deletion counts were packed
+    chain_templates = _read_templates(arrays, lengths, path)
     if residue_ends[-1] != len(arrays["coords"]) or msa_ends[-1] != len(arrays["msa"]) \
             or weight_ends[-1] != len(arrays["seq_weights"]):
         raise InputError("the pack's lengths and depths do not add up to its arrays", path=path)
@@ -129,7 +233,8 @@ def read_pack(path: str | Path, *, device: str | torch.device = "cpu") -> tuple[
             deletions[msa_ends[k] - depth * length:msa_ends[k]].reshape(depth, length)
         chains.append(TrainingChain(name, None, coords.astype(np.float32), mask,
                                     arrays["residue_index"][residues].astype(np.int64), msa=msa,
-                                    seq_weights=weights, coevolution=coevolution, deletions=chain_deletions))
+                                    seq_weights=weights, coevolution=coevolution, deletions=chain_deletions,
+                                    templates=chain_templates[k]))
     table = pd.DataFrame({"name": [c.name for c in chains], "length": lengths.astype(np.int32),
                           "cluster": arrays["cluster"],
                           "split": np.where(arrays["is_validation"], "validation", "train")})

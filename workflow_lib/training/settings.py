@@ -21,6 +21,10 @@ class TrainSettings:
     batch_size: int = 1
     """Crops per optimizer step (padded to the longest; :func:`~workflow_lib.training.examples.collate`)."""
     max_msa_rows: int = 64
+    max_templates: int = 0
+    """Templates per crop, from a training pack's template hits (0: train without templates)."""
+    template_dropout: float = 0.25
+    """Probability that each of a training crop's templates is left out (validation crops keep them all)."""
     lr: float = 1e-3
     warmup_steps: int = 50
     min_lr_fraction: float = 0.1

@@ -60,7 +60,8 @@ def evaluate(model: ThreeTrackNetwork, chains: Sequence[TrainingChain], config: 
         for chain in chains:
             length = min(len(chain), config.val_crop)
             start = (len(chain) - length) // 2
-            example = make_example(chain, start, length, None, config.max_msa_rows, model.config.msa_statistics)
+            example = make_example(chain, start, length, None, config.max_msa_rows, model.config.msa_statistics,
+                                   config.max_templates)
             inputs, targets = to_device(example, device)
             outputs = model(inputs)
             _, parts = total_loss(outputs, targets, weights)

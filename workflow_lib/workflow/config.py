@@ -391,7 +391,8 @@ class TrainWorkflowConfig(StageConfig, TrainSettings):
         options = [f"--preset {self.preset}"]
         for key, value in sorted(dict(self.overrides or {}).items()):
             options.append("--set " + shlex.quote(f"{key}={json.dumps(value)}"))
-        for key in ("steps", "crop_size", "batch_size", "max_msa_rows", "lr", "warmup_steps", "min_lr_fraction", "weight_decay",
+        for key in ("steps", "crop_size", "batch_size", "max_msa_rows", "max_templates", "template_dropout", "lr",
+                    "warmup_steps", "min_lr_fraction", "weight_decay",
                     "clip_norm", "checkpoint_every", "val_every", "val_max_chains", "val_crop", "redraw_every",
                     "seed", "max_train_chains", "time_limit_min"):
             value = getattr(self, key)
