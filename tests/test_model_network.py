@@ -14,6 +14,7 @@ from workflow_lib.errors import InputError, SchemaError
 from workflow_lib.model.checkpoint import load_checkpoint, load_weights, read_config, save_checkpoint
 from workflow_lib.model.config import PRESETS, ModelConfig, preset
 from workflow_lib.model.network import ThreeTrackNetwork, count_parameters
+from workflow_lib.model.primitives import explicit_attention
 from workflow_lib.model.structure import Frames, compose_frames, random_rotation
 from model_testing import randomize_ as _randomize
 
@@ -160,6 +161,21 @@ def test_row_attention_maps_reach_the_pair_track():
     assert (scaled["dist_logits"] - ref["dist_logits"]).abs().max() > 1e-4
     with pytest.raises(InputError, match="row_attention_to_pair"):
         preset("tiny", row_attention="plain", row_attention_to_pair=True)
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_fused_inference_attention_equals_the_explicit_one(variant):
+    """Every attention of the network (MSA, pair, templates, 3D track) at inference: fused = explicit."""
+    net = make_net(seed=2, **VARIANTS[variant])
+    batch = make_batch(variant=variant)
+    batch["seq_mask"] = batch["seq_mask"].clone()
+    batch["seq_mask"][1, -2:] = 0.0                       # a padded protein: key masks that are not all zero
+    with torch.no_grad():
+        fused = net(batch)
+        with explicit_attention():
+            explicit = net(batch)
+    for key in EXPECTED_SHAPES:
+        torch.testing.assert_close(fused[key], explicit[key], atol=1e-5, rtol=1e-5, msg=key)
 
 
 def test_msa_statistics_change_the_prediction():
