@@ -124,7 +124,8 @@ class CompiledTerms(torch.autograd.Function):
     the gradients computed in the forward pass."""
 
     @staticmethod
-    def forward(ctx, cb: torch.Tensor, ca: torch.Tensor, pairs: tuple, cut: float):  # noqa: D102
+    def forward(ctx, cb: torch.Tensor, ca: torch.Tensor, pairs: tuple, cut: float):
+        """Both terms and their gradients in one call of each kernel (``pairs``: :func:`pair_tables`)."""
         restraints, clashes = _kernels()
         energy, g_cb = restraints(cb.detach().double().numpy(), *pairs)
         clash, g_ca = clashes(ca.detach().double().numpy(), cut)
@@ -132,7 +133,8 @@ class CompiledTerms(torch.autograd.Function):
         return torch.from_numpy(energy).to(cb.dtype), torch.from_numpy(clash).to(ca.dtype)
 
     @staticmethod
-    def backward(ctx, grad_energy: torch.Tensor, grad_clash: torch.Tensor):  # noqa: D102
+    def backward(ctx, grad_energy: torch.Tensor, grad_clash: torch.Tensor):
+        """The saved per-start gradients scaled by the incoming ones; none for the tables and the cutoff."""
         g_cb, g_ca = ctx.saved_tensors
         return grad_energy[:, None, None] * g_cb, grad_clash[:, None, None] * g_ca, None, None
 
