@@ -172,6 +172,26 @@ def _msa_section(stats: pd.DataFrame, chains: pd.DataFrame, settings: dict[str, 
     return lines, summary
 
 
+def inputs_read(config: Any, max_templates: int) -> str:
+    """What of the feature file the trained network reads, from its config: the card states exactly that."""
+    read = ["the MSA tokens"]
+    if config.c_coevolution:
+        read.append("the co-evolution maps")
+    if config.msa_statistics:
+        read.append("the deletions, profile and mean deletions")
+    if config.outer_product_weighting == "mean":
+        read.append("the sequence weights (outer product)")
+    unread = [name for name, used in (("deletions, profile", config.msa_statistics),
+                                      ("sequence weights", config.outer_product_weighting == "mean"))
+              if not used]
+    text = "The network reads " + (", ".join(read[:-1]) + " and " + read[-1] if len(read) > 1 else read[0])
+    text += (f"; templates: up to {max_templates} per crop from the training pack's hits." if max_templates
+             else "; templates are not used in training (T = 0), so the template inputs have no effect.")
+    if unread:
+        text += " It does not read the " + " or the ".join(unread) + "."
+    return text
+
+
 def model_card(*, data_dir: str | Path, run_dir: str | Path, msa_stats: Sequence[str | Path] = (),
                evaluation_dir: str | Path | None = None, settings: dict[str, Any] | None = None,
                benchmarks: str | None = None) -> str:
@@ -264,7 +284,7 @@ def model_card(*, data_dir: str | Path, run_dir: str | Path, msa_stats: Sequence
     lines += ["## Features", "",
               "`trackfold features` from each chain's A3M: MSA tokens, deletions, sequence weights, profile and APC "
               "co-evolution" + (f"; at most {features['max_seqs']} rows kept" if "max_seqs" in features else "")
-              + ". Templates are not used in training (T = 0).", ""]
+              + ". " + inputs_read(model.config, int(train_config.get("max_templates", 0) or 0)), ""]
 
     # ------------------------------------------------------------------ training
     keys = ("steps", "crop_size", "max_msa_rows", "lr", "warmup_steps", "min_lr_fraction", "weight_decay",
