@@ -69,10 +69,12 @@ class TrainingChain:
             coevolution = self._cache["coevolution"]
         out = {"msa": self.msa, "seq_weights": self.seq_weights, "coevolution": coevolution}
         if self.deletions is not None:
-            if "profile" not in self._cache:
-                self._cache["profile"] = weighted_profile(self.msa, self.seq_weights.astype(np.float64))
-            out.update(deletion_matrix=self.deletions, profile=self._cache["profile"].astype(np.float32),
-                       deletion_mean=self.deletions.mean(axis=0, dtype=np.float64).astype(np.float32))
+            if "profile" not in self._cache:   # computed once per chain, as the co-evolution maps are
+                self._cache["profile"] = weighted_profile(self.msa, self.seq_weights.astype(np.float64)
+                                                          ).astype(np.float32)
+                self._cache["deletion_mean"] = self.deletions.mean(axis=0, dtype=np.float64).astype(np.float32)
+            out.update(deletion_matrix=self.deletions, profile=self._cache["profile"],
+                       deletion_mean=self._cache["deletion_mean"])
         return out
 
     def __len__(self) -> int:
