@@ -105,15 +105,16 @@ def fold_from_distogram(dist_probs: np.ndarray, options: FoldOptions = FoldOptio
     starts = options.starts
     potential, weight = restraint_potential(dist_probs, options.min_separation)
     pairs = np.argwhere(np.triu(weight > options.min_prob, k=1))
-    pot = torch.as_tensor(potential[pairs[:, 0], pairs[:, 1]], dtype=torch.float32)
-    w = torch.as_tensor(weight[pairs[:, 0], pairs[:, 1]], dtype=torch.float32)
-    i_idx, j_idx = torch.as_tensor(pairs[:, 0]), torch.as_tensor(pairs[:, 1])
-    far = torch.triu(torch.ones(length, length), diagonal=2)  # Cα pairs |i - j| >= 2, each once
+    pair_potential, pair_weight = potential[pairs[:, 0], pairs[:, 1]], weight[pairs[:, 0], pairs[:, 1]]
     if compiled:
         from workflow_lib.inference.fold_compiled import CompiledTerms, pair_tables
 
-        tables = pair_tables(pairs, potential[pairs[:, 0], pairs[:, 1]], weight[pairs[:, 0], pairs[:, 1]],
-                             BIN_CENTRES, TAIL_SLOPE)
+        tables = pair_tables(pairs, pair_potential, pair_weight, BIN_CENTRES, TAIL_SLOPE)
+    else:
+        pot = torch.as_tensor(pair_potential, dtype=torch.float32)
+        w = torch.as_tensor(pair_weight, dtype=torch.float32)
+        i_idx, j_idx = torch.as_tensor(pairs[:, 0]), torch.as_tensor(pairs[:, 1])
+        far = torch.triu(torch.ones(length, length), diagonal=2)  # Cα pairs |i - j| >= 2, each once
     generator = torch.Generator().manual_seed(options.seed)
     initial_trans, initial_quat = [], []
     for _ in range(starts):
