@@ -169,7 +169,7 @@ def columns_features(hits: Sequence[TemplateColumns], positions: np.ndarray | No
         out[np.flatnonzero(known), ONE_D["secondary_structure"].start + ss[known].astype(np.intp)] = 1.0
         one_d.append(out)
     count = len(pair_maps)
-    length = (hits[0].placed.shape[0] if positions is None else len(positions)) if count else 0
+    length = len(positions) if positions is not None else (hits[0].placed.shape[0] if count else 0)
     return {
         "template_pair": (np.stack(pair_maps) if count
                           else np.zeros((0, length, length, C_TEMPLATE_PAIR), dtype=np.float16)),
@@ -186,12 +186,7 @@ def template_features(hits: pd.DataFrame, database: TemplateDatabase, query_code
     query_codes = np.asarray(query_codes)
     ordered = hits.sort_values("rank", kind="stable").head(max_templates)
     columns = [hit_columns(row, database, query_codes, where=where) for _, row in ordered.iterrows()]
-    if not columns:
-        length = query_codes.shape[0]
-        return {"template_pair": np.zeros((0, length, length, C_TEMPLATE_PAIR), dtype=np.float16),
-                "template_1d": np.zeros((0, length, C_TEMPLATE_1D), dtype=np.float32),
-                "template_mask": np.ones(0, dtype=bool)}
-    return columns_features(columns)
+    return columns_features(columns, np.arange(query_codes.shape[0]))
 
 
 def read_hits(path: str | Path) -> pd.DataFrame:
