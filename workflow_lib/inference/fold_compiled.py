@@ -13,6 +13,10 @@ accumulated in float64; the result is the same energy to float rounding (tested 
 * Clash: ``C_s = sum_{j ≥ i + 2} max(0, cut − |ca_si − ca_sj|)²``, only pairs closer than ``cut`` contribute, so
   the dense ``L × L`` matrix is never built.
 
+The two kernels repeat the six-line gradient accumulation of a pair on purpose, as the search's compiled
+kernels do (:mod:`workflow_lib.search.gapped_compiled`): numba is imported lazily, so a shared jitted helper
+could not live at module level.
+
 Used when :func:`workflow_lib.aligner.compiled.available` (numba importable, ``TRACKFOLD_KERNELS`` not
 ``numpy``); otherwise the torch terms run, with the same results.
 """
