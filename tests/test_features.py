@@ -19,7 +19,6 @@ from workflow_lib.features import (
     read_features,
     sample_rows,
     sequence_weights,
-    ss_pred_features,
     weighted_profile,
     write_features,
 )
@@ -79,7 +78,6 @@ def test_query_row_tokens_index_and_deletions(t1078, t1078_features):
     np.testing.assert_array_equal(features["msa"], t1078.matches.astype(np.int8))
     np.testing.assert_array_equal(features["deletion_matrix"], np.minimum(t1078.insertions[:, :138], 255))
     np.testing.assert_allclose(features["deletion_mean"], t1078.insertions[:, :138].mean(axis=0), rtol=1e-6)
-    assert features["is_query"][0] and not features["is_query"][1:].any()
     np.testing.assert_array_equal(features["residue_index"], np.arange(138))
     assert int(features["num_alignments"]) == 426
     assert features["msa"].min() >= 0 and features["msa"].max() <= GAP_CODE
@@ -172,7 +170,6 @@ def test_sampling_keeps_the_query_first_and_is_deterministic(t1078, t1078_path):
     assert rows[0] == 0 and np.all(np.diff(rows) > 0) and rows.size == 50
     np.testing.assert_array_equal(first["msa"], t1078.matches[rows].astype(np.int8))
     np.testing.assert_array_equal(first["deletion_matrix"], t1078.insertions[rows, :138])
-    assert first["is_query"].tolist() == [True] + [False] * 49
     # statistics still come from all 426 rows: the kept rows carry their full-alignment weights
     full = sequence_weights(t1078.matches)
     np.testing.assert_allclose(first["seq_weights"], full[rows], rtol=1e-7)
@@ -215,16 +212,18 @@ def test_deletions_are_clipped_but_the_mean_is_not(t1078):
     assert features["deletion_mean"][5] > 30
 
 
-def test_ss_pred_one_hot_and_mask(t1078, t1078_features, data_dir):
-    letters = t1078.annotation("ss_pred")
-    assert t1078_features["ss_pred_mask"].all()
-    decoded = "".join("HEC"[k] for k in t1078_features["ss_pred"].argmax(axis=1))
-    assert decoded == letters
-    hhsuite = read_a3m(data_dir / HHSUITE)
-    one_hot, mask = ss_pred_features(hhsuite.annotation("ss_pred"), hhsuite.length)
-    assert hhsuite.annotation("ss_pred") is None and not mask.any() and not one_hot.any()
-    one_hot, mask = ss_pred_features("HE-C", 4)
-    assert mask.tolist() == [True, True, False, True] and one_hot[2].sum() == 0
+def test_annotation_rows_stay_out_and_an_old_layout_is_refused(tmp_path, t1078, t1078_features):
+    # the A3M's ss_pred / ss_conf rows are annotations, not MSA rows, and no key carries them
+    assert t1078.annotation("ss_pred") is not None
+    assert set(t1078_features) == set(FEATURES.arrays)
+    assert not any(key.startswith("ss_") or key == "is_query" for key in t1078_features)
+    # a feature file of the previous layout (with is_query and ss_pred) is refused, naming the file
+    old = tmp_path / "old.npz"
+    extra = dict(t1078_features, is_query=np.eye(1, 426, dtype=bool)[0],
+                 ss_pred=np.zeros((138, 3), np.float32), ss_pred_mask=np.zeros(138, bool))
+    np.savez(old, __schema__=np.array("features/2"), **extra)
+    with pytest.raises(SchemaError, match=r"old\.npz: expected arrays 'features/3', found 'features/2'"):
+        read_features(old)
 
 
 def test_mismatched_columns_are_an_input_error(tmp_path, t1078_path):

@@ -23,10 +23,18 @@ from workflow_lib.cli import main
 from workflow_lib.features import build_features, write_features
 from workflow_lib.model import ThreeTrackNetwork, preset
 from workflow_lib.model.checkpoint import save_checkpoint
+from workflow_lib.schemas.features import (
+    C_TEMPLATE_1D,
+    C_TEMPLATE_PAIR,
+    FEATURES,
+    NETWORK_READERS,
+    RECORD_KEYS,
+)
 from workflow_lib.schemas.prediction import PREDICTED_RESIDUES, PREDICTION, PREDICTION_STATS
 from workflow_lib.inference.predict import (
     PredictOptions,
     collate,
+    feature_keys_read,
     model_inputs,
     plan_batches,
     predict_features,
@@ -56,7 +64,7 @@ def sliced(features: dict[str, np.ndarray], stop: int) -> dict[str, np.ndarray]:
     out = dict(features)
     for key in ("msa", "deletion_matrix"):
         out[key] = features[key][:, :stop]
-    for key in ("deletion_mean", "profile", "residue_index", "ss_pred", "ss_pred_mask"):
+    for key in ("deletion_mean", "profile", "residue_index"):
         out[key] = features[key][:stop]
     out["coevolution"] = features["coevolution"][:stop, :stop]
     out["template_pair"] = features["template_pair"][:, :stop, :stop]
@@ -104,7 +112,7 @@ def test_select_rows_keeps_query_caps_and_is_seeded(features):
 
 
 def test_model_inputs_crop_every_residue_axis(features):
-    config = preset("tiny", c_coevolution=2, c_template_pair=131, c_template_1d=26)
+    config = preset("tiny", c_coevolution=2, c_template_pair=131, c_template_1d=26, outer_product_weighting="mean")
     length = features["msa"].shape[1]
     rng = np.random.default_rng(0)
     with_templates = dict(features, template_pair=rng.random((2, length, length, 131)).astype(np.float16),
@@ -121,6 +129,10 @@ def test_model_inputs_crop_every_residue_axis(features):
     # T = 0 (no template stage yet): nothing is passed; a model without co-evolution gets none
     assert "templates_pair" not in model_inputs(features, config)
     assert "coevolution" not in model_inputs(features, preset("tiny"))
+    # sequence weights only for the outer product's 'mean' weighting
+    rows = select_rows(features["msa"][:, columns], 8, 0, drop_gappy=True)
+    np.testing.assert_array_equal(x["msa_weights"], features["seq_weights"][rows])
+    assert "msa_weights" not in model_inputs(features, preset("tiny"))
 
 
 # --- crops and stitching --------------------------------------------------------------------------------------
@@ -255,6 +267,68 @@ def test_a_model_reading_msa_statistics_gets_them_from_the_feature_file(features
     other = predict_features(model, flat, PredictOptions(window=32, max_msa=16))
     assert np.abs(got.probs["dist"] - other.probs["dist"]).max() > 1e-4      # the deletions reach the output
     assert "deletion_matrix" not in model_inputs(features, tiny_model().config)
+
+
+class _Recording(dict):
+    """A feature dict that records which keys are read."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.read: set[str] = set()
+
+    def __getitem__(self, key):
+        self.read.add(key)
+        return super().__getitem__(key)
+
+
+def _with_two_templates(features: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(3)
+    length = features["msa"].shape[1]
+    return dict(features, template_pair=(rng.random((2, length, length, C_TEMPLATE_PAIR)) < 0.1).astype(np.float16),
+                template_1d=rng.random((2, length, C_TEMPLATE_1D)).astype(np.float32),
+                template_mask=np.array([True, True]))
+
+
+def _perturbed(features: dict[str, np.ndarray], key: str) -> dict[str, np.ndarray]:
+    """``features`` with ``key`` changed as a real input could change (same dtype and shape)."""
+    value = features[key]
+    if key == "coevolution":
+        return dict(features, coevolution=np.ascontiguousarray(value[::-1, ::-1]))
+    if key == "template_mask":
+        return dict(features, template_mask=np.array([True, False]))
+    if key == "deletion_matrix":
+        return dict(features, deletion_matrix=np.zeros_like(value))
+    if key == "profile":
+        return dict(features, profile=np.ascontiguousarray(value[:, ::-1]))
+    if key == "seq_weights":
+        weights = np.ones_like(value)
+        weights[1::2] = 0.05
+        return dict(features, seq_weights=weights)
+    return dict(features, **{key: np.ascontiguousarray(value[::-1]) if value.ndim else value + 1})
+
+
+@pytest.mark.parametrize("options", [
+    {},
+    {"msa_statistics": True, "outer_product_weighting": "mean", "c_template_pair": C_TEMPLATE_PAIR,
+     "c_template_1d": C_TEMPLATE_1D},
+])
+def test_inference_reads_exactly_the_keys_the_network_reads_and_each_changes_the_prediction(features, options):
+    model = tiny_model(**options)
+    keys = feature_keys_read(model.config)
+    assert keys <= set(FEATURES.arrays) and not keys & set(RECORD_KEYS)
+    assert {key for key, reader in NETWORK_READERS.items() if reader == "always"} <= keys
+    full = _with_two_templates(features) if "template_mask" in keys else features
+    recording = _Recording(full)
+    opts = PredictOptions(window=32, max_msa=16)
+    reference = predict_features(model, recording, opts)
+    assert recording.read == keys
+    for key in sorted(keys - {"msa", "residue_index"}):
+        other = predict_features(model, _perturbed(full, key), opts)
+        change = np.abs(other.probs["dist"] - reference.probs["dist"]).max()
+        assert change > 1e-4, f"{key} does not reach the prediction (max change {change:.2e})"
+    for key in RECORD_KEYS:
+        same = predict_features(model, _perturbed(full, key), opts)
+        np.testing.assert_array_equal(same.probs["dist"], reference.probs["dist"])
 
 
 def test_fused_attention_matches_the_explicit_softmax():

@@ -4,7 +4,7 @@ Seed 000: "Multiple Sequence Alignments", "Initializing the Emission Probabiliti
 "MSA Embeddings" (what the network reads); DESIGN.md, "Features and the model".
 
 - :mod:`.msa_features` -- :func:`msa_features`: deterministic row sampling (:func:`sample_rows`), MSA tokens,
-  deletions, :func:`sequence_weights` (80% identity) and Neff, :func:`weighted_profile`, ``ss_pred``.
+  deletions, :func:`sequence_weights` (80% identity) and Neff, :func:`weighted_profile`.
 - :mod:`.coevolution` -- :func:`coevolution_features`: APC-corrected covariance norm and mutual information
   from weighted pair frequencies, in memory-bounded blocks; :func:`apc`.
 - :mod:`.templates` -- :func:`template_features`: template hits -> 6D one-hots and 1D scores on the query grid.
@@ -25,7 +25,6 @@ from workflow_lib.features.msa_features import (
     sample_rows,
     sampling_order,
     sequence_weights,
-    ss_pred_features,
     weighted_profile,
 )
 from workflow_lib.features.templates import DEFAULT_MAX_TEMPLATES, read_hits, template_features
@@ -33,6 +32,6 @@ from workflow_lib.features.templates import DEFAULT_MAX_TEMPLATES, read_hits, te
 __all__ = [
     "DEFAULT_MAX_SEQS", "DEFAULT_MAX_STATS_SEQS", "DEFAULT_MAX_TEMPLATES", "apc", "build_features",
     "coevolution_features", "msa_features", "raw_coevolution", "read_features", "read_hits", "sample_rows",
-    "sampling_order", "sequence_weights", "ss_pred_features", "template_features", "weighted_profile",
+    "sampling_order", "sequence_weights", "template_features", "weighted_profile",
     "write_features",
 ]

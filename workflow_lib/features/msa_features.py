@@ -1,8 +1,8 @@
-"""MSA-derived per-protein features: capped MSA tokens, deletions, sequence weights, Neff, profile, ss_pred.
+"""MSA-derived per-protein features: capped MSA tokens, deletions, sequence weights, Neff, profile.
 
 Seed 000: "Multiple Sequence Alignments" (the N x L matrix, query first), "Initializing the Emission
 Probabilities" (down-weighting near-identical sequences) and "MSA Embeddings" (what the network reads: the
-token matrix, the residue index and which row is the query). The key layout is
+token matrix, the residue index and which row is the query: always row 0). The key layout is
 :data:`workflow_lib.schemas.features.FEATURES`.
 
 Two row sets
@@ -43,7 +43,7 @@ import numpy as np
 
 from workflow_lib.features.coevolution import coevolution_features
 from workflow_lib.features.states import DEFAULT_BLOCK_BYTES, one_hot_states, rows_per_block, to_states
-from workflow_lib.schemas.features import PROFILE_STATES, SS_STATES
+from workflow_lib.schemas.features import PROFILE_STATES
 from workflow_lib.seqio.msa import Alignment
 
 DEFAULT_MAX_SEQS = 1024
@@ -128,25 +128,6 @@ def weighted_profile(codes: np.ndarray, weights: np.ndarray, *,
     return (counts + pseudocount / PROFILE_STATES) / total
 
 
-def ss_pred_features(annotation: str | None, length: int) -> tuple[np.ndarray, np.ndarray]:
-    """One-hot float32 ``[L, 3]`` (H, E, C) and mask bool ``[L]`` from an A3M ``ss_pred`` row.
-
-    Columns with another letter, and every column when ``annotation`` is None, are masked out (zeros).
-    """
-    one_hot = np.zeros((length, len(SS_STATES)), dtype=np.float32)
-    mask = np.zeros(length, dtype=bool)
-    if annotation is None:
-        return one_hot, mask
-    if len(annotation) != length:
-        raise ValueError(f"ss_pred has {len(annotation)} columns, the alignment {length}")
-    letters = np.frombuffer(annotation.upper().encode("ascii", errors="replace"), dtype=np.uint8)
-    for index, letter in enumerate(SS_STATES):
-        hit = letters == ord(letter)
-        one_hot[hit, index] = 1.0
-        mask |= hit
-    return one_hot, mask
-
-
 def msa_features(alignment: Alignment, *, max_seqs: int = DEFAULT_MAX_SEQS,
                  max_stats_seqs: int = DEFAULT_MAX_STATS_SEQS, seed: int = 0,
                  identity: float = WEIGHT_IDENTITY, profile_pseudocount: float = PROFILE_PSEUDOCOUNT,
@@ -169,14 +150,10 @@ def msa_features(alignment: Alignment, *, max_seqs: int = DEFAULT_MAX_SEQS,
     weights = sequence_weights(stats_codes, identity=identity, block_bytes=block_bytes)
     position = np.searchsorted(stats_rows, kept_rows)  # kept rows ⊆ statistics rows, both ascending
     deletions = np.asarray(alignment.insertions)[:, :length]
-    ss_pred, ss_mask = ss_pred_features(alignment.annotation("ss_pred"), length)
-    is_query = np.zeros(kept_rows.size, dtype=bool)
-    is_query[0] = True
     return {
         "msa": np.asarray(alignment.matches)[kept_rows].astype(np.int8),
         "deletion_matrix": np.minimum(deletions[kept_rows], DELETION_CLIP).astype(np.uint8),
         "deletion_mean": deletions[stats_rows].mean(axis=0, dtype=np.float64).astype(np.float32),
-        "is_query": is_query,
         "seq_weights": weights[position].astype(np.float32),
         "neff": np.array(weights.sum(), dtype=np.float32),
         "num_alignments": np.array(depth, dtype=np.int32),
@@ -184,6 +161,4 @@ def msa_features(alignment: Alignment, *, max_seqs: int = DEFAULT_MAX_SEQS,
         "residue_index": np.arange(length, dtype=np.int32),
         "coevolution": coevolution_features(stats_codes, weights, pseudocount=pair_pseudocount,
                                             block_bytes=block_bytes),
-        "ss_pred": ss_pred,
-        "ss_pred_mask": ss_mask,
     }

@@ -4,8 +4,10 @@ Seed 000, "Introduction" (the three-track network predicts 6D inter-residue geom
 DESIGN.md, "Features and the model" ("long proteins are cropped or chunked so memory stays bounded").
 
 Inputs (:func:`model_inputs`): the feature file's ``msa`` (row 0 = query), ``residue_index`` and, when the
-checkpoint's config accepts them, ``coevolution`` and the templates (``template_pair``, ``template_1d``,
-``template_mask``; none are passed when T = 0). ``seq_weights`` go in as ``msa_weights``. The MSA is capped
+checkpoint's config reads them (:func:`feature_keys_read`), ``coevolution``, the MSA statistics
+(``deletion_matrix``, ``profile``, ``deletion_mean``), ``seq_weights`` (as ``msa_weights``, outer-product
+weighting ``mean``) and the templates (``template_pair``, ``template_1d``, ``template_mask``; none are passed
+when T = 0). The MSA is capped
 at ``max_msa`` rows: the query plus a sample of the other rows drawn with ``numpy.random.default_rng(seed)``
 (kept in their file order), so a fixed seed gives the same rows every time.
 
@@ -169,6 +171,23 @@ def select_rows(msa: np.ndarray, max_msa: int, seed: int, *, drop_gappy: bool) -
     return np.concatenate(([0], others)).astype(np.int64)
 
 
+def feature_keys_read(config: ModelConfig) -> frozenset[str]:
+    """The feature-file keys a network with ``config`` reads (:data:`~workflow_lib.schemas.features.NETWORK_READERS`).
+
+    :func:`model_inputs` reads exactly these keys of a feature file; the rest of the file are records.
+    """
+    keys = {"msa", "residue_index"}
+    if config.c_coevolution:
+        keys.add("coevolution")
+    if config.msa_statistics:
+        keys.update(("deletion_matrix", "deletion_mean", "profile"))
+    if config.outer_product_weighting == "mean":
+        keys.add("seq_weights")
+    if config.c_template_pair or config.c_template_1d:
+        keys.update(("template_pair", "template_1d", "template_mask"))
+    return frozenset(keys)
+
+
 def model_inputs(features: Mapping[str, np.ndarray], config: ModelConfig, *, columns: np.ndarray | None = None,
                  max_msa: int = DEFAULT_MAX_MSA, seed: int = 0) -> dict[str, np.ndarray]:
     """Unbatched numpy inputs of :class:`ThreeTrackNetwork` for the residue positions ``columns`` (all: None).
@@ -176,10 +195,10 @@ def model_inputs(features: Mapping[str, np.ndarray], config: ModelConfig, *, col
     The residue index is shifted to start at 0 in every crop, as in training (``training.make_example``); the
     differences, including the jump between the two segments of a crop, are kept.
 
-    Keys: ``msa [N, n]`` int64, ``residue_index [n]``, ``msa_weights [N]`` and, when the config accepts them,
-    ``coevolution [n, n, 2]``, ``deletion_matrix [N, n]``, ``profile [n, 21]``, ``deletion_mean [n]``,
-    ``templates_pair [T, n, n, 131]``, ``templates_1d [T, n, 26]``, ``template_mask [T]`` (float32; templates
-    only when T > 0).
+    Keys: ``msa [N, n]`` int64, ``residue_index [n]`` and, when the config reads them
+    (:func:`feature_keys_read`), ``msa_weights [N]``, ``coevolution [n, n, 2]``, ``deletion_matrix [N, n]``,
+    ``profile [n, 21]``, ``deletion_mean [n]``, ``templates_pair [T, n, n, 131]``, ``templates_1d [T, n, 29]``,
+    ``template_mask [T]`` (float32; templates only when T > 0). No other key of ``features`` is read.
     """
     length = features["msa"].shape[1]
     cropped = columns is not None and len(columns) < length
@@ -189,16 +208,16 @@ def model_inputs(features: Mapping[str, np.ndarray], config: ModelConfig, *, col
     out = {
         "msa": msa[rows].astype(np.int64),
         "residue_index": (features["residue_index"][columns] - features["residue_index"][columns[0]]).astype(np.int64),
-        "msa_weights": features["seq_weights"][rows].astype(np.float32),
     }
+    if config.outer_product_weighting == "mean":
+        out["msa_weights"] = features["seq_weights"][rows].astype(np.float32)
     if config.c_coevolution:
         out["coevolution"] = features["coevolution"][np.ix_(columns, columns)].astype(np.float32)
     if config.msa_statistics:
         out["deletion_matrix"] = features["deletion_matrix"][:, columns][rows].astype(np.float32)
         out["profile"] = features["profile"][columns].astype(np.float32)
         out["deletion_mean"] = features["deletion_mean"][columns].astype(np.float32)
-    n_templates = features["template_mask"].shape[0]
-    if (config.c_template_pair or config.c_template_1d) and n_templates:
+    if (config.c_template_pair or config.c_template_1d) and features["template_mask"].shape[0]:
         out["templates_pair"] = features["template_pair"][:, columns][:, :, columns].astype(np.float32)
         out["templates_1d"] = features["template_1d"][:, columns].astype(np.float32)
         out["template_mask"] = features["template_mask"].astype(np.float32)
@@ -225,8 +244,11 @@ def collate(items: Sequence[dict[str, np.ndarray]], device: torch.device) -> dic
         seq_mask[b, :cols] = 1.0
         last = item["residue_index"][-1]
         residue_index[b] = np.concatenate((item["residue_index"], last + 1 + np.arange(n_res - cols)))
-        weights[b, :rows] = item["msa_weights"]
-    out = {"msa": msa, "residue_index": residue_index, "msa_weights": weights}
+        if "msa_weights" in item:
+            weights[b, :rows] = item["msa_weights"]
+    out = {"msa": msa, "residue_index": residue_index}
+    if "msa_weights" in items[0]:
+        out["msa_weights"] = weights
     if batch > 1 or n_seq != items[0]["msa"].shape[0] or n_res != items[0]["msa"].shape[1]:
         out.update(seq_mask=seq_mask, msa_mask=msa_mask)
     if "coevolution" in items[0]:

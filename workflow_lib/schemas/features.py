@@ -3,30 +3,38 @@
 Named dimensions: ``N`` MSA rows kept for the network (query first), ``L`` match columns (the query length),
 ``T`` templates used (0 when there are no template hits or no template database; never padded).
 
-======================  ========  ===============  ==========================================================
-key                     dtype     dims             meaning
-======================  ========  ===============  ==========================================================
-``msa``                 int8      [N, L]           residue codes 0..21 (``workflow_lib.seqio.alphabet``: 20 aa,
-                                                   20 = X, 21 = gap); row 0 is the query
-``deletion_matrix``     uint8     [N, L]           residues inserted immediately before column j (AlphaFold
-                                                   convention, ``Alignment.insertions[:, :L]``), clipped at 255
-``deletion_mean``       float32   [L]              mean of the unclipped deletion counts over the statistics rows
-``is_query``            bool      [N]              True for row 0 only (the query is always row 0)
-``seq_weights``         float32   [N]              1 / number of statistics rows within 80% identity
-``neff``                float32   []               Σ of the weights over the statistics rows
-``num_alignments``      int32     []               rows in the input A3M (before any capping)
-``profile``             float32   [L, 21]          weighted frequencies of the 20 aa + gap (X counted as gap),
-                                                   with a pseudocount; every row sums to 1
-``residue_index``       int32     [L]              0..L-1
-``coevolution``         float32   [L, L, 2]        channel 0: APC-corrected covariance Frobenius norm (20 aa);
-                                                   channel 1: APC-corrected mutual information (21 states, nats);
-                                                   symmetric, zero diagonal
-``ss_pred``             float32   [L, 3]           one-hot H, E, C of the A3M's ``ss_pred`` row (PSIPRED)
-``ss_pred_mask``        bool      [L]              the column has a prediction (all False without ``ss_pred``)
-``template_pair``       float16   [T, L, L, 131]   :data:`TEMPLATE_PAIR_CHANNELS`: 6D one-hots + pair mask
-``template_1d``         float32   [T, L, 29]       :data:`TEMPLATE_1D_CHANNELS`: scores, sequence, DSSP one-hots
-``template_mask``       bool      [T]              the template slot holds a template
-======================  ========  ===============  ==========================================================
+==================  =======  ==============  ============================================  =====================
+key                 dtype    dims            meaning                                       the network reads it
+==================  =======  ==============  ============================================  =====================
+``msa``             int8     [N, L]          residue codes 0..21 (``seqio.alphabet``: 20   always
+                                             aa, 20 = X, 21 = gap); row 0 is the query
+``residue_index``   int32    [L]             0..L-1                                        always
+``coevolution``     float32  [L, L, 2]       channel 0: APC-corrected covariance           ``c_coevolution: 2``
+                                             Frobenius norm (20 aa); channel 1:
+                                             APC-corrected mutual information (21
+                                             states, nats); symmetric, zero diagonal
+``deletion_matrix`` uint8    [N, L]          residues inserted immediately before column   ``msa_statistics``
+                                             j (AlphaFold convention), clipped at 255
+``deletion_mean``   float32  [L]             mean of the unclipped deletion counts over    ``msa_statistics``
+                                             the statistics rows
+``profile``         float32  [L, 21]         weighted frequencies of the 20 aa + gap (X    ``msa_statistics``
+                                             as gap), with a pseudocount; rows sum to 1
+``seq_weights``     float32  [N]             1 / number of statistics rows within 80%      ``outer_product_``
+                                             identity                                      ``weighting: mean``
+``template_pair``   float16  [T, L, L, 131]  :data:`TEMPLATE_PAIR_CHANNELS`: 6D one-hots   ``c_template_pair``
+                                             + pair mask
+``template_1d``     float32  [T, L, 29]      :data:`TEMPLATE_1D_CHANNELS`: scores,         ``c_template_1d``
+                                             sequence, DSSP one-hots
+``template_mask``   bool     [T]             the template slot holds a template            with the templates
+``neff``            float32  []              Σ of the weights over the statistics rows     no: a record
+``num_alignments``  int32    []              rows in the input A3M (before any capping)    no: a record
+==================  =======  ==============  ============================================  =====================
+
+The last column is :data:`NETWORK_READERS`, the model option under which the network reads the key
+(:func:`workflow_lib.inference.predict.feature_keys_read` gives the keys of one model config, and
+:func:`~workflow_lib.inference.predict.model_inputs` reads exactly those). ``neff`` and ``num_alignments``
+(:data:`RECORD_KEYS`) are records for the report and ``feature_stats``. The file holds nothing else: an A3M's
+``ss_pred`` row and the query flag of earlier layouts are no longer written, because no network read them.
 
 "Statistics rows" are the input rows the statistics (weights, Neff, profile, deletion mean, co-evolution)
 are computed from: all of them, or a deterministic sample of ``max_stats_seqs`` when deeper (see
@@ -46,7 +54,7 @@ PROFILE_STATES = 21
 """Profile and co-evolution states: the 20 amino acids (codes 0..19), then one state for gap and X."""
 
 SS_STATES = "HEC"
-"""Secondary-structure classes of ``ss_pred`` in channel order."""
+"""Secondary-structure classes (DSSP reduced to helix, strand, coil) in channel order: the template DSSP one-hot."""
 
 COEVOLUTION_CHANNELS = ("apc_covariance_norm", "apc_mutual_information")
 """Channel names of ``coevolution`` in order."""
@@ -82,23 +90,38 @@ def channel_slices(layout: tuple[tuple[str, int], ...]) -> dict[str, slice]:
     return out
 
 
-FEATURES = NpzSchema("features", 2, {  # 2: template_1d has 29 channels (DSSP one-hot added)
+FEATURES = NpzSchema("features", 3, {  # 3: only what a network reads, plus the two records (neff, num_alignments)
     "msa": ArraySpec("int8", ("N", "L"), "residue codes 0..21, row 0 = query"),
     "deletion_matrix": ArraySpec("uint8", ("N", "L"), "insertions before column j, clipped at 255"),
     "deletion_mean": ArraySpec("float32", ("L",), "mean deletion count over the statistics rows"),
-    "is_query": ArraySpec("bool", ("N",), "row is the query (row 0 only)"),
     "seq_weights": ArraySpec("float32", ("N",), "1 / rows within 80% identity (among the statistics rows)"),
     "neff": ArraySpec("float32", (), "number of effective sequences: sum of the statistics rows' weights"),
     "num_alignments": ArraySpec("int32", (), "rows in the input alignment before capping"),
     "profile": ArraySpec("float32", ("L", PROFILE_STATES), "weighted 20 aa + gap frequencies, pseudocount"),
     "residue_index": ArraySpec("int32", ("L",), "0..L-1"),
     "coevolution": ArraySpec("float32", ("L", "L", C_COEVOLUTION), "APC covariance norm, APC MI"),
-    "ss_pred": ArraySpec("float32", ("L", len(SS_STATES)), "one-hot H/E/C from the A3M ss_pred row"),
-    "ss_pred_mask": ArraySpec("bool", ("L",), "column has an ss_pred prediction"),
     "template_pair": ArraySpec("float16", ("T", "L", "L", C_TEMPLATE_PAIR), "6D one-hots + pair mask"),
     "template_1d": ArraySpec("float32", ("T", "L", C_TEMPLATE_1D), "template 1D scores, sequence and SS one-hots"),
     "template_mask": ArraySpec("bool", ("T",), "slot holds a template"),
 }, "Per-protein network input features (workflow_lib.schemas.features).")
+
+
+NETWORK_READERS: dict[str, str] = {
+    "msa": "always",
+    "residue_index": "always",
+    "coevolution": "c_coevolution",
+    "deletion_matrix": "msa_statistics",
+    "deletion_mean": "msa_statistics",
+    "profile": "msa_statistics",
+    "seq_weights": "outer_product_weighting: mean",
+    "template_pair": "c_template_pair",
+    "template_1d": "c_template_1d",
+    "template_mask": "templates",
+}
+"""Feature key -> the model option under which the network reads it (the schema table's last column)."""
+
+RECORD_KEYS = ("neff", "num_alignments")
+"""Feature keys no network reads: per-protein records for the report and ``feature_stats``."""
 
 
 def empty_templates(length: int) -> dict[str, np.ndarray]:

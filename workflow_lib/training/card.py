@@ -172,23 +172,32 @@ def _msa_section(stats: pd.DataFrame, chains: pd.DataFrame, settings: dict[str, 
     return lines, summary
 
 
+_INPUT_NAMES = (("msa", "the MSA tokens"), ("coevolution", "the co-evolution maps"),
+                ("deletion_matrix", "the deletions"), ("profile", "the profile"),
+                ("deletion_mean", "the mean deletions"), ("seq_weights", "the sequence weights"))
+
+
 def inputs_read(config: Any, max_templates: int) -> str:
-    """What of the feature file the trained network reads, from its config: the card states exactly that."""
-    read = ["the MSA tokens"]
-    if config.c_coevolution:
-        read.append("the co-evolution maps")
-    if config.msa_statistics:
-        read.append("the deletions, profile and mean deletions")
-    if config.outer_product_weighting == "mean":
-        read.append("the sequence weights (outer product)")
-    unread = [name for name, used in (("deletions, profile", config.msa_statistics),
-                                      ("sequence weights", config.outer_product_weighting == "mean"))
-              if not used]
+    """What of the feature file the trained network reads, from its config: the card states exactly that.
+
+    The keys come from :func:`workflow_lib.inference.predict.feature_keys_read`, the function inference reads
+    the feature file with, so the card and the network cannot disagree.
+    """
+    from workflow_lib.inference.predict import feature_keys_read
+
+    keys = feature_keys_read(config)
+    read = [name for key, name in _INPUT_NAMES if key in keys]
+    unread = [name.removeprefix("the ") for key, name in _INPUT_NAMES if key not in keys]
     text = "The network reads " + (", ".join(read[:-1]) + " and " + read[-1] if len(read) > 1 else read[0])
-    text += (f"; templates: up to {max_templates} per crop from the training pack's hits." if max_templates
-             else "; templates are not used in training (T = 0), so the template inputs have no effect.")
+    if "template_mask" not in keys:
+        text += "; it has no template inputs."
+    elif max_templates:
+        text += f"; templates: up to {max_templates} per crop from the training pack's hits."
+    else:
+        text += "; templates are not used in training (T = 0), so the template inputs have no effect."
     if unread:
-        text += " It does not read the " + " or the ".join(unread) + "."
+        text += " It does not read the " + ", the ".join(unread[:-1]) + (" or the " if len(unread) > 1 else "") \
+            + unread[-1] + "."
     return text
 
 
