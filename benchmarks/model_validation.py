@@ -5,9 +5,11 @@ the training's validation passes): lDDT-Cα, distogram top-1 accuracy, long-rang
 mean consecutive Cα–Cα distance and the radius of gyration against the native's; the same with the query alone
 (``msa-rows 1``: does the network use its MSA?); and with ``--fold`` the structure folded from the predicted
 distogram (:mod:`workflow_lib.inference.fold`). The co-evolution baseline's contact precision (APC covariance
-from the same MSA rows) is reported beside them. CPU, one thread.
+from the same MSA rows) is reported beside them. With ``--precision float32,bfloat16`` every checkpoint also runs
+under bfloat16 autocast (``trackfold predict --precision bfloat16``). CPU, one thread.
 
-    python benchmarks/model_validation.py --pack PACK --model NAME=PATH ... [--chains N] [--fold] --out OUT.json
+    python benchmarks/model_validation.py --pack PACK --model NAME=PATH ... [--chains N] [--fold]
+        [--precision float32[,bfloat16]] --out OUT.json
 """
 
 from __future__ import annotations
@@ -32,12 +34,12 @@ def radius_of_gyration(ca: np.ndarray) -> float:
     return float(np.sqrt(((ca - ca.mean(axis=0)) ** 2).sum(axis=1).mean()))
 
 
-def chain_row(model, chain, crop: int, rows: int, fold: bool) -> dict:
+def chain_row(model, chain, crop: int, rows: int, fold: bool, precision: str = "float32") -> dict:
     length = min(len(chain), crop)
     start = (len(chain) - length) // 2
     inputs, targets = make_example(chain, start, length, None, rows, model.config.msa_statistics)
     t0 = time.perf_counter()
-    with torch.no_grad():
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bfloat16"):
         out = model(inputs)
     seconds = time.perf_counter() - t0
     true_ca = np.where(targets["atom_mask"][0, :, 1:2].numpy(), targets["coords"][0, :, 1].numpy(), np.nan)
@@ -72,6 +74,8 @@ def main() -> None:
     parser.add_argument("--crop", type=int, default=192)
     parser.add_argument("--msa-rows", type=int, default=64)
     parser.add_argument("--fold", action="store_true")
+    parser.add_argument("--precision", default="float32",
+                        help="comma-separated among float32, bfloat16: each checkpoint runs in each (default float32)")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -84,8 +88,11 @@ def main() -> None:
         model = load_checkpoint(path)
         model = model[0] if isinstance(model, tuple) else model
         model.eval()
-        for variant, rows in ((name, args.msa_rows), (f"{name} (query only)", 1)):
-            per_chain = [chain_row(model, c, args.crop, rows, args.fold and rows > 1) for c in val]
+        precisions = args.precision.split(",")
+        runs = [(name if precision == "float32" else f"{name} ({precision})", args.msa_rows, precision)
+                for precision in precisions] + [(f"{name} (query only)", 1, precisions[0])]
+        for variant, rows, precision in runs:
+            per_chain = [chain_row(model, c, args.crop, rows, args.fold and rows > 1, precision) for c in val]
             keys = [k for k in per_chain[0] if k != "name"]
             means = {k: float(np.nanmean([r[k] for r in per_chain])) for k in keys}
             if args.fold and rows > 1:

@@ -27,6 +27,7 @@ rule predict:
         max_tokens=PREDICT_SETTINGS.max_tokens,
         pair_heads=PREDICT_SETTINGS.pair_heads_option,
         fold=PREDICT_SETTINGS.fold,
+        precision=PREDICT_SETTINGS.precision,
     wildcard_constraints:
         chunk=r"\d{4}",
     log:
@@ -43,5 +44,6 @@ rule predict:
     shell:
         "{params.trackfold} predict --model {input.model} --out-dir {params.out_dir} --device {params.device} "
         "--window {params.window} --seed {params.seed} --max-msa {params.max_msa} --batch-size {params.batch_size} "
-        "--max-tokens {params.max_tokens} --pair-heads {params.pair_heads} --fold {params.fold} --threads {threads} --stats {output.stats} "
+        "--max-tokens {params.max_tokens} --pair-heads {params.pair_heads} --fold {params.fold} "
+        "--precision {params.precision} --threads {threads} --stats {output.stats} "
         "--chunk-plan {input.plan} --chunk {wildcards.chunk} {params.features_dir} > {log} 2>&1"

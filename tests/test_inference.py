@@ -20,6 +20,7 @@ from Bio.PDB import MMCIFParser, PDBParser
 from model_testing import randomize_
 
 from workflow_lib.cli import main
+from workflow_lib.errors import InputError
 from workflow_lib.features import build_features, write_features
 from workflow_lib.model import ThreeTrackNetwork, preset
 from workflow_lib.model.checkpoint import save_checkpoint
@@ -44,6 +45,7 @@ from workflow_lib.inference.predict import (
 )
 from workflow_lib.inference.stitch import PairMean, crop_plan, stitch_backbone, stitch_pair
 from workflow_lib.model.structure import IDEAL_BACKBONE
+from workflow_lib.workflow.config import PredictConfig
 from workflow_lib.model.primitives import explicit_attention, fused_attention, mask_to_bias, masked_softmax_logits
 from workflow_lib.schemas.io import read_frame, read_npz
 from workflow_lib.structure import read_chain
@@ -331,6 +333,28 @@ def test_inference_reads_exactly_the_keys_the_network_reads_and_each_changes_the
         np.testing.assert_array_equal(same.probs["dist"], reference.probs["dist"])
 
 
+def test_bfloat16_inference_stays_close_to_float32(model, features):
+    options = PredictOptions(window=32, max_msa=16)
+    reference = predict_features(model, features, options)
+    half = predict_features(model, features, PredictOptions(window=32, max_msa=16, precision="bfloat16"))
+    assert half.n_crops == reference.n_crops > 1
+    again = predict_features(model, features, PredictOptions(window=32, max_msa=16, precision="bfloat16"))
+    np.testing.assert_array_equal(again.probs["dist"], half.probs["dist"])                 # deterministic too
+    for head in ("dist", "omega", "theta", "phi"):
+        assert half.probs[head].dtype == np.float32
+        np.testing.assert_allclose(half.probs[head].sum(-1), 1.0, atol=1e-5)
+        difference = np.abs(half.probs[head] - reference.probs[head])
+        assert 0 < difference.max() < 0.05 and difference.mean() < 2e-3, head   # autocast ran, and stayed close
+    assert np.isfinite(half.backbone[:, :4]).all() and np.abs(half.plddt - reference.plddt).max() < 2.0
+    # frame geometry stays float32: the ideal bond lengths hold exactly as in float32
+    ideal = np.linalg.norm(np.array(IDEAL_BACKBONE)[0])
+    np.testing.assert_allclose(np.linalg.norm(half.backbone[:, 0] - half.backbone[:, 1], axis=1), ideal, atol=1e-4)
+    with pytest.raises(InputError, match="precision must be one of float32, bfloat16"):
+        PredictOptions(precision="float16")
+    with pytest.raises(InputError, match="predict.precision"):
+        PredictConfig(precision="fp8")
+
+
 def test_fused_attention_matches_the_explicit_softmax():
     generator = torch.Generator().manual_seed(3)
     q, k, v = (torch.randn(2, 5, 4, 7, 8, generator=generator) for _ in range(3))
@@ -435,6 +459,12 @@ def test_pair_heads_choose_the_6d_maps_written(tmp_path, checkpoint, features):
         assert arrays[run]["backbone"].tobytes() == arrays["all"]["backbone"].tobytes()
         assert arrays[run]["plddt"].tobytes() == arrays["all"]["plddt"].tobytes()
     assert arrays["dist"]["dist"].tobytes() == arrays["all"]["dist"].tobytes()
+    # --precision bfloat16 reaches the network: other bytes, same layout
+    assert main(["predict", "--model", str(checkpoint), "--out-dir", str(tmp_path / "bf16"), "--device", "cpu",
+                 "--window", "48", "--max-msa", "16", "--pair-heads", "dist", "--precision", "bfloat16", str(npz)]) == 0
+    half = read_npz(tmp_path / "bf16" / "p64.pred.npz", PREDICTION)
+    assert half["dist"].shape == arrays["dist"]["dist"].shape
+    assert half["dist"].tobytes() != arrays["dist"]["dist"].tobytes()
     with pytest.raises(SystemExit) as stopped:
         main(["predict", "--model", str(checkpoint), "--out-dir", str(tmp_path / "bad"), "--pair-heads", "psi",
               str(npz)])

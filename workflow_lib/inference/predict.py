@@ -62,6 +62,11 @@ BATCH_LENGTH_SLACK = 0.1
 
 FOLD_MODES = ("network", "distogram")
 
+PRECISIONS = ("float32", "bfloat16")
+"""Network precision at inference: float32, or bfloat16 autocast (matrix products and attention in bfloat16;
+layer norms, softmax statistics and all frame geometry stay float32, :func:`~workflow_lib.model.primitives.
+float32_island`)."""
+
 
 @dataclass(frozen=True)
 class PredictOptions:
@@ -83,8 +88,13 @@ class PredictOptions:
     fold: str = "network"
     """Where the backbone comes from: ``network`` (the structure module's frames) or ``distogram`` (folded from
     the predicted Cβ distogram, :mod:`workflow_lib.inference.fold`; pLDDT stays the network's)."""
+    precision: str = "float32"
+    """:data:`PRECISIONS`: ``bfloat16`` runs the network under autocast (about 1.6x faster on CPUs with
+    AVX512-BF16 or AMX, and on GPUs; slower on CPUs without native bfloat16)."""
 
     def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise InputError(f"predict: precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         if self.fold not in FOLD_MODES:
             raise InputError(f"predict: fold must be one of {', '.join(FOLD_MODES)}, got {self.fold!r}")
         if not isinstance(self.window, int) or self.window < MIN_WINDOW:
@@ -305,10 +315,16 @@ def _outputs(out: dict[str, torch.Tensor], b: int, n: int, embeddings: bool,
 
 def run_network(model: ThreeTrackNetwork, items: Sequence[dict[str, np.ndarray]], device: torch.device, *,
                 chunk_size: int | None = None, embeddings: bool = False,
-                heads: Sequence[str] = HEADS_6D) -> list[dict[str, np.ndarray]]:
-    """One batched forward pass over unbatched inputs (:func:`model_inputs`); per-item numpy outputs."""
+                heads: Sequence[str] = HEADS_6D, precision: str = "float32") -> list[dict[str, np.ndarray]]:
+    """One batched forward pass over unbatched inputs (:func:`model_inputs`); per-item float32 numpy outputs.
+
+    ``precision`` (:data:`PRECISIONS`): ``bfloat16`` runs the pass under ``torch.autocast``.
+    """
+    if precision not in PRECISIONS:
+        raise InputError(f"predict: precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     batch = collate(items, device)
-    with torch.inference_mode():
+    with torch.inference_mode(), torch.autocast(device.type, dtype=torch.bfloat16,
+                                                enabled=precision == "bfloat16"):
         out = model(batch, chunk_size=chunk_size)
     return [_outputs(out, b, item["msa"].shape[1], embeddings, heads) for b, item in enumerate(items)]
 
@@ -346,7 +362,7 @@ def _predict_cropped(model: ThreeTrackNetwork, features: Mapping[str, np.ndarray
     for crop in crops:
         inputs = model_inputs(features, model.config, columns=crop.indices, max_msa=options.max_msa,
                               seed=options.seed)
-        (result,) = run_network(model, [inputs], device, chunk_size=options.chunk_size,
+        (result,) = run_network(model, [inputs], device, chunk_size=options.chunk_size, precision=options.precision,
                                 embeddings=options.embeddings, heads=options.pair_heads)
         if pair_keys:
             pair_mean.add(crop.indices, {key: result[key] for key in pair_keys})
@@ -416,8 +432,8 @@ def predict_group(model: ThreeTrackNetwork, items: Sequence[tuple[str, Mapping[s
                              f"({max(lengths)} > {options.window}); such proteins run alone")
         inputs = [model_inputs(features, model.config, max_msa=options.max_msa, seed=options.seed)
                   for _, features in items]
-        outputs = run_network(model, inputs, device, chunk_size=options.chunk_size, embeddings=options.embeddings,
-                              heads=options.pair_heads)
+        outputs = run_network(model, inputs, device, chunk_size=options.chunk_size, precision=options.precision,
+                              embeddings=options.embeddings, heads=options.pair_heads)
         return [(name, _finish(features, result["coords"].astype(np.float64), result["plddt"], result, 1,
                                result.get("single"), result.get("pair")))
                 for (name, features), result in zip(items, outputs)]

@@ -209,10 +209,13 @@ class PredictConfig(StageConfig):
     max_tokens: int = 0
     pair_heads: tuple[str, ...] = ("dist", "omega", "theta", "phi")
     fold: str = "distogram"
+    precision: str = "float32"
 
     def __post_init__(self) -> None:
         if self.fold not in ("network", "distogram"):
             raise InputError(f"predict.fold must be network or distogram, got {self.fold!r}")
+        if self.precision not in ("float32", "bfloat16"):
+            raise InputError(f"predict.precision must be float32 or bfloat16, got {self.precision!r}")
         unknown = sorted(set(self.pair_heads) - {"dist", "omega", "theta", "phi"})
         if unknown:
             raise InputError(f"predict.pair_heads: {unknown} are not among dist, omega, theta, phi")
