@@ -1,6 +1,6 @@
 """What a workflow run cost per stage, from its rules' `benchmark:` files, and what the whole proteome would cost.
 
-    python benchmarks/stage_costs.py --results RESULTS --proteome ecoli --chunks 7,13 \\
+    python benchmarks/stage_costs.py --results RESULTS --proteome ecoli --chunks 7,13 [--logs LOGS] \\
         [--machine "AMD EPYC, 2 cores"] [--results-md benchmarks/RESULTS.md]
 
 Reads ``RESULTS/benchmarks/{rule}/{proteome}/...`` of the given chunks (a chunk's jobs are those whose benchmark
@@ -9,7 +9,9 @@ resident memory, and divides by the chunks' proteins and residues. The projectio
 (the search, the template search and the features grow with the residues searched; inference with its forward
 passes, which the residues approximate) to the proteome's planned proteins, for 2 and 32 cores (CPU-seconds /
 cores: the stages' jobs are independent within a stage). The shared database and template database builds are
-listed once, not scaled.
+listed once, not scaled. With ``--logs`` (the workflow's ``logs`` folder), each job's CPU and peak memory come
+from the resources line its trackfold command logged (exact); Snakemake's benchmark samples CPU time (every 0.5 s
+for 15 s, then every 30 s), so jobs of a few tens of seconds can lose much of theirs.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from search_bench.report import publish  # noqa: E402
-from workflow_lib.report.collect import read_benchmark, stage_of_rule  # noqa: E402
+from workflow_lib.report.collect import job_log, read_benchmark, stage_of_rule  # noqa: E402
 from workflow_lib.schemas.db import CHUNKS  # noqa: E402
 from workflow_lib.schemas.io import read_frame  # noqa: E402
 
@@ -38,6 +40,7 @@ def main() -> int:
     parser.add_argument("--results", type=Path, required=True, help="the workflow's results folder")
     parser.add_argument("--proteome", required=True)
     parser.add_argument("--chunks", required=True, help="comma-separated chunk numbers that ran end to end")
+    parser.add_argument("--logs", type=Path, help="the workflow's logs folder (exact CPU per job)")
     parser.add_argument("--machine", default="AMD EPYC, 2 cores")
     parser.add_argument("--results-md", type=Path, help="write the table into this Markdown file")
     args = parser.parse_args()
@@ -57,8 +60,9 @@ def main() -> int:
             number = re.match(r"(\d{4})", Path(relative).name)
             if number is None or int(number.group(1)) not in chunks:
                 continue
+        log = job_log(args.logs, rule, relative) if args.logs else None
         rows.append({"rule": rule, "stage": "database" if rule in ONCE else stage_of_rule(rule),
-                     **read_benchmark(path)})
+                     "from_log": log is not None, **read_benchmark(path, log)})
     jobs = pd.DataFrame(rows)
     lines = []
     total_cpu = 0.0
@@ -73,9 +77,11 @@ def main() -> int:
     body = "\n".join([
         f"`python benchmarks/stage_costs.py --results RESULTS --proteome {args.proteome} --chunks {args.chunks}`: "
         f"chunks {args.chunks} ({len(members)} proteins, {members['length'].sum():,} residues) of the "
-        f"{len(planned):,}-protein proteome run end to end through the workflow. {args.machine}; CPU and wall "
-        "seconds and peak memory from the rules' `benchmark:` files. Projection: every stage but the builds scaled "
-        f"by residues to the whole proteome (x{scale:.1f}).",
+        f"{len(planned):,}-protein proteome run end to end through the workflow. {args.machine}; wall seconds "
+        "from the rules' `benchmark:` files, CPU seconds and peak memory from "
+        + (f"the jobs' own logs ({int(jobs['from_log'].sum())} of {len(jobs)} jobs; the others' from their "
+           "benchmark files, which sample CPU time)" if args.logs else "the benchmark files (sampled)")
+        + f". Projection: every stage but the builds scaled by residues to the whole proteome (x{scale:.1f}).",
         "",
         "| stage | rules | jobs | CPU s | wall s | peak RSS (MB) | CPU s per protein | whole proteome, CPU h |",
         "|---|---|---|---|---|---|---|---|",

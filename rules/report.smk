@@ -78,6 +78,6 @@ rule summary:
         "../envs/core.yaml"
     shell:
         "{params.trackfold} summarize --results {params.results} --proteome {wildcards.proteome} "
-        "--out {output.summary} --tsv {output.table} --runtime-out {output.runtime} --plots-dir {params.plots_dir} "
-        "--pages-dir {params.plots_dir} --plot-proteins {params.plot_proteins} {params.require} {params.proteins} "
+        "--out {output.summary} --tsv {output.table} --runtime-out {output.runtime} --logs logs "
+        "--plots-dir {params.plots_dir} --pages-dir {params.plots_dir} --plot-proteins {params.plot_proteins} {params.require} {params.proteins} "
         "> {log} 2>&1"

@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
+import time
 from pathlib import Path
 
 import numpy as np
@@ -19,12 +21,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from workflow_lib.cli import main
+from workflow_lib.cli import main, resources_line
 from workflow_lib.db.chunks import chunk_table
 from workflow_lib.errors import InputError, SchemaError
 from workflow_lib.report.cli import PLOTS
 from workflow_lib.report.compare import compare_results
-from workflow_lib.report.collect import build_summary, read_benchmark, stage_of_rule
+from workflow_lib.report.collect import (
+    build_summary,
+    job_log,
+    read_benchmark,
+    read_log_resources,
+    stage_of_rule,
+)
 from workflow_lib.report.plots import coverage_matrix, select_proteins
 from workflow_lib.report.progress import Progress, format_duration, track
 from workflow_lib.schemas.report import RUNTIME, SUMMARY
@@ -307,3 +315,39 @@ def test_compare_results_ignores_only_timings_and_temporary_files(tmp_path):
     assert compare_results(tmp_path / "a", tmp_path / "b") == [f"only in {tmp_path / 'b'}: extra.txt",
                                                                "msa.a3m: bytes differ"]
     assert compare_results(tmp_path / "a", tmp_path / "missing") == [f"not a folder: {tmp_path / 'missing'}"]
+
+
+def test_job_cpu_comes_from_the_commands_own_log(tmp_path, caplog):
+    """Every trackfold command logs its own CPU and peak memory; the runtime table prefers them to the
+    benchmark's sampled values, found through the workflow's log layout."""
+    fasta = tmp_path / "one.fasta"
+    fasta.write_text(">p\nMKVLAAGIVG\n")
+    with caplog.at_level("INFO", logger="workflow_lib.cli"):
+        assert main(["validate", str(fasta)]) == 0
+    line = caplog.records[-1].getMessage()
+    assert re.fullmatch(r"trackfold resources: command=validate cpu_s=[0-9.]+ max_rss_mb=[0-9]+ wall_s=[0-9.]+",
+                        line), line
+    own = resources_line("validate", time.perf_counter())
+    cpu = float(re.search(r"cpu_s=([0-9.]+)", own).group(1))
+    assert cpu > 0 and float(re.search(r"max_rss_mb=([0-9]+)", own).group(1)) > 10   # this test process
+    # a job benchmarked as search_shard/mini/0003_2_011.tsv logs to logs/search_shard/mini/0003/2_011.log
+    bench = tmp_path / "benchmarks" / "search_shard" / "mini" / "0003_2_011.tsv"
+    bench.parent.mkdir(parents=True)
+    bench.write_text("s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+                     "52.26\t0:00:52\t600.0\t2000.0\t500.0\t520.0\t0\t0\t40.0\t14.41\n")
+    logs = tmp_path / "logs"
+    assert job_log(logs, "search_shard", "mini/0003_2_011.tsv") is None
+    log = logs / "search_shard" / "mini" / "0003" / "2_011.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("2026-01-01 00:00:00,000 INFO workflow_lib.search.jobs: 167 queries on shard 11 in 51.9 s\n"
+                   "2026-01-01 00:00:00,100 INFO workflow_lib.cli: trackfold resources: command=search-shard "
+                   "cpu_s=31.87 max_rss_mb=784 wall_s=52.20\n")
+    assert job_log(logs, "search_shard", "mini/0003_2_011.tsv") == log
+    assert read_benchmark(bench) == {"seconds": 52.26, "max_rss_mb": 600.0, "cpu_seconds": 14.41}
+    assert read_benchmark(bench, log) == {"seconds": 52.26, "max_rss_mb": 784.0, "cpu_seconds": 31.87}
+    assert read_log_resources(tmp_path / "missing.log") is None and read_log_resources(bench) is None
+    # logs named like the benchmark (one job per chunk) are found too
+    flat = logs / "features" / "mini" / "0003.log"
+    flat.parent.mkdir(parents=True)
+    flat.write_text(line + "\n")
+    assert job_log(logs, "features", "mini/0003.tsv") == flat

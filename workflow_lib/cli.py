@@ -5,7 +5,9 @@ new stage adds its module and its command names to :data:`COMMAND_MODULES` and n
 A command imports only the module that owns it (the model's modules import torch, the report's matplotlib:
 ~1.5 s that every Snakemake job of the search stage would otherwise pay); ``trackfold --help`` imports them
 all. Errors raised on purpose (:class:`~workflow_lib.errors.TrackfoldError`) are printed as one line and exit
-with status 2.
+with status 2. Every command ends by logging its own resource use (:data:`RESOURCES_PREFIX`: CPU seconds of the
+process and its children, peak resident memory): the workflow's job logs carry exact CPU, where Snakemake's
+``benchmark:`` files sample it (every 0.5 s for 15 s, then every 30 s, so a job's last seconds can be missed).
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import resource
 import sys
+import time
 
 from workflow_lib import __version__
 from workflow_lib.errors import TrackfoldError
@@ -55,7 +59,24 @@ def build_parser(modules: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+RESOURCES_PREFIX = "trackfold resources:"
+"""Marks the last log message of every command: ``trackfold resources: command=NAME cpu_s=… max_rss_mb=…
+wall_s=…`` (:func:`workflow_lib.report.collect.read_log_resources` reads it back)."""
+
+
+def resources_line(command: str, started: float) -> str:
+    """The :data:`RESOURCES_PREFIX` line: CPU (user + system) of this process and its waited-for children, the
+    larger of their peak resident memories (MB; Linux reports KiB, macOS bytes), wall seconds since ``started``."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    unit = 1.0 if sys.platform == "darwin" else 1024.0
+    peak = max(own.ru_maxrss, children.ru_maxrss) * unit / 1e6
+    return (f"{RESOURCES_PREFIX} command={command} cpu_s={cpu:.2f} max_rss_mb={peak:.0f} "
+            f"wall_s={time.perf_counter() - started:.2f}")
+
+
 def main(argv: list[str] | None = None) -> int:
+    started = time.perf_counter()
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(command_modules(argv))
     args = parser.parse_args(argv)
@@ -66,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     except TrackfoldError as error:
         print(f"trackfold {args.command}: error: {error}", file=sys.stderr)
         return 2
+    finally:
+        logging.getLogger("workflow_lib.cli").info(resources_line(args.command, started))
 
 
 if __name__ == "__main__":  # pragma: no cover

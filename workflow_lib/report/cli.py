@@ -48,6 +48,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--tsv", help="the summary's results as a tab-separated table (no run times, so two runs "
                                       "of one configuration write the same file); empty cells are null")
     parser.add_argument("--runtime-out", help="runtime table, one row per benchmarked job (Parquet)")
+    parser.add_argument("--logs", help="the workflow's logs folder: each job's CPU and peak memory from the "
+                                       "resources line its command logged (exact), else from its benchmark file")
     parser.add_argument("--plots-dir", help=f"write the report PNGs here ({', '.join(PLOTS)})")
     parser.add_argument("--require", type=_stages, default=[],
                         help="comma-separated stages that must have a file for every protein "
@@ -67,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"no chunk table for proteome '{args.proteome}' under {results} "
                          f"(expected {results / args.proteome / 'chunks' / 'chunks.parquet'})")
     others = [p.parent.parent.name for p in results.glob("*/chunks/chunks.parquet")]
-    summary, runtime = build_summary(results, args.proteome, require=args.require, other_proteomes=others)
+    summary, runtime = build_summary(results, args.proteome, require=args.require, other_proteomes=others,
+                                     logs=args.logs)
     write_table(args.out, summary, SUMMARY)
     if args.tsv:
         results_only = summary[[column for column in summary.columns if not is_measured(column)]]

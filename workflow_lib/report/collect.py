@@ -209,8 +209,40 @@ def _prediction_columns(plan: pd.DataFrame, residue_files: dict[str, Path]) -> p
     return out
 
 
-def read_benchmark(path: str | Path) -> dict[str, float]:
-    """Wall seconds, peak RSS (MB) and CPU seconds of one Snakemake ``benchmark:`` TSV (first repeat)."""
+_RESOURCES = re.compile(r"trackfold resources: command=\S+ cpu_s=([0-9.]+) max_rss_mb=([0-9.]+) wall_s=([0-9.]+)")
+
+
+def read_log_resources(path: str | Path) -> dict[str, float] | None:
+    """CPU seconds and peak RSS (MB) from the last resources line a trackfold command logged
+    (:data:`workflow_lib.cli.RESOURCES_PREFIX`), or None when the log has none (or does not exist)."""
+    try:
+        text = Path(path).read_text(errors="replace")
+    except OSError:
+        return None
+    found = _RESOURCES.findall(text)
+    if not found:
+        return None
+    cpu, rss, _ = found[-1]
+    return {"cpu_seconds": float(cpu), "max_rss_mb": float(rss)}
+
+
+def job_log(logs: Path, rule: str, job: str) -> Path | None:
+    """The log of the job whose benchmark file is ``benchmarks/{rule}/{job}`` under the workflow's log layout
+    (``logs/{rule}/{proteome}/{chunk}.log`` or ``logs/{rule}/{proteome}/{chunk}/{rest}.log`` for a benchmark
+    named ``{proteome}/{chunk}_{rest}.tsv``), or None."""
+    relative = Path(job).with_suffix("")
+    candidates = [logs / rule / relative.with_suffix(".log")]
+    head, _, rest = relative.name.partition("_")
+    if rest:
+        candidates.append(logs / rule / relative.parent / head / f"{rest}.log")
+    return next((path for path in candidates if path.is_file()), None)
+
+
+def read_benchmark(path: str | Path, log: str | Path | None = None) -> dict[str, float]:
+    """Wall seconds, peak RSS (MB) and CPU seconds of one Snakemake ``benchmark:`` TSV (first repeat).
+
+    With the job's ``log``, CPU and peak RSS come from the command's own resources line when it has one (exact;
+    the benchmark samples them and can miss a job's last seconds)."""
     path = Path(path)
     try:
         frame = pd.read_csv(path, sep="\t", na_values=["-", "NA"])
@@ -223,7 +255,13 @@ def read_benchmark(path: str | Path) -> dict[str, float]:
     def value(column: str) -> float:
         return float(row[column]) if column in frame.columns and pd.notna(row[column]) else np.nan
 
-    return {"seconds": value("s"), "max_rss_mb": value("max_rss"), "cpu_seconds": value("cpu_time")}
+    out = {"seconds": value("s"), "max_rss_mb": value("max_rss"), "cpu_seconds": value("cpu_time")}
+    own = read_log_resources(log) if log is not None else None
+    if own is not None:
+        out["cpu_seconds"] = own["cpu_seconds"]
+        out["max_rss_mb"] = max(own["max_rss_mb"], out["max_rss_mb"]) if np.isfinite(out["max_rss_mb"]) \
+            else own["max_rss_mb"]
+    return out
 
 
 def _belongs(relative: Path, proteome: str, other_proteomes: set[str]) -> bool:
@@ -233,8 +271,10 @@ def _belongs(relative: Path, proteome: str, other_proteomes: set[str]) -> bool:
     return not (names & other_proteomes) and len(relative.parts) == 1
 
 
-def runtime_table(benchmarks: Path, proteome: str, *, other_proteomes: Iterable[str] = ()) -> pd.DataFrame:
-    """One row per benchmark file of the proteome's jobs (plus shared jobs such as the database build)."""
+def runtime_table(benchmarks: Path, proteome: str, *, other_proteomes: Iterable[str] = (),
+                  logs: Path | None = None) -> pd.DataFrame:
+    """One row per benchmark file of the proteome's jobs (plus shared jobs such as the database build); with the
+    workflow's ``logs`` folder, CPU and peak memory from each job's log when it has them (:func:`read_benchmark`)."""
     others = set(other_proteomes) - {proteome}
     rows = []
     if benchmarks.is_dir():
@@ -243,8 +283,9 @@ def runtime_table(benchmarks: Path, proteome: str, *, other_proteomes: Iterable[
             relative = path.relative_to(benchmarks / rule)
             if not _belongs(relative, proteome, others):
                 continue
+            log = job_log(logs, rule, relative.as_posix()) if logs is not None else None
             rows.append({"rule": rule, "stage": stage_of_rule(rule), "job": relative.as_posix(),
-                         **read_benchmark(path)})
+                         **read_benchmark(path, log)})
     frame = pd.DataFrame(rows, columns=[f.name for f in RUNTIME.schema])
     return frame.astype({"seconds": "float32", "max_rss_mb": "float32", "cpu_seconds": "float32"})
 
@@ -278,13 +319,16 @@ def _runtime_columns(plan: pd.DataFrame, runtime: pd.DataFrame, proteome: str) -
 
 
 def build_summary(results: str | Path, proteome: str, *, require: Iterable[str] = (),
-                  other_proteomes: Iterable[str] = ()) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The ``summary`` and ``runtime`` tables of ``proteome`` from the files under ``results``."""
+                  other_proteomes: Iterable[str] = (), logs: str | Path | None = None
+                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The ``summary`` and ``runtime`` tables of ``proteome`` from the files under ``results`` (and the jobs' CPU
+    from the workflow's ``logs`` folder when given, :func:`runtime_table`)."""
     results = Path(results)
     plan = read_frame(results / proteome / "chunks" / "chunks.parquet", CHUNKS)
     plan = plan.sort_values("index", kind="stable").reset_index(drop=True)
     files = find_stage_files(results, proteome, plan, require=require)
-    runtime = runtime_table(results / "benchmarks", proteome, other_proteomes=other_proteomes)
+    runtime = runtime_table(results / "benchmarks", proteome, other_proteomes=other_proteomes,
+                            logs=None if logs is None else Path(logs))
     summary = plan[["proteome", "protein", "safe_id", "length", "chunk", "note"]].copy()
     for part in (_msa_columns(plan, files.msa_stats), _template_columns(plan, files.hits),
                  _prediction_columns(plan, files.residues), _runtime_columns(plan, runtime, proteome)):
