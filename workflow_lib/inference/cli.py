@@ -126,8 +126,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          help="backbone from the network's structure module (network, default) or folded from the "
                               "predicted distogram (distogram: several seconds per protein, O(L^2))")
     predict.add_argument("--precision", choices=PRECISIONS, default="float32",
-                         help="network precision: bfloat16 runs it under autocast (about 1.6x faster on CPUs with "
-                              "AVX512-BF16 or AMX and on GPUs; frame geometry stays float32) (default float32)")
+                         help="network precision: bfloat16 runs it under autocast (1.2x less CPU on a CPU with "
+                              "AVX512-BF16, faster on GPUs; frame geometry stays float32) (default float32)")
     add_chunk_options(predict, "{protein}.npz")
     predict.add_argument("--stats", help="also write this table: one row per protein (length, mean pLDDT, "
                                          "crops, pass, seconds), after every prediction's files")
