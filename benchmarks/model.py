@@ -78,11 +78,10 @@ def synthetic_features(length: int, depth: int, seed: int = 0) -> dict[str, np.n
     coevolution = (coevolution + coevolution.transpose(1, 0, 2)) / 2
     features = {
         "msa": msa, "deletion_matrix": np.zeros((depth, length), np.uint8),
-        "deletion_mean": np.zeros(length, np.float32), "is_query": np.arange(depth) == 0,
+        "deletion_mean": np.zeros(length, np.float32),
         "seq_weights": np.ones(depth, np.float32), "neff": np.array(depth, np.float32),
         "num_alignments": np.array(depth, np.int32), "profile": np.full((length, 21), 1 / 21, np.float32),
         "residue_index": np.arange(length, dtype=np.int32), "coevolution": coevolution,
-        "ss_pred": np.zeros((length, 3), np.float32), "ss_pred_mask": np.zeros(length, bool),
         **empty_templates(length)}
     return FEATURES.validate(features, "synthetic")
 

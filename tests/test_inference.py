@@ -30,12 +30,12 @@ from workflow_lib.schemas.features import (
     FEATURES,
     NETWORK_READERS,
     RECORD_KEYS,
+    feature_keys_read,
 )
 from workflow_lib.schemas.prediction import PREDICTED_RESIDUES, PREDICTION, PREDICTION_STATS
 from workflow_lib.inference.predict import (
     PredictOptions,
     collate,
-    feature_keys_read,
     model_inputs,
     plan_batches,
     predict_features,
@@ -298,6 +298,10 @@ def _perturbed(features: dict[str, np.ndarray], key: str) -> dict[str, np.ndarra
         return dict(features, coevolution=np.ascontiguousarray(value[::-1, ::-1]))
     if key == "template_mask":
         return dict(features, template_mask=np.array([True, False]))
+    if key == "template_pair":      # not the template order: the template stack is order-invariant
+        return dict(features, template_pair=np.ascontiguousarray(value[:, ::-1, ::-1]))
+    if key == "template_1d":
+        return dict(features, template_1d=np.ascontiguousarray(value[:, ::-1]))
     if key == "deletion_matrix":
         return dict(features, deletion_matrix=np.zeros_like(value))
     if key == "profile":
@@ -313,6 +317,8 @@ def _perturbed(features: dict[str, np.ndarray], key: str) -> dict[str, np.ndarra
     {},
     {"msa_statistics": True, "outer_product_weighting": "mean", "c_template_pair": C_TEMPLATE_PAIR,
      "c_template_1d": C_TEMPLATE_1D},
+    {"c_template_pair": C_TEMPLATE_PAIR, "c_template_1d": 0},
+    {"c_template_pair": 0, "c_template_1d": C_TEMPLATE_1D},
 ])
 def test_inference_reads_exactly_the_keys_the_network_reads_and_each_changes_the_prediction(features, options):
     model = tiny_model(**options)

@@ -346,8 +346,32 @@ def test_job_cpu_comes_from_the_commands_own_log(tmp_path, caplog):
     assert read_benchmark(bench) == {"seconds": 52.26, "max_rss_mb": 600.0, "cpu_seconds": 14.41}
     assert read_benchmark(bench, log) == {"seconds": 52.26, "max_rss_mb": 784.0, "cpu_seconds": 31.87}
     assert read_log_resources(tmp_path / "missing.log") is None and read_log_resources(bench) is None
+    # a rule that runs two commands into one log: CPU summed, the larger peak
+    two = tmp_path / "two.log"
+    two.write_text(log.read_text() + "x INFO workflow_lib.cli: trackfold resources: command=msa cpu_s=8.13 "
+                   "max_rss_mb=900 wall_s=9.00\n")
+    assert read_log_resources(two) == {"cpu_seconds": 40.0, "max_rss_mb": 900.0}
     # logs named like the benchmark (one job per chunk) are found too
     flat = logs / "features" / "mini" / "0003.log"
     flat.parent.mkdir(parents=True)
     flat.write_text(line + "\n")
     assert job_log(logs, "features", "mini/0003.tsv") == flat
+
+
+def test_job_log_finds_every_rules_log_from_its_benchmark_file(tmp_path):
+    """The log and benchmark paths the rules declare: each benchmark file leads to its job's log."""
+    text = "\n".join(path.read_text() for path in sorted((Path(__file__).parent.parent / "rules").glob("*.smk")))
+    values = {"proteome": "ecoli", "chunk": "0007", "iteration": "2", "shard": "011", "database": "uniprot",
+              "template_db": "pdb", "batch": "0003", "TRAIN.name": "run"}
+
+    def filled(pattern: str) -> str:
+        return re.sub(r"\{\{?([\w.]+)\}?\}", lambda m: values[m.group(1)], pattern)
+
+    benchmarks = {rule: filled(rest) for rule, rest in re.findall(r"benchmarks/(\w+)/([^\"]+)\.tsv", text)}
+    logs = {rule: filled(rest) for rule, rest in re.findall(r"\"logs/(\w+)/([^\"]+)\.log\"", text)}
+    assert len(benchmarks) >= 20 and set(benchmarks) <= set(logs)
+    for rule, job in benchmarks.items():
+        log = tmp_path / "logs" / rule / f"{logs[rule]}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text("")
+        assert job_log(tmp_path / "logs", rule, f"{job}.tsv") == log, rule

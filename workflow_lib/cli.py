@@ -66,11 +66,12 @@ wall_s=…`` (:func:`workflow_lib.report.collect.read_log_resources` reads it ba
 
 def resources_line(command: str, started: float) -> str:
     """The :data:`RESOURCES_PREFIX` line: CPU (user + system) of this process and its waited-for children, the
-    larger of their peak resident memories (MB; Linux reports KiB, macOS bytes), wall seconds since ``started``."""
+    larger of their peak resident memories (MiB, as Snakemake's benchmark files; Linux reports KiB, macOS bytes),
+    wall seconds since ``started``."""
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
-    unit = 1.0 if sys.platform == "darwin" else 1024.0
-    peak = max(own.ru_maxrss, children.ru_maxrss) * unit / 1e6
+    per_mib = 2.0 ** 20 if sys.platform == "darwin" else 1024.0
+    peak = max(own.ru_maxrss, children.ru_maxrss) / per_mib
     return (f"{RESOURCES_PREFIX} command={command} cpu_s={cpu:.2f} max_rss_mb={peak:.0f} "
             f"wall_s={time.perf_counter() - started:.2f}")
 

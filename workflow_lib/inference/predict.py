@@ -4,10 +4,10 @@ Seed 000, "Introduction" (the three-track network predicts 6D inter-residue geom
 DESIGN.md, "Features and the model" ("long proteins are cropped or chunked so memory stays bounded").
 
 Inputs (:func:`model_inputs`): the feature file's ``msa`` (row 0 = query), ``residue_index`` and, when the
-checkpoint's config reads them (:func:`feature_keys_read`), ``coevolution``, the MSA statistics
-(``deletion_matrix``, ``profile``, ``deletion_mean``), ``seq_weights`` (as ``msa_weights``, outer-product
-weighting ``mean``) and the templates (``template_pair``, ``template_1d``, ``template_mask``; none are passed
-when T = 0). The MSA is capped
+checkpoint's config reads them (:func:`~workflow_lib.schemas.features.feature_keys_read`), ``coevolution``,
+the MSA statistics (``deletion_matrix``, ``profile``, ``deletion_mean``), ``seq_weights`` (as ``msa_weights``,
+outer-product weighting ``mean``) and the templates (``template_pair``, ``template_1d``, ``template_mask``;
+none are passed when T = 0). The MSA is capped
 at ``max_msa`` rows: the query plus a sample of the other rows drawn with ``numpy.random.default_rng(seed)``
 (kept in their file order), so a fixed seed gives the same rows every time.
 
@@ -90,8 +90,8 @@ class PredictOptions:
     the predicted Cβ distogram, :mod:`workflow_lib.inference.fold`; pLDDT stays the network's)."""
     precision: str = "float32"
     """:data:`PRECISIONS`: ``bfloat16`` runs the network under autocast (1.2x less CPU on 17 *E. coli*
-    proteins on a CPU with AVX512-BF16, 1.0-1.4x per protein; faster on GPUs; slower on CPUs without native
-    bfloat16)."""
+    proteins on a CPU with AVX512-BF16: 1.1-1.4x per protein above 150 residues, slower below; faster on GPUs;
+    slower on CPUs without native bfloat16)."""
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -122,8 +122,8 @@ class Prediction:
 
     ``sequence`` (L letters), ``residue_index [L]`` int32, ``backbone [L, 5, 3]`` float32 N, CA, C, O, Cβ
     (Å; Cβ NaN for glycine), ``plddt [L]`` float32 on 0-100, ``probs`` head -> float32 ``[L, L, bins]``
-    (those of ``dist``, ``omega``, ``theta``, ``phi`` in ``PredictOptions.pair_heads``), ``n_crops``, and when asked ``single [L, C_m]`` / ``pair
-    [L, L, C_z]`` float32 embeddings.
+    (those of ``dist``, ``omega``, ``theta``, ``phi`` in ``PredictOptions.pair_heads``), ``n_crops``, and when
+    asked ``single [L, C_m]`` / ``pair [L, L, C_z]`` float32 embeddings.
     """
 
     sequence: str
@@ -182,23 +182,6 @@ def select_rows(msa: np.ndarray, max_msa: int, seed: int, *, drop_gappy: bool) -
     return np.concatenate(([0], others)).astype(np.int64)
 
 
-def feature_keys_read(config: ModelConfig) -> frozenset[str]:
-    """The feature-file keys a network with ``config`` reads (:data:`~workflow_lib.schemas.features.NETWORK_READERS`).
-
-    :func:`model_inputs` reads exactly these keys of a feature file; the rest of the file are records.
-    """
-    keys = {"msa", "residue_index"}
-    if config.c_coevolution:
-        keys.add("coevolution")
-    if config.msa_statistics:
-        keys.update(("deletion_matrix", "deletion_mean", "profile"))
-    if config.outer_product_weighting == "mean":
-        keys.add("seq_weights")
-    if config.c_template_pair or config.c_template_1d:
-        keys.update(("template_pair", "template_1d", "template_mask"))
-    return frozenset(keys)
-
-
 def model_inputs(features: Mapping[str, np.ndarray], config: ModelConfig, *, columns: np.ndarray | None = None,
                  max_msa: int = DEFAULT_MAX_MSA, seed: int = 0) -> dict[str, np.ndarray]:
     """Unbatched numpy inputs of :class:`ThreeTrackNetwork` for the residue positions ``columns`` (all: None).
@@ -207,9 +190,10 @@ def model_inputs(features: Mapping[str, np.ndarray], config: ModelConfig, *, col
     differences, including the jump between the two segments of a crop, are kept.
 
     Keys: ``msa [N, n]`` int64, ``residue_index [n]`` and, when the config reads them
-    (:func:`feature_keys_read`), ``msa_weights [N]``, ``coevolution [n, n, 2]``, ``deletion_matrix [N, n]``,
-    ``profile [n, 21]``, ``deletion_mean [n]``, ``templates_pair [T, n, n, 131]``, ``templates_1d [T, n, 29]``,
-    ``template_mask [T]`` (float32; templates only when T > 0). No other key of ``features`` is read.
+    (:func:`~workflow_lib.schemas.features.feature_keys_read`), ``msa_weights [N]``, ``coevolution [n, n, 2]``,
+    ``deletion_matrix [N, n]``, ``profile [n, 21]``, ``deletion_mean [n]``, ``templates_pair [T, n, n, 131]``,
+    ``templates_1d [T, n, 29]``, ``template_mask [T]`` (float32; templates only when T > 0; the pair and 1D
+    maps each only when the config reads them). No other key of ``features`` is read.
     """
     length = features["msa"].shape[1]
     cropped = columns is not None and len(columns) < length
@@ -229,9 +213,11 @@ def model_inputs(features: Mapping[str, np.ndarray], config: ModelConfig, *, col
         out["profile"] = features["profile"][columns].astype(np.float32)
         out["deletion_mean"] = features["deletion_mean"][columns].astype(np.float32)
     if (config.c_template_pair or config.c_template_1d) and features["template_mask"].shape[0]:
-        out["templates_pair"] = features["template_pair"][:, columns][:, :, columns].astype(np.float32)
-        out["templates_1d"] = features["template_1d"][:, columns].astype(np.float32)
         out["template_mask"] = features["template_mask"].astype(np.float32)
+        if config.c_template_pair:
+            out["templates_pair"] = features["template_pair"][:, columns][:, :, columns].astype(np.float32)
+        if config.c_template_1d:
+            out["templates_1d"] = features["template_1d"][:, columns].astype(np.float32)
     return out
 
 
@@ -278,25 +264,33 @@ def collate(items: Sequence[dict[str, np.ndarray]], device: torch.device) -> dic
             profile[b, :cols] = item["profile"]
             deletion_mean[b, :cols] = item["deletion_mean"]
         out.update(deletion_matrix=deletions, profile=profile, deletion_mean=deletion_mean)
-    if any("templates_pair" in item for item in items):
+    if any("template_mask" in item for item in items):
         out.update(_collate_templates(items, n_res))
     return {key: torch.from_numpy(value).to(device) for key, value in out.items()}
 
 
 def _collate_templates(items: Sequence[dict[str, np.ndarray]], n_res: int) -> dict[str, np.ndarray]:
+    """Templates padded to the batch's most templates; the pair and 1D keys the items carry (a config reads
+    either or both)."""
     n_templates = max(item["template_mask"].shape[0] if "template_mask" in item else 0 for item in items)
-    example = next(item for item in items if "templates_pair" in item)
-    pair = np.zeros((len(items), n_templates, n_res, n_res, example["templates_pair"].shape[-1]), np.float32)
-    one_d = np.zeros((len(items), n_templates, n_res, example["templates_1d"].shape[-1]), np.float32)
-    mask = np.zeros((len(items), n_templates), np.float32)
+    example = next(item for item in items if "template_mask" in item)
+    out = {"template_mask": np.zeros((len(items), n_templates), np.float32)}
+    if "templates_pair" in example:
+        out["templates_pair"] = np.zeros((len(items), n_templates, n_res, n_res, example["templates_pair"].shape[-1]),
+                                         np.float32)
+    if "templates_1d" in example:
+        out["templates_1d"] = np.zeros((len(items), n_templates, n_res, example["templates_1d"].shape[-1]), np.float32)
     for b, item in enumerate(items):
-        if "templates_pair" not in item:
+        if "template_mask" not in item:
             continue
-        t, cols = item["templates_pair"].shape[:2]
-        pair[b, :t, :cols, :cols] = item["templates_pair"]
-        one_d[b, :t, :cols] = item["templates_1d"]
-        mask[b, :t] = item["template_mask"]
-    return {"templates_pair": pair, "templates_1d": one_d, "template_mask": mask}
+        t = item["template_mask"].shape[0]
+        cols = item["msa"].shape[1]
+        out["template_mask"][b, :t] = item["template_mask"]
+        if "templates_pair" in out:
+            out["templates_pair"][b, :t, :cols, :cols] = item["templates_pair"]
+        if "templates_1d" in out:
+            out["templates_1d"][b, :t, :cols] = item["templates_1d"]
+    return out
 
 
 # --- running the network ----------------------------------------------------------------------------------

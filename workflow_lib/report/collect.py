@@ -213,8 +213,9 @@ _RESOURCES = re.compile(r"trackfold resources: command=\S+ cpu_s=([0-9.]+) max_r
 
 
 def read_log_resources(path: str | Path) -> dict[str, float] | None:
-    """CPU seconds and peak RSS (MB) from the last resources line a trackfold command logged
-    (:data:`workflow_lib.cli.RESOURCES_PREFIX`), or None when the log has none (or does not exist)."""
+    """CPU seconds and peak RSS (MiB) from the resources lines trackfold commands logged
+    (:data:`workflow_lib.cli.RESOURCES_PREFIX`): CPU summed and the largest peak, for rules that run several
+    commands into one log; None when the log has none (or does not exist)."""
     try:
         text = Path(path).read_text(errors="replace")
     except OSError:
@@ -222,8 +223,8 @@ def read_log_resources(path: str | Path) -> dict[str, float] | None:
     found = _RESOURCES.findall(text)
     if not found:
         return None
-    cpu, rss, _ = found[-1]
-    return {"cpu_seconds": float(cpu), "max_rss_mb": float(rss)}
+    return {"cpu_seconds": sum(float(cpu) for cpu, _, _ in found),
+            "max_rss_mb": max(float(rss) for _, rss, _ in found)}
 
 
 def job_log(logs: Path, rule: str, job: str) -> Path | None:

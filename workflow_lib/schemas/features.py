@@ -31,7 +31,7 @@ key                 dtype    dims            meaning                            
 ==================  =======  ==============  ============================================  =====================
 
 The last column is :data:`NETWORK_READERS`, the model option under which the network reads the key
-(:func:`workflow_lib.inference.predict.feature_keys_read` gives the keys of one model config, and
+(:func:`feature_keys_read` gives the keys of one model config, and
 :func:`~workflow_lib.inference.predict.model_inputs` reads exactly those). ``neff`` and ``num_alignments``
 (:data:`RECORD_KEYS`) are records for the report and ``feature_stats``. The file holds nothing else: an A3M's
 ``ss_pred`` row and the query flag of earlier layouts are no longer written, because no network read them.
@@ -42,6 +42,8 @@ are computed from: all of them, or a deterministic sample of ``max_stats_seqs`` 
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -122,6 +124,26 @@ NETWORK_READERS: dict[str, str] = {
 
 RECORD_KEYS = ("neff", "num_alignments")
 """Feature keys no network reads: per-protein records for the report and ``feature_stats``."""
+
+
+def _reads(reader: str, config: Any) -> bool:
+    """Whether a network with ``config`` reads a key whose :data:`NETWORK_READERS` entry is ``reader``."""
+    if reader == "always":
+        return True
+    if reader == "templates":
+        return bool(config.c_template_pair or config.c_template_1d)
+    name, _, value = reader.partition(": ")
+    return str(getattr(config, name)) == value if value else bool(getattr(config, name))
+
+
+def feature_keys_read(config: Any) -> frozenset[str]:
+    """The feature-file keys a network with ``config`` (a :class:`workflow_lib.model.config.ModelConfig`) reads:
+    those of :data:`NETWORK_READERS` whose option the config sets.
+
+    :func:`workflow_lib.inference.predict.model_inputs` reads exactly these keys of a feature file; the rest of
+    the file are records.
+    """
+    return frozenset(key for key, reader in NETWORK_READERS.items() if _reads(reader, config))
 
 
 def empty_templates(length: int) -> dict[str, np.ndarray]:

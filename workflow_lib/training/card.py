@@ -180,10 +180,10 @@ _INPUT_NAMES = (("msa", "the MSA tokens"), ("coevolution", "the co-evolution map
 def inputs_read(config: Any, max_templates: int) -> str:
     """What of the feature file the trained network reads, from its config: the card states exactly that.
 
-    The keys come from :func:`workflow_lib.inference.predict.feature_keys_read`, the function inference reads
+    The keys come from :func:`workflow_lib.schemas.features.feature_keys_read`, the function inference reads
     the feature file with, so the card and the network cannot disagree.
     """
-    from workflow_lib.inference.predict import feature_keys_read
+    from workflow_lib.schemas.features import feature_keys_read
 
     keys = feature_keys_read(config)
     read = [name for key, name in _INPUT_NAMES if key in keys]
