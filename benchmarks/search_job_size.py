@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import platform
-import re
 import subprocess
 import sys
 from datetime import datetime
@@ -26,11 +25,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from search_bench.report import publish  # noqa: E402
+from workflow_lib.report.collect import read_log_resources  # noqa: E402
 from workflow_lib.seqio.fasta import read_fasta, write_fasta  # noqa: E402
 
 SECTION = "## Homology search: queries per search job"
 FAST = ["--iterations", "3", "--no-sensitive", "--pseudocounts", "substitution"]
-RESOURCES = re.compile(r"trackfold resources: command=\S+ cpu_s=([0-9.]+) max_rss_mb=([0-9.]+) wall_s=([0-9.]+)")
 
 
 def trackfold(arguments: list[str], log: Path) -> tuple[float, float]:
@@ -38,10 +37,10 @@ def trackfold(arguments: list[str], log: Path) -> tuple[float, float]:
     with open(log, "w") as handle:
         subprocess.run([sys.executable, "-m", "workflow_lib", *arguments], check=True, stdout=handle,
                        stderr=subprocess.STDOUT, cwd=ROOT)
-    found = RESOURCES.findall(log.read_text())
-    if not found:
+    used = read_log_resources(log)
+    if used is None:
         raise SystemExit(f"search_job_size: no resources line in {log}")
-    return float(found[-1][0]), float(found[-1][1])
+    return used["cpu_seconds"], used["max_rss_mb"]
 
 
 def main() -> int:
