@@ -230,6 +230,12 @@ def cluster_sequences(matches: np.ndarray, identity: float = CLUSTER_IDENTITY) -
     if matches.ndim != 2:
         raise ValueError("matches must be [N, L]")
     count = matches.shape[0]
+    # imported here: the compiled kernels' module imports this one
+    from workflow_lib.aligner.compiled import available
+    from workflow_lib.aligner.identity_compiled import cluster_labels_compiled
+
+    if available():
+        return _rank_labels(cluster_labels_compiled(matches, GAP_CODE, identity))
     residue = matches < GAP_CODE
     labels = np.arange(count)
     for row in range(1, count):
@@ -242,6 +248,12 @@ def cluster_sequences(matches: np.ndarray, identity: float = CLUSTER_IDENTITY) -
             target = merged.min()
             labels[np.isin(labels, merged)] = target
             labels[row] = target
+    return _rank_labels(labels)
+
+
+def _rank_labels(labels: np.ndarray) -> np.ndarray:
+    """Cluster labels renumbered 0, 1, … in the order of each cluster's first row."""
+    count = labels.size
     _, dense = np.unique(labels, return_inverse=True)
     order = np.full(dense.max() + 1, count)
     np.minimum.at(order, dense, np.arange(count))
@@ -327,6 +339,15 @@ def transition_counts(matches: np.ndarray, insertions: np.ndarray, weights: np.n
         probabilities[np.ix_(ok, targets)] = counts[np.ix_(ok, targets)] / total[ok, None]
         probabilities[~ok, default] = 1.0
     return probabilities, states
+
+
+def alignment_neff(matches: np.ndarray, *, identity: float = CLUSTER_IDENTITY,
+                   background: np.ndarray | None = None) -> float:
+    """The :attr:`Profile.neff` that :func:`profile_from_alignment` gives an MSA's ``matches`` (mean column Neff
+    of the cluster-weighted q_obs), without building the rest of the profile."""
+    labels = cluster_sequences(matches, identity)
+    frequencies, _ = observed_frequencies(matches, labels, check_background(background))
+    return float(column_neff_from_frequencies(frequencies).mean())
 
 
 def profile_from_alignment(alignment, *, name: str | None = None, identity: float = CLUSTER_IDENTITY,

@@ -28,7 +28,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from workflow_lib.aligner.compiled import available as compiled_available
 from workflow_lib.db.kmer_index import index_is_spaced, index_offsets
 from workflow_lib.search.diagonals import seeded_best_diagonals
-from workflow_lib.search.prefilter_compiled import diagonal_scores_compiled
+from workflow_lib.search.prefilter_compiled import diagonal_scores_compiled, padded_layout_compiled
 from workflow_lib.search.seeds import kmer_neighbourhood, kmer_scores
 from workflow_lib.search.settings import DIAGONALS_PER_TARGET, default_kmer_threshold
 from workflow_lib.search.shard_cache import ShardCache
@@ -62,6 +62,8 @@ def padded_residues(residues: np.ndarray, offsets: np.ndarray, query_length: int
     pad = 1 << int(query_length).bit_length()
 
     def build() -> tuple[np.ndarray, np.ndarray]:
+        if compiled_available():
+            return padded_layout_compiled(residues, offsets, pad, PAD_RESIDUE)
         n = offsets.size - 1
         starts = offsets[:-1] + pad * np.arange(1, n + 1, dtype=np.int64)
         layout = np.full(int(offsets[-1]) + pad * (n + 1), PAD_RESIDUE, dtype=np.uint8)

@@ -31,7 +31,7 @@ import numpy as np
 from workflow_lib.aligner.compiled import available as compiled_available
 from workflow_lib.aligner.lanes import ROW_COST_CELLS, min_cost_buckets
 from workflow_lib.aligner.viterbi_seq import LANE_MAX_FOLD, lane_max, reduce_max
-from workflow_lib.search.gapped_compiled import banded_block_compiled, sw_block_compiled
+from workflow_lib.search.gapped_compiled import band_codes_compiled, banded_block_compiled, sw_block_compiled
 from workflow_lib.seqio.alphabet import N_AMINO
 
 GAP_OPEN_BITS = 5.0
@@ -256,18 +256,29 @@ def banded_scores_many(score_tables: list[np.ndarray], query_of: np.ndarray, tar
         stack = np.full((block_queries.size, rows, n_codes), _PAD, dtype=np.float32)
         for slot, q in enumerate(block_queries):
             stack[slot, :lengths[q], :N_AMINO + 1] = score_tables[q][:, :N_AMINO + 1]
-        span = rows + band  # band positions k = query position + band offset
-        codes = np.full((span, members.size), N_AMINO + 1, dtype=np.intp)
-        for lane, k in enumerate(members):
-            target = targets[k]
-            first = int(centers[k]) - band // 2        # target position of band position 0 in query row 0
-            start, stop = max(-first, 0), min(target.size - first, span)
-            if stop > start:
-                codes[start:stop, lane] = np.minimum(target[first + start:first + stop], N_AMINO)
-        codes += (lane_query * rows * n_codes)[None, :]   # each lane reads its own query's rows of the stack
+        # lane codes from band position 0 (target position center − band // 2 in query row 0); each lane
+        # reads its own query's rows of the stack
+        codes = band_codes([targets[k] for k in members], centers[members] - band // 2,
+                           lane_query * rows * n_codes, rows + band)
         kernel = banded_block_compiled if compiled_available() else _banded_block
         out[members] = kernel(stack.reshape(-1), n_codes, rows, codes, band, gap_open, gap_extend)
     return out
+
+
+def band_codes(targets: list[np.ndarray], first: np.ndarray, base: np.ndarray, span: int) -> np.ndarray:
+    """``[span, T]`` codes along each lane's band, as the banded block reads them: row ``p`` of lane ``t`` is
+    target ``t``'s residue at position ``first[t] + p`` (clipped to ``N_AMINO``; ``N_AMINO + 1``, the scores
+    that end every alignment, outside the target), plus ``base[t]`` (where the lane's query rows start in the
+    stacked score rows)."""
+    if compiled_available():
+        return band_codes_compiled(targets, first, base, span, N_AMINO)
+    codes = np.full((span, len(targets)), N_AMINO + 1, dtype=np.intp)
+    for lane, target in enumerate(targets):
+        start, stop = max(-int(first[lane]), 0), min(target.size - int(first[lane]), span)
+        if stop > start:
+            codes[start:stop, lane] = np.minimum(target[first[lane] + start:first[lane] + stop], N_AMINO)
+    codes += np.asarray(base, dtype=np.intp)[None, :]
+    return codes
 
 
 def _banded_block(flat: np.ndarray, n_codes: int, rows: int, codes: np.ndarray, band: int, gap_open: float,

@@ -132,12 +132,29 @@ def _kernels():
             f_prev, f_cur = f_cur, f_prev
         return best
 
-    return sw_block, banded_block
+    @jit
+    def band_codes(residues, starts, lengths, first, base, span, n_amino):
+        """``[span, T]``: lane ``t``'s residue code at target position ``first[t] + p`` (at most ``n_amino``;
+        ``n_amino + 1`` outside the target) plus ``base[t]``."""
+        n_targets = starts.size
+        codes = np.empty((span, n_targets), np.intp)
+        for p in range(span):
+            row = codes[p]
+            for t in range(n_targets):
+                position = first[t] + p
+                code = n_amino + 1
+                if position >= 0 and position < lengths[t]:
+                    code = residues[starts[t] + position]
+                    code = code if code < n_amino else n_amino
+                row[t] = code + base[t]
+        return codes
+
+    return sw_block, banded_block, band_codes
 
 
 def sw_block_compiled(table: np.ndarray, packed: np.ndarray, gap_open: float, gap_extend: float) -> np.ndarray:
     """:func:`~workflow_lib.search.gapped._sw_block`, compiled: ``[T]`` bits (float32)."""
-    sw_block, _ = _kernels()
+    sw_block = _kernels()[0]
     return sw_block(np.ascontiguousarray(table, dtype=np.float32), np.ascontiguousarray(packed, dtype=np.intp),
                     float(gap_open), float(gap_extend))
 
@@ -145,6 +162,17 @@ def sw_block_compiled(table: np.ndarray, packed: np.ndarray, gap_open: float, ga
 def banded_block_compiled(flat: np.ndarray, n_codes: int, rows: int, codes: np.ndarray, band: int,
                           gap_open: float, gap_extend: float) -> np.ndarray:
     """:func:`~workflow_lib.search.gapped._banded_block`, compiled: ``[T]`` bits (float32)."""
-    _, banded_block = _kernels()
+    banded_block = _kernels()[1]
     return banded_block(np.ascontiguousarray(flat, dtype=np.float32), int(n_codes), int(rows),
                         np.ascontiguousarray(codes, dtype=np.intp), int(band), float(gap_open), float(gap_extend))
+
+
+def band_codes_compiled(targets: list[np.ndarray], first: np.ndarray, base: np.ndarray, span: int,
+                        n_amino: int) -> np.ndarray:
+    """:func:`~workflow_lib.search.gapped.band_codes`, compiled: ``[span, T]`` intp codes."""
+    lengths = np.fromiter((t.size for t in targets), dtype=np.int64, count=len(targets))
+    starts = np.zeros(lengths.size, dtype=np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    residues = np.concatenate(targets).astype(np.uint8, copy=False) if targets else np.zeros(0, np.uint8)
+    return _kernels()[2](residues, starts, lengths, np.asarray(first, dtype=np.int64),
+                         np.asarray(base, dtype=np.int64), int(span), int(n_amino))

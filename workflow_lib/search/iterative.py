@@ -39,7 +39,10 @@ import numpy as np
 import pandas as pd
 
 from workflow_lib.aligner import Profile, profile_from_alignment, profile_from_sequence
+from workflow_lib.aligner.compiled import available as compiled_available
+from workflow_lib.aligner.profile import alignment_neff
 from workflow_lib.aligner.context import ContextModel
+from workflow_lib.aligner.identity_compiled import greedy_filter_compiled
 from workflow_lib.aligner.render import hit_row  # noqa: F401  (the rows of an MSA; re-exported)
 from workflow_lib.search.settings import MsaSettings, SearchSettings, Settings
 from workflow_lib.seqio.alphabet import GAP_CODE
@@ -78,6 +81,8 @@ def filter_alignment(alignment: Alignment, *, max_identity: float, min_coverage:
     covered = coverage(alignment)
     candidates = [0] + [k for k in range(1, alignment.depth) if covered[k] >= min_coverage]
     matches = alignment.matches
+    if compiled_available():
+        return alignment.subset(greedy_filter_compiled(matches, candidates, GAP_CODE, max_identity, max_sequences))
     kept = [0]
     kept_rows = np.empty((min(len(candidates), max_sequences or len(candidates)), alignment.length), np.uint8)
     kept_rows[0] = matches[0]
@@ -276,7 +281,7 @@ def msa_statistics(alignment: Alignment) -> dict[str, float | int]:
     covered = coverage(alignment)[1:]
     per_column = (alignment.matches[1:] != GAP_CODE).any(axis=0) if alignment.depth > 1 else \
         np.zeros(alignment.length, bool)
-    neff = profile_from_alignment(alignment, pseudocounts=False).neff if alignment.depth > 1 else 1.0
+    neff = alignment_neff(alignment.matches) if alignment.depth > 1 else 1.0
     return {"depth": alignment.depth, "neff": float(neff), "coverage": float(per_column.mean()),
             "mean_coverage": float(covered.mean()) if covered.size else 0.0}
 

@@ -261,7 +261,16 @@ def _kernels():
         return (out_sequence[:n_out].copy(), out_diagonal[:n_out].copy(), out_hits[:n_out].copy(),
                 out_bits[:n_out].copy(), seeded)
 
-    return diagonal_kernel, best_kernel, blocks_kernel, seeds_kernel
+    @jit
+    def layout_kernel(residues, offsets, pad, layout, starts):
+        """Copy each sequence into ``layout`` (filled with padding) at ``starts``."""
+        for s in range(offsets.size - 1):
+            begin = offsets[s] + pad * (s + 1)
+            starts[s] = begin
+            for j in range(offsets[s + 1] - offsets[s]):
+                layout[begin + j] = residues[offsets[s] + j]
+
+    return diagonal_kernel, best_kernel, blocks_kernel, seeds_kernel, layout_kernel
 
 
 def best_in_sorted_compiled(sequence: np.ndarray, rank_by: np.ndarray, per_target: int) -> np.ndarray:
@@ -280,6 +289,17 @@ def diagonal_scores_compiled(table: np.ndarray, layout: np.ndarray, starts: np.n
         _kernel()(np.ascontiguousarray(table, dtype=np.float32), layout, starts.astype(np.int64, copy=False),
                   sequence.astype(np.int64, copy=False), diagonal.astype(np.int64, copy=False), out)
     return out
+
+
+def padded_layout_compiled(residues: np.ndarray, offsets: np.ndarray, pad: int, pad_code: int) -> tuple:
+    """:func:`workflow_lib.search.gapless.padded_residues`' layout and starts, one copy per sequence (no
+    residue-sized index arrays)."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    n = offsets.size - 1
+    layout = np.full(int(offsets[-1]) + pad * (n + 1), pad_code, dtype=np.uint8)
+    starts = np.empty(n, dtype=np.int64)
+    _kernels()[4](np.asarray(residues, dtype=np.uint8), offsets, int(pad), layout, starts)
+    return layout, starts
 
 
 def seed_blocks(offsets: np.ndarray, pad: int, block_bins: int = SEED_BLOCK_BINS) -> tuple:

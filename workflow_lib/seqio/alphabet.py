@@ -21,6 +21,8 @@ Anything else (digits, internal ``*``, punctuation, whitespace inside a sequence
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"
@@ -54,12 +56,13 @@ _DECODE = np.frombuffer(ALPHABET.encode("ascii"), dtype=np.uint8)
 VALID_LETTERS = frozenset(AMINO_ACIDS + UNKNOWN + "".join(SUBSTITUTES))
 
 
+_INVALID = re.compile("[^" + re.escape("".join(sorted(VALID_LETTERS | {c.lower() for c in VALID_LETTERS}))) + "]")
+
+
 def first_invalid(sequence: str) -> int | None:
     """0-based index of the first character that is not a residue letter (either case), or None."""
-    for index, char in enumerate(sequence):
-        if char.upper() not in VALID_LETTERS:
-            return index
-    return None
+    found = _INVALID.search(sequence)
+    return found.start() if found else None
 
 
 def normalize_residues(sequence: str) -> str:
