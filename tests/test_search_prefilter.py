@@ -220,9 +220,10 @@ def test_gapless_prefilter_is_the_same_with_either_kernel_family(small_db, query
     index = load_kmer_index(small_db, 0)
     keys = set(index)
     results, caches = {}, {}
-    for kernels in ("numpy", "compiled"):
-        monkeypatch.setenv("TRACKFOLD_KERNELS", kernels)
-        cache = caches[kernels] = ShardCache()
+    for kernels in ("numpy", "compiled", "one layout"):
+        monkeypatch.setenv("TRACKFOLD_KERNELS", "numpy" if kernels == "numpy" else "compiled")
+        # "one layout": the residues padded once for a longer query than any here, as a batch search does
+        cache = caches[kernels] = ShardCache(layout_pad=2048 if kernels == "one layout" else 0)
         results[kernels] = [gapless_prefilter(scores, index, shard.residues, shard.offsets, kmer_threshold=threshold,
                                               diagonals_per_target=diagonals, offset_bits=offset, cache=cache)
                             for scores in (query_scores, query_scores[:40], query_scores[:200])
@@ -230,9 +231,11 @@ def test_gapless_prefilter_is_the_same_with_either_kernel_family(small_db, query
                                                                  (4.5, SENSITIVE_PREFILTER["diagonals_per_target"],
                                                                   SENSITIVE_PREFILTER["gapless_offset"]),
                                                                  (2.0, 2, -1e9))]
-    for a, b in zip(results["numpy"], results["compiled"]):
+    for a, b, c in zip(results["numpy"], results["compiled"], results["one layout"]):
         for field in ("sequence", "score", "diagonal", "seeds", "seeded_targets"):
             np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+            np.testing.assert_array_equal(getattr(a, field), getattr(c, field))
+    assert list(caches["one layout"]._entries["padded"]) == [2048]
     assert any(r.sequence.size > 20 for r in results["compiled"])
     # the layouts live in the shard's cache, one per query-length class, never in the caller's index
     assert set(index) == keys

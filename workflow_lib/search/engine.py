@@ -442,6 +442,8 @@ def search_shard(queries: list[SearchQuery], shard: Shard, index: dict[str, np.n
         for k, result in zip(order, results):
             out[k] = result
         return out
+    if queries:   # one residue layout for the whole batch: padded for its longest query
+        cache.layout_pad = max(cache.layout_pad, 1 << int(queries[-1].profile.length).bit_length())
     workers = min(resolve_cpus(cpus), max(len(queries), 1))
     backend = resolve_device(device)
     _WORKER.update(queries=queries, shard=shard, index=index, totals=totals, settings=settings,

@@ -58,8 +58,10 @@ def padded_residues(residues: np.ndarray, offsets: np.ndarray, query_length: int
     """The shard's residues with ``pad ≥ query_length`` :data:`PAD_RESIDUE` codes before, between and after the
     sequences, and where each sequence starts in it: a diagonal read through the layout runs into padding,
     never into a neighbour, so no bounds test is needed. ``pad`` is a power of two so queries of similar
-    length share one layout, kept in ``cache`` (:class:`~workflow_lib.search.shard_cache.ShardCache`)."""
-    pad = 1 << int(query_length).bit_length()
+    length share one layout, kept in ``cache`` (:class:`~workflow_lib.search.shard_cache.ShardCache`; at least
+    its ``layout_pad``, so that a batch of queries can share one layout)."""
+    cache = ShardCache.of(cache)
+    pad = max(1 << int(query_length).bit_length(), cache.layout_pad)
 
     def build() -> tuple[np.ndarray, np.ndarray]:
         if compiled_available():
@@ -70,7 +72,7 @@ def padded_residues(residues: np.ndarray, offsets: np.ndarray, query_length: int
         layout[np.repeat(starts - offsets[:-1], np.diff(offsets)) + np.arange(int(offsets[-1]))] = \
             residues[:offsets[-1]]
         return layout, starts
-    return ShardCache.of(cache).get("padded", pad, build)
+    return cache.get("padded", pad, build)
 
 
 COLUMN_SPAN = 512

@@ -24,8 +24,12 @@ class ShardCache:
 
     LIMITS = {"bin_base": 4, "seed_blocks": 4, "padded": 2}
 
-    def __init__(self) -> None:
+    def __init__(self, layout_pad: int = 0) -> None:
         self._entries: dict[str, dict[int, Any]] = {kind: {} for kind in self.LIMITS}
+        self.layout_pad = int(layout_pad)
+        """The smallest padding of the ``padded`` layout: a search that knows its longest query sets it, so one
+        layout (padded for that query) serves every query instead of one per length class (each a fresh
+        allocation the size of the shard plus its padding)."""
 
     @classmethod
     def of(cls, cache: ShardCache | None) -> ShardCache:
