@@ -97,6 +97,8 @@ def greedy_filter_compiled(matches: np.ndarray, candidates: list[int] | np.ndarr
     first always): a candidate is kept unless it is more than ``max_identity`` identical to a row kept before
     it (residues: codes other than ``gap``, so ``gap`` must be the largest code), up to ``max_sequences``."""
     candidates = np.asarray(candidates, dtype=np.int64)
+    if candidates.size == 0:
+        return []
     limit = candidates.size if max_sequences is None else int(max_sequences)
     return _kernels()[1](np.ascontiguousarray(matches, dtype=np.uint8), candidates, int(gap),
                          float(max_identity), limit).tolist()

@@ -62,7 +62,7 @@ from workflow_lib.search.bias import composition_bias_bits
 from workflow_lib.search.evalue import (REVERSED_LAMBDA_SCALE, Calibration, calibration_samples,
                                         decoy_windows, fit_mu, gumbel_lambda, length_slope, load_decoy_pool,
                                         profile_seed, random_sequences)
-from workflow_lib.search.gapless import GaplessHits, gapless_prefilter
+from workflow_lib.search.gapless import GaplessHits, gapless_prefilter, padded_residues
 from workflow_lib.search.gapped import (band_decide, band_split, banded_scores_many, direct_pass_offset,
                                         gapped_pass)
 from workflow_lib.search.seeds import prefilter_background, profile_scores_bits
@@ -425,11 +425,11 @@ def search_shard(queries: list[SearchQuery], shard: Shard, index: dict[str, np.n
                  ) -> list[QueryResult]:
     """All queries against one loaded shard (the shard is read once for the whole batch); query order kept.
 
-    The queries are searched shortest first (:func:`by_length`): the prefilter's per-shard layouts are built
-    per query-length class and kept in ``cache`` (:class:`~workflow_lib.search.shard_cache.ShardCache`, one for
-    the shard; None: a new one for this call), so in that order each is
-    built once per class instead of again whenever the class changes, and a batch's banded stage shares rows
-    among similar lengths. NumPy: each process searches whole queries. A torch device: the processes
+    The queries are searched shortest first (:func:`by_length`): the prefilter's per-shard seed layouts are
+    built per query-length class and kept in ``cache`` (:class:`~workflow_lib.search.shard_cache.ShardCache`,
+    one for the shard; None: a new one for this call), so in that order each is built once per class instead of
+    again whenever the class changes, and a batch's banded stage shares rows among similar lengths. The padded
+    residues are built once, for the longest query, before the worker processes start (they share it). NumPy: each process searches whole queries. A torch device: the processes
     prefilter, then this process aligns every query's survivors together
     (:func:`workflow_lib.aligner.align_pairs`); a query's seconds are its prefilter time plus its share of the
     shared Viterbi time (by its survivors' cells)."""
@@ -442,8 +442,9 @@ def search_shard(queries: list[SearchQuery], shard: Shard, index: dict[str, np.n
         for k, result in zip(order, results):
             out[k] = result
         return out
-    if queries:   # one residue layout for the whole batch: padded for its longest query
+    if queries:   # one residue layout for the whole batch, padded for its longest query, built before any fork
         cache.layout_pad = max(cache.layout_pad, 1 << int(queries[-1].profile.length).bit_length())
+        padded_residues(shard.residues, shard.offsets, queries[-1].profile.length, cache)
     workers = min(resolve_cpus(cpus), max(len(queries), 1))
     backend = resolve_device(device)
     _WORKER.update(queries=queries, shard=shard, index=index, totals=totals, settings=settings,

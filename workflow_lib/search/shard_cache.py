@@ -15,7 +15,8 @@ class ShardCache:
     - ``seed_blocks``: the compiled blocked count's block layout
       (:func:`~workflow_lib.search.prefilter_compiled.seed_blocks`);
     - ``padded``: the shard's residues with padding between sequences
-      (:func:`~workflow_lib.search.gapless.padded_residues`, one byte per residue and padding).
+      (:func:`~workflow_lib.search.gapless.padded_residues`, one byte per residue and padding; at least
+      ``layout_pad``, so a batch search builds it once, for its longest query).
 
     Each kind keeps its newest :data:`LIMITS` pads, the oldest dropped. One cache belongs to one shard and its
     index: the search creates it with the loaded shard (:func:`~workflow_lib.search.engine.search_shard`) and
