@@ -429,8 +429,9 @@ def search_shard(queries: list[SearchQuery], shard: Shard, index: dict[str, np.n
     built per query-length class and kept in ``cache`` (:class:`~workflow_lib.search.shard_cache.ShardCache`,
     one for the shard; None: a new one for this call), so in that order each is built once per class instead of
     again whenever the class changes, and a batch's banded stage shares rows among similar lengths. The padded
-    residues are built once, for the longest query, before the worker processes start (they share it). NumPy: each process searches whole queries. A torch device: the processes
-    prefilter, then this process aligns every query's survivors together
+    residues are built once, for the longest query, before the worker processes start (they share it).
+    NumPy: each process searches whole queries. A torch device: the processes prefilter, then this process
+    aligns every query's survivors together
     (:func:`workflow_lib.aligner.align_pairs`); a query's seconds are its prefilter time plus its share of the
     shared Viterbi time (by its survivors' cells)."""
     cache = ShardCache.of(cache)
