@@ -15,11 +15,13 @@ import torch
 from workflow_lib.errors import InputError
 from workflow_lib.features import build_features
 from workflow_lib.aligner.compiled import KERNELS_ENV, available
+from workflow_lib.inference.confidence import expected_lddt
 from workflow_lib.inference.fold import (BIN_CENTRES, CLASH_DISTANCE, TAIL_SLOPE, FoldOptions, _interpolate,
                                          fold_from_distogram, restraint_potential)
 from workflow_lib.inference.fold_compiled import CompiledTerms, pair_tables
 from workflow_lib.inference.predict import PredictOptions, predict_features
 from workflow_lib.model import ThreeTrackNetwork, preset
+from workflow_lib.structure.cbeta import virtual_cb
 from workflow_lib.structure.parse import read_structure
 from workflow_lib.structure.geometry import DIST_BINS, bin_pair_geometry, pair_geometry
 from workflow_lib.structure.metrics import lddt_ca
@@ -114,7 +116,13 @@ def test_predict_fold_distogram_replaces_the_backbone():
     network = predict_features(model, features, PredictOptions(pair_heads=("omega",)))
     folded = predict_features(model, features, PredictOptions(pair_heads=("omega",), fold="distogram"))
     assert set(folded.probs) == {"omega"}                                  # dist used, not kept
-    np.testing.assert_array_equal(folded.plddt, network.plddt)
+    # pLDDT: the folded backbone's expected lDDT under the distogram, not the network head's
+    kept = predict_features(model, features, PredictOptions(pair_heads=("dist",), fold="distogram"))
+    bb = kept.backbone.astype(np.float64)
+    np.testing.assert_allclose(kept.plddt, 100.0 * expected_lddt(kept.probs["dist"], virtual_cb(bb[:, 0], bb[:, 1],
+                                                                                               bb[:, 2])), atol=1e-3)
+    np.testing.assert_array_equal(kept.plddt, folded.plddt)
+    assert not np.allclose(folded.plddt, network.plddt)
     assert not np.allclose(folded.backbone[:, 1], network.backbone[:, 1], atol=1.0)
     steps = np.linalg.norm(np.diff(folded.backbone[:, 1], axis=0), axis=1)
     assert abs(steps.mean() - 3.8) < 0.1
