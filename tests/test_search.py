@@ -583,24 +583,26 @@ def test_profile_coverage_settings_are_checked(tmp_path, capsys):
 def test_sensitive_prefilter_settings(tmp_path, capsys):
     import argparse
 
-    from workflow_lib.search.settings import FAST_PREFILTER, add_settings_arguments, settings_from_args
+    from workflow_lib.search.settings import (FAST_SEED_BUDGET, FIRST_ITERATION_PREFILTER, SEED_BUDGET,
+                                              add_settings_arguments, settings_from_args)
     from workflow_lib.workflow.config import SearchConfig
     fast = FAST.search
     assert (fast.kmer_slack, fast.diagonals_per_target, fast.gapless_offset) == (0.0, 4, 4.5)
     assert (fast.calibration, fast.prefilter_composition, fast.first_iteration_prefilter) == ("random", 0.0, ())
     sensitive = FAST.replace(sensitive=True).search
     assert (sensitive.kmer_threshold, sensitive.diagonals_per_target, sensitive.gapless_offset) == (None, 8, 0.0)
-    # the sensitive prefilter from iteration 2 on and in a one-iteration search; iteration 1 of several: the fast one
+    # the sensitive prefilter from iteration 2 on and in a one-iteration search; iteration 1 of several: the fast
+    # one at the first iteration's seed budget
     for iteration, iterations in ((2, 3), (3, 3), (1, 1)):
         assert sensitive.for_iteration(iteration, iterations) is sensitive
         assert not sensitive.defers(iteration, iterations)
-    assert sensitive.defers(1, 3) and sensitive.for_iteration(1, 3) == fast
+    assert sensitive.defers(1, 3) and sensitive.for_iteration(1, 3) == dataclasses.replace(fast, seed_budget=SEED_BUDGET)
     assert dataclasses.replace(sensitive, first_iteration_prefilter=()) == \
         dataclasses.replace(fast, **SENSITIVE_PREFILTER)
     assert not fast.defers(1, 3) and fast.for_iteration(1, 3) == fast
     # the library's default is the product's: context pseudocounts and the sensitive prefilter
     assert SearchSettings() == Settings().search and MsaSettings() == Settings().msa
-    assert SearchSettings().first_iteration_prefilter == tuple(FAST_PREFILTER.items())
+    assert SearchSettings().first_iteration_prefilter == tuple(FIRST_ITERATION_PREFILTER.items())
     assert Settings().search == dataclasses.replace(sensitive, calibration="reversed", prefilter_composition=0.5)
     # a value given explicitly holds in every iteration
     offset = FAST.replace(sensitive=True, gapless_offset=1.0).search.for_iteration(1, 3)
@@ -653,10 +655,12 @@ def test_sensitive_prefilter_settings(tmp_path, capsys):
         SearchConfig(diagonals_per_target=0)
     with pytest.raises(InputError, match="search.gapless_offset must be a finite"):
         SearchConfig(gapless_offset=float("nan"))
-    # the seed budget follows the prefilter (twice the fast one when sensitive, the fast one in iteration 1), a
-    # value given holds in every iteration, 0 is no budget, and the workflow passes it on
+    # the seed budget follows the prefilter (the fast setting's in every iteration; the sensitive one twice the
+    # first iteration's, which is twice the fast setting's), a value given holds in every iteration, 0 is no
+    # budget, and the workflow passes it on
     assert (fast.seed_budget, sensitive.seed_budget, sensitive.for_iteration(1, 3).seed_budget) == \
-        (FAST_PREFILTER["seed_budget"], 2 * FAST_PREFILTER["seed_budget"], FAST_PREFILTER["seed_budget"])
+        (FAST_SEED_BUDGET, 2 * SEED_BUDGET, SEED_BUDGET) and FAST_SEED_BUDGET == SEED_BUDGET / 2
+    assert fast.for_iteration(1, 3).seed_budget == FAST_SEED_BUDGET
     assert FAST.replace(sensitive=True, seed_budget=0.0).search.for_iteration(1, 3).seed_budget == 0.0
     assert settings_from_args(parser.parse_args(["--seed-budget", "1000"])).search.seed_budget == 1000.0
     with pytest.raises(ValueError, match="seed_budget must be a number of seeds >= 0"):

@@ -47,7 +47,7 @@ from workflow_lib.search.engine import HIT_COLUMNS, shard_seed_budget
 from workflow_lib.search.gapless import gapless_prefilter
 from workflow_lib.search.iterative import MsaResult, run_iterations
 from workflow_lib.search.seeds import profile_scores_bits
-from workflow_lib.search.settings import (FAST_PREFILTER, SENSITIVE_PREFILTER, MsaSettings,
+from workflow_lib.search.settings import (FIRST_ITERATION_PREFILTER, SENSITIVE_PREFILTER, MsaSettings,
                                           default_kmer_threshold)
 from workflow_lib.seqio.alphabet import encode
 from workflow_lib.aligner.calibration import decoy_profiles, fit_gumbel
@@ -72,7 +72,7 @@ class ProfileSearchSettings:
 
     @property
     def prefilter(self) -> dict:
-        seeds = SENSITIVE_PREFILTER if self.sensitive else FAST_PREFILTER
+        seeds = SENSITIVE_PREFILTER if self.sensitive else FIRST_ITERATION_PREFILTER
         return {**seeds, "gapless_offset": SENSITIVE_PREFILTER["gapless_offset"]}
 
     def __post_init__(self) -> None:

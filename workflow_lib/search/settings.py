@@ -55,21 +55,29 @@ DIAGONALS_PER_TARGET = 4
 SENSITIVE_KMER_SLACK = 0.5
 """The sensitive seed threshold is this many bits below the fast one (2.5 bits for 3-mers, 4 for 4-mers)."""
 SEED_BUDGET = 32_000.0
-"""The fast prefilter's seed budget: at most this many seeds per query column over the whole database
-(:attr:`SearchSettings.seed_budget`). Against UniProt-2014 (170 M residues) the 5.0-bit threshold counts about
-220,000 per column; the budget keeps the strongest, about what 6.5 bits would (RESULTS "Homology search: E. coli
-against UniProt-2014"). Databases below about 25 M residues never reach it: the benchmarks on Pfam, CATH and
-SCOP search exactly as without a budget."""
-FAST_PREFILTER = {"kmer_slack": 0.0, "diagonals_per_target": DIAGONALS_PER_TARGET,
-                  "gapless_offset": BAND_SURE_PASS_BITS, "seed_budget": SEED_BUDGET}
-"""The fast prefilter (``--no-sensitive``; iteration 1 of a sensitive iterated search)."""
+"""The seed budget of iteration 1 of the default (sensitive) search: at most this many seeds per query column over
+the whole database (:attr:`SearchSettings.seed_budget`). Against UniProt-2014 (170 M residues) the 5.0-bit
+threshold counts about 220,000 per column; the budget keeps the strongest, about what 6.5 bits would (RESULTS
+"Homology search: E. coli against UniProt-2014"). Databases below about 25 M residues never reach it: the
+benchmarks on Pfam, CATH and SCOP search exactly as without a budget."""
+FAST_SEED_BUDGET = 16_000.0
+"""The fast setting's seed budget (``--no-sensitive``, every iteration): half of :data:`SEED_BUDGET`. Measured
+with the fast setting on 100 *E. coli* proteins against UniProt-2014 (benchmarks/RESULTS.md, "the seed budget
+against UniProt-2014"): 0.86× the CPU of 32,000 for MSAs 3% shallower on average (median the same, Neff 0.5%
+lower; the rows lost are in the deepest MSAs). Databases below about 12 M residues never reach it."""
+FIRST_ITERATION_PREFILTER = {"kmer_slack": 0.0, "diagonals_per_target": DIAGONALS_PER_TARGET,
+                             "gapless_offset": BAND_SURE_PASS_BITS, "seed_budget": SEED_BUDGET}
+"""Iteration 1 of the default (sensitive) iterated search, and the profile database's fast prefilter: the fast
+prefilter's seeds and pass at :data:`SEED_BUDGET`."""
+FAST_PREFILTER = {**FIRST_ITERATION_PREFILTER, "seed_budget": FAST_SEED_BUDGET}
+"""The fast prefilter (``--no-sensitive``)."""
 SENSITIVE_PREFILTER = {"kmer_slack": SENSITIVE_KMER_SLACK, "diagonals_per_target": 8, "gapless_offset": 0.0,
                        "seed_budget": 2 * SEED_BUDGET}
 """The sensitive prefilter (``--sensitive``, ``search.sensitive``, the default): more seeds (threshold 0.5 bits
 lower), 8 diagonals scored per target and the gapless pass at ``log2(Lq · Lt)`` bits instead of the seed's
 ``2.5 + log2(Lq · Lt)``, with twice the seed budget (0.5 bits lower is about twice the seeds). Each of the three recovers homologs the fast prefilter drops (benchmarks/RESULTS.md,
 "where the remaining misses are lost"). An iterated search uses it from iteration 2 on (iteration 1 keeps
-:data:`FAST_PREFILTER`, :attr:`SearchSettings.first_iteration_prefilter`). 8 diagonals rather than 16: on the
+:data:`FIRST_ITERATION_PREFILTER`, :attr:`SearchSettings.first_iteration_prefilter`). 8 diagonals rather than 16: on the
 whole Pfam benchmark with context profiles the same 4,828 pairs and ROC AUC for 12% less CPU; 4 lost 3 pairs
 (measured in benchmarks/RESULTS.md)."""
 CONTEXT_PREFILTER_COMPOSITION = 0.5
@@ -110,7 +118,7 @@ def check_prefilter_values(*, kmer_threshold: float | None = None, diagonals_per
 @dataclass(frozen=True)
 class SearchSettings:
     """Thresholds of the search passes (defaults: the sensitive prefilter, which iteration 1 of an iterated search
-    replaces with :data:`FAST_PREFILTER`, reversed-protein calibration, HHblits' reporting). Checked here."""
+    replaces with :data:`FIRST_ITERATION_PREFILTER`, reversed-protein calibration, HHblits' reporting). Checked here."""
 
     kmer_threshold: float | None = None
     """None: :func:`default_kmer_threshold` for the k and shape of the database's index, less ``kmer_slack``."""
@@ -141,7 +149,7 @@ class SearchSettings:
     calibration: str = "reversed"
     """E-value calibration against ``random`` (i.i.d.) or ``reversed`` (reversed real proteins) sequences
     (:mod:`workflow_lib.search.evalue`)."""
-    first_iteration_prefilter: tuple[tuple[str, float], ...] = tuple(FAST_PREFILTER.items())
+    first_iteration_prefilter: tuple[tuple[str, float], ...] = tuple(FIRST_ITERATION_PREFILTER.items())
     """Prefilter values that replace the ones above in iteration 1 of a search of several iterations
     (:meth:`for_iteration`)."""
 
@@ -269,8 +277,9 @@ class Settings:
         given = {"kmer_threshold": self.kmer_threshold, "diagonals_per_target": self.diagonals_per_target,
                  "gapless_offset": self.gapless_offset, "band_gate": self.band_gate, "band_offset": self.band_offset,
                  "seed_budget": self.seed_budget}
-        first = tuple((key, FAST_PREFILTER[key]) for key in SENSITIVE_PREFILTER
-                      if self.sensitive and FAST_PREFILTER[key] != SENSITIVE_PREFILTER[key] and given.get(key) is None)
+        first = tuple((key, FIRST_ITERATION_PREFILTER[key]) for key in SENSITIVE_PREFILTER
+                      if self.sensitive and FIRST_ITERATION_PREFILTER[key] != SENSITIVE_PREFILTER[key]
+                      and given.get(key) is None)
         context = self.pseudocounts == "context"
         composition = self.prefilter_composition
         if composition is None:
@@ -371,8 +380,9 @@ def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
                        help=f"gapless prefilter: at most this many seeds per query residue over the whole "
                             f"database; beyond it only the strongest seed, as a higher threshold would (the cost "
                             f"of seeding stops growing with the database; 0: no budget) (--no-sensitive: "
-                            f"{fast['seed_budget']:.0f}; --sensitive: {sensitive['seed_budget']:.0f} from iteration 2 "
-                            f"on; databases below about 25 M residues never reach it)")
+                            f"{fast['seed_budget']:.0f}; --sensitive: {SEED_BUDGET:.0f} in iteration 1, "
+                            f"{sensitive['seed_budget']:.0f} from iteration 2 on; databases below about 12 M residues "
+                            f"never reach it)")
     group.add_argument("--max-sequences", type=int, default=default.max_sequences,
                        help="cap on MSA sequences after filtering (default %(default)s)")
     group.add_argument("--pseudocounts", choices=PSEUDOCOUNTS, default=default.pseudocounts,
