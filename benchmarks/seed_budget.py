@@ -46,8 +46,7 @@ SECTION = "## Homology search: the seed budget against UniProt-2014"
 def markdown(results: dict) -> str:
     rows = results["budgets"]
     first = rows[0]
-    lines = [SECTION, "",
-             f"Written by `benchmarks/seed_budget.py` on {results['finished']}. Machine: {results['machine']}; each "
+    lines = [f"Written by `benchmarks/seed_budget.py` on {results['finished']}. Machine: {results['machine']}; each "
              f"budget one `trackfold msa` process on 1 CPU, {results['parallel']} at a time: compare CPU seconds "
              "within this table.", "",
              f"{results['proteins']} *E. coli* K-12 proteins (the fixed sample of `uniprot_cost.py`, "
@@ -106,8 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     text = markdown(results)
     print(text)
     if not args.no_write:
-        existing = RESULTS.read_text() if RESULTS.exists() else "# Benchmarks\n"
-        write_text_atomic(RESULTS, report.replace_section(existing, SECTION, text))
+        report.write_section(RESULTS, SECTION, text)
     return 0
 
 

@@ -63,7 +63,7 @@ benchmarks on Pfam, CATH and SCOP search exactly as without a budget."""
 FAST_SEED_BUDGET = 16_000.0
 """The fast setting's seed budget (``--no-sensitive``, every iteration): half of :data:`SEED_BUDGET`. Measured
 with the fast setting on 100 *E. coli* proteins against UniProt-2014 (benchmarks/RESULTS.md, "the seed budget
-against UniProt-2014"): 0.86× the CPU of 32,000 for MSAs 3% shallower on average (median the same, Neff 0.5%
+against UniProt-2014"): 0.87× the CPU of 32,000 for MSAs 3% shallower on average (median the same, Neff 0.5%
 lower; the rows lost are in the deepest MSAs). Databases below about 12 M residues never reach it."""
 FIRST_ITERATION_PREFILTER = {"kmer_slack": 0.0, "diagonals_per_target": DIAGONALS_PER_TARGET,
                              "gapless_offset": BAND_SURE_PASS_BITS, "seed_budget": SEED_BUDGET}
