@@ -33,10 +33,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from search import machine  # noqa: E402
 from search_bench import report  # noqa: E402
-from search_bench.datasets import stable_subsample  # noqa: E402
-from uniprot_cost import FAST, PROTEOME, trackfold_msa  # noqa: E402
+from uniprot_cost import FAST, ecoli_sample, trackfold_msa  # noqa: E402
 from workflow_lib.seqio.atomic import write_text_atomic  # noqa: E402
-from workflow_lib.seqio.fasta import read_fasta, write_fasta  # noqa: E402
 
 WORK = ROOT / "benchmarks" / "_work" / "seed_budget"
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
@@ -78,13 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parallel", type=int, default=1, help="budgets run at a time (one core each)")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
-    records = read_fasta(PROTEOME)
-    chosen = set(stable_subsample([r.id for r in records], args.proteins, salt="ecoli"))
-    sample = [r for r in records if r.id in chosen]
+    sample, queries = ecoli_sample(args.proteins, WORK)
     names = [r.id for r in sample]
-    WORK.mkdir(parents=True, exist_ok=True)
-    queries = WORK / f"queries_{len(sample)}.fasta"
-    write_fasta(queries, [(r.id, r.sequence) for r in sample], width=0)
 
     def run(budget: int) -> dict:
         print(f"[seed-budget] {budget}: running", file=sys.stderr, flush=True)

@@ -65,6 +65,17 @@ LABELS = {"trackfold": "trackfold msa, default", "trackfold_fast": "trackfold ms
           "mmseqs": "mmseqs search --num-iterations 3 -s 7.5"}
 
 
+def ecoli_sample(proteins: int, work: Path) -> tuple[list, Path]:
+    """The fixed sample of ``proteins`` *E. coli* proteins (by SHA-1 of their IDs) and its FASTA in ``work``."""
+    records = read_fasta(PROTEOME)
+    chosen = set(stable_subsample([r.id for r in records], proteins, salt="ecoli"))
+    sample = [r for r in records if r.id in chosen]
+    work.mkdir(parents=True, exist_ok=True)
+    queries = work / f"queries_{len(sample)}.fasta"
+    write_fasta(queries, [(r.id, r.sequence) for r in sample], width=0)
+    return sample, queries
+
+
 def msa_stats(alignment) -> dict:
     """Depth and Neff as written and after trackfold's output filter (id 90%, coverage 50%)."""
     raw = msa_statistics(alignment)
@@ -209,13 +220,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--tools profiles needs --profiles")
     if args.report_only:
         return publish(json.loads((WORK / "results.json").read_text()), args.no_write)
-    records = read_fasta(PROTEOME)
-    chosen = set(stable_subsample([r.id for r in records], args.proteins, salt="ecoli"))
-    sample = [r for r in records if r.id in chosen]
+    sample, queries = ecoli_sample(args.proteins, WORK)
     names = [r.id for r in sample]
-    WORK.mkdir(parents=True, exist_ok=True)
-    queries = WORK / f"queries_{len(sample)}.fasta"
-    write_fasta(queries, [(r.id, r.sequence) for r in sample], width=0)
     runs = {
         "trackfold": lambda out: trackfold_msa(out, args.db, queries, names, []),
         "trackfold_fast": lambda out: trackfold_msa(out, args.db, queries, names, FAST),
