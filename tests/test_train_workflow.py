@@ -91,6 +91,16 @@ def test_train_settings_become_trackfold_train_options():
         TrainWorkflowConfig.from_dict({}).structure_files()
 
 
+def test_split_options_reach_train_data():
+    drawn = TrainWorkflowConfig.from_dict({"structures": ["x"], "chain_names": "names.txt", "val_chains": 320})
+    assert "--names names.txt" in drawn.data_options() and "--val-chains 320" in drawn.data_options()
+    assert "--val-names" not in drawn.data_options()
+    fixed = TrainWorkflowConfig.from_dict({"structures": ["x"], "val_names": "val names.txt"})
+    assert "--val-names 'val names.txt'" in fixed.data_options() and "--val-chains" not in fixed.data_options()
+    with pytest.raises(InputError, match="not both"):
+        TrainWorkflowConfig.from_dict({"structures": ["x"], "val_chains": 3, "val_names": "v.txt"})
+
+
 # ------------------------------------------------------------------------------------------- batch glue
 @pytest.fixture(scope="module")
 def chains_table(tmp_path_factory, root):

@@ -294,6 +294,7 @@ class TrainWorkflowConfig(StageConfig, TrainSettings):
     split_seed: int = 0
     chain_names: str | None = None
     val_chains: int | None = None
+    val_names: str | None = None
     data_threads: int = 1
     database: str | None = None
     msa_dir: tuple[str, ...] = ()
@@ -331,6 +332,9 @@ class TrainWorkflowConfig(StageConfig, TrainSettings):
                 raise InputError(f"train.{key} must be at least 1, got {getattr(self, key)}")
         if self.val_chains is not None and self.val_chains < 1:
             raise InputError(f"train.val_chains must be at least 1, got {self.val_chains}")
+        if self.val_chains is not None and self.val_names:
+            raise InputError("train: set val_chains (draw validation chains) or val_names (a fixed file of them), "
+                             "not both")
         if self.max_train_chains is not None and self.max_train_chains < 1:
             raise InputError(f"train.max_train_chains must be at least 1, got {self.max_train_chains}")
         if self.time_limit_min is not None and not self.time_limit_min > 0:
@@ -378,6 +382,8 @@ class TrainWorkflowConfig(StageConfig, TrainSettings):
             options += f" --names {shlex.quote(self.chain_names)}"
         if self.val_chains:
             options += f" --val-chains {self.val_chains}"
+        if self.val_names:
+            options += f" --val-names {shlex.quote(self.val_names)}"
         return options
 
     def precomputed_option(self) -> str:

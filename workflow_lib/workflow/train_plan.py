@@ -59,7 +59,7 @@ class TrainPlan:
 
         companions = [str(path) for name in structures if name.lower().endswith(".npz")
                        for path in companion_files(name)]
-        names_file = [settings.chain_names] if enabled and settings.chain_names else []
+        names_file = [name for name in (settings.chain_names, settings.val_names) if enabled and name]
         plan = cls(
             settings=settings, enabled=enabled, root=root, batches=batches, database=database,
             structures=structures + companions + names_file, extracted=extracted,
