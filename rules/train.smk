@@ -5,7 +5,8 @@
 #   structures/                    the extracted train.structures_archive (rule train_structures, when set)
 #   data/chains.parquet, split.json                                    train_data
 #   msa/batch_NNN.fasta, msa/batch_NNN/{chain}.a3m, msa_stats.parquet  train_msa (one job per batch)
-#   features/{chain}.npz, features/batch_NNN.done                      train_features (one job per batch)
+#   features/{chain}.npz, features/batch_NNN.{inputs,done}             train_features (one job per batch)
+#   pack/pack.npz                                                      train_pack (train.pack: true)
 #   run/model.pt, metrics.*, validation.parquet, learning_curve.png    train_model (+ train_state.pt, undeclared)
 #   predictions/{chain}.pdb, .pred.npz, targets.tsv                    train_predict (validation chains)
 #   evaluation/evaluation.parquet, .json, .html                        train_evaluate (trackfold evaluate)
@@ -13,13 +14,17 @@
 #
 # The chains are known only after train_data, but the DAG is static (as for proteome chunks, so `snakemake -n`
 # lists every job and no checkpoint re-evaluation is needed): train.msa_batches fixed batches, chain i of
-# chains.parquet in batch i mod N. Resume: trackfold train writes run/train_state.pt every checkpoint_every
+# chains.parquet in batch i mod N. With train.pack, trackfold train reads one pack of every chain's MSA rows and
+# backbone (trackfold train-pack) instead of per-chain feature files, which then exist only for the validation
+# chains (predicted and evaluated after training): thousands of chains' co-evolution maps would take gigabytes.
+# Resume: trackfold train writes run/train_state.pt every checkpoint_every
 # steps; it is not a declared output, so Snakemake never deletes it, and a rerun of train_model after a kill
 # (or `--forcerun train_model` after a time limit) continues from it. Library: workflow_lib.training
-# (data, loop, ...; cli: train-data, train, train-batch, train-targets, train-card; card: the model card).
+# (data, loop, ...; cli: train-data, train, train-batch, train-select, train-pack, train-targets, train-card; card: the model card).
 
 import functools
 import json
+import os
 
 from workflow_lib.workflow.train_plan import TrainPlan
 
@@ -113,13 +118,16 @@ rule train_msa:
 
 rule train_features:
     input:
+        chains=f"{TRAIN_ROOT}/data/chains.parquet",
         stats=f"{TRAIN_ROOT}/msa/batch_{{batch}}/msa_stats.parquet",
     output:
+        inputs=f"{TRAIN_ROOT}/features/batch_{{batch}}.inputs",
         flag=touch(f"{TRAIN_ROOT}/features/batch_{{batch}}.done"),
     params:
         trackfold=TRACKFOLD,
         out_dir=output_parent,
         msa_dir=input_parent("stats"),
+        split=TRAIN_PLAN.feature_split,
         max_seqs=FEATURE_SETTINGS.max_seqs,
         max_stats_seqs=FEATURE_SETTINGS.max_stats_seqs,
     wildcard_constraints:
@@ -135,15 +143,41 @@ rule train_features:
     conda:
         "../envs/core.yaml"
     shell:
-        "( set -- {params.msa_dir}/*.a3m; if [ -e \"$1\" ]; then {params.trackfold} features --out-dir "
-        "{params.out_dir} --max-seqs {params.max_seqs} --max-stats-seqs {params.max_stats_seqs} \"$@\"; fi ) "
-        "> {log} 2>&1"
+        "( {params.trackfold} train-select --chains {input.chains} --msa-dir {params.msa_dir} --split {params.split} "
+        "--out {output.inputs} && mapfile -t a3ms < {output.inputs} && if [ ${{#a3ms[@]}} -gt 0 ]; then "
+        "{params.trackfold} features --out-dir {params.out_dir} --max-seqs {params.max_seqs} "
+        "--max-stats-seqs {params.max_stats_seqs} \"${{a3ms[@]}}\"; fi ) > {log} 2>&1"
+
+
+rule train_pack:
+    input:
+        chains=f"{TRAIN_ROOT}/data/chains.parquet",
+        stats=TRAIN_PLAN.msa_stats,
+    output:
+        pack=f"{TRAIN_ROOT}/pack/pack.npz",
+    params:
+        trackfold=TRACKFOLD,
+        msa_dirs=lambda wildcards, input: " ".join(shlex.quote(os.path.dirname(path)) for path in input.stats),
+        max_rows=TRAIN.pack_max_rows,
+    log:
+        f"logs/train_pack/{TRAIN.name}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/train_pack/{TRAIN.name}.tsv"
+    threads: 1
+    resources:
+        mem_mb=8000,
+        runtime=120,
+    conda:
+        "../envs/core.yaml"
+    shell:
+        "{params.trackfold} train-pack --chains {input.chains} --msa-dir {params.msa_dirs} "
+        "--max-rows {params.max_rows} --out {output.pack} > {log} 2>&1"
 
 
 rule train_model:
     input:
         chains=f"{TRAIN_ROOT}/data/chains.parquet",
-        features=TRAIN_PLAN.feature_flags,
+        data=TRAIN_PLAN.model_inputs,
         init=TRAIN_PLAN.init,
     output:
         model=f"{TRAIN_ROOT}/run/model.pt",
@@ -153,7 +187,7 @@ rule train_model:
     params:
         trackfold=TRACKFOLD,
         out_dir=output_parent,
-        features_dir=input_parent("features"),
+        data=TRAIN_PLAN.train_data_option(),
         options=TRAIN.train_options(),
         init=init_model_option,
         device=torch_device,
@@ -169,7 +203,7 @@ rule train_model:
     conda:
         "../envs/core.yaml"
     shell:
-        "{params.trackfold} train --chains {input.chains} --features-dir {params.features_dir} "
+        "{params.trackfold} train {params.data} "
         "--out-dir {params.out_dir} {params.options} {params.init} --threads {threads} --device {params.device} "
         ">> {log} 2>&1"
 

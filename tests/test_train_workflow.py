@@ -131,6 +131,28 @@ def test_batches_partition_the_chains(chains_table, tmp_path, capsys):
     assert read_frame(empty / "msa_stats.parquet", MSA_STATS).empty     # nothing to search: done already
 
 
+def test_train_select_lists_one_splits_a3ms(chains_table, tmp_path, capsys):
+    table = read_frame(chains_table, TRAINING_CHAINS)
+    validation = set(table.loc[table["split"] == "validation", "name"])
+    assert validation and len(validation) < len(table)
+    folder = tmp_path / "batch"
+    folder.mkdir()
+    for row in table.itertuples():
+        (folder / f"{row.name}.a3m").write_text(f">{row.name}\n{row.sequence}\n")
+    missing = sorted(validation)[0]
+    (folder / f"{missing}.a3m").unlink()                    # a chain without an A3M is not listed
+    listed = {}
+    for split in ("all", "validation", "train"):
+        out = tmp_path / f"{split}.txt"
+        status, err = _cli(capsys, "train-select", "--chains", str(chains_table), "--msa-dir", str(folder),
+                           "--split", split, "--out", str(out))
+        assert status == 0, err
+        listed[split] = {Path(line).stem for line in out.read_text().splitlines()}
+    assert listed["validation"] == validation - {missing}
+    assert listed["train"] == set(table["name"]) - validation
+    assert listed["all"] == set(table["name"]) - {missing}
+
+
 def test_precomputed_msas_are_checked_and_copied(chains_table, tmp_path, capsys):
     table = read_frame(chains_table, TRAINING_CHAINS)
     first, second = tmp_path / "pre_a", tmp_path / "pre_b"
@@ -184,6 +206,12 @@ def test_dry_run_lists_the_training_jobs(root, tmp_path):
     expected = {"db_build": 1, "train_data": 1, "train_msa": 2, "train_features": 2, "train_model": 1,
                 "train_predict": 1, "train_evaluate": 1, "train_card": 1, "all": 1}
     assert _job_counts(result.stdout) == {**expected, "total": sum(expected.values())}
+    # from a pack: one train_pack job more, the same jobs otherwise (feature jobs build validation chains only)
+    override = tmp_path / "pack.yaml"
+    override.write_text(yaml.safe_dump({"train": {"pack": True}}))
+    result = _snakemake(root, root, "-n", "--configfile", str(root / "config" / "train_ci.yaml"), str(override),
+                        "--config", f"results={tmp_path / 'results'}")
+    assert _job_counts(result.stdout) == {**expected, "train_pack": 1, "total": sum(expected.values()) + 1}
     # precomputed MSAs: no database is built, the batches copy and check A3Ms instead
     override = tmp_path / "precomputed.yaml"
     override.write_text(yaml.safe_dump({"train": {"msa_dir": [str(tmp_path / "msas_*")]}}))
@@ -269,3 +297,27 @@ def test_tiny_training_run_resumes_and_writes_a_model_card(root, tmp_path):
 
     again = _snakemake(root, work, "-n", *configs)
     assert "Nothing to be done" in again.stdout + again.stderr          # a finished run stays finished
+
+
+@needs_snakemake
+@pytest.mark.slow
+def test_tiny_training_run_from_a_pack(root, tmp_path):
+    """train.pack: the model trains from one pack; feature files exist for the validation chains only, and
+    they are predicted and evaluated as without a pack."""
+    from workflow_lib.training.pack import read_pack
+
+    work, configs = _workdir(tmp_path, root, pack=True, pack_max_rows=8, steps=4)
+    _snakemake(root, work, "--cores", "2", *configs)
+    run = work / "results" / "train" / "ci_tiny"
+    chains = read_frame(run / "data" / "chains.parquet", TRAINING_CHAINS)
+    validation = sorted(chains.loc[chains["split"] == "validation", "name"])
+    table, packed = read_pack(run / "pack" / "pack.npz")
+    assert sorted(c.name for c in packed) == sorted(chains["name"])
+    assert sorted(table.loc[table["split"] == "validation", "name"]) == validation
+    assert max(len(c.msa) for c in packed) <= 8                  # pack_max_rows reached the pack
+    assert sorted(p.stem for p in (run / "features").glob("*.npz")) == validation
+    evaluation = pd.read_parquet(run / "evaluation" / "evaluation.parquet")
+    assert sorted(evaluation["name"]) == validation
+    from workflow_lib.model.checkpoint import load_checkpoint
+    _, extra = load_checkpoint(run / "run" / "model.pt")
+    assert extra["steps"] == 4

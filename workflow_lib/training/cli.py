@@ -133,6 +133,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="directories (or glob patterns of directories) of {name}.a3m, searched in order")
     batch.set_defaults(handler=run_train_batch)
 
+    select = subparsers.add_parser(
+        "train-select", help="the A3Ms of one split of a training table found in a folder, one path per line",
+        description="Lists DIR/{name}.a3m for every chain of chains.parquet in --split that has one there (the "
+                    "training workflow's feature jobs: with a pack, only the validation chains need feature "
+                    "files). Writes --out atomically, empty when no chain matches.")
+    select.add_argument("--chains", required=True, help="chains.parquet from train-data")
+    select.add_argument("--msa-dir", required=True, help="folder of {name}.a3m (one MSA batch)")
+    select.add_argument("--split", default="all", choices=("all", "train", "validation"))
+    select.add_argument("--out", required=True, help="the list to write")
+    select.set_defaults(handler=run_train_select)
+
     targets = subparsers.add_parser(
         "train-targets", help="targets TSV (trackfold evaluate --targets) and predict inputs of a split")
     targets.add_argument("--chains", required=True, help="chains.parquet from train-data")
@@ -318,6 +329,18 @@ def run_train_batch(args: argparse.Namespace) -> int:
     write_fasta(args.fasta, [])
     write_table(out_dir / "msa_stats.parquet", pd.DataFrame(stats, columns=MSA_STATS.schema.names), MSA_STATS)
     print(f"batch {args.batch}: {len(stats)} precomputed MSAs -> {out_dir}")
+    return 0
+
+
+def run_train_select(args: argparse.Namespace) -> int:
+    table = read_frame(args.chains, TRAINING_CHAINS)
+    if args.split != "all":
+        table = table[table["split"] == args.split]
+    folder = Path(args.msa_dir)
+    paths = [folder / f"{name}.a3m" for name in table["name"]]
+    found = [str(path) for path in paths if path.is_file()]
+    write_text_atomic(args.out, "".join(f"{path}\n" for path in found))
+    print(f"{args.out}: {len(found)} A3Ms of the {args.split} chains in {folder}")
     return 0
 
 

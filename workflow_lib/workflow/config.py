@@ -300,6 +300,8 @@ class TrainWorkflowConfig(StageConfig, TrainSettings):
     msa_dir: tuple[str, ...] = ()
     msa_batches: int = 8
     msa_threads: int = 1
+    pack: bool = False
+    pack_max_rows: int = 256
     preset: str = "small"
     overrides: Any = None
     max_train_chains: int | None = None
@@ -325,7 +327,7 @@ class TrainWorkflowConfig(StageConfig, TrainSettings):
             raise InputError(f"train: need 1 <= min_length <= max_length, got {self.min_length}, {self.max_length}")
         if not 0 < self.identity <= 1 or not 0 < self.val_fraction < 1:
             raise InputError("train: identity must be in (0, 1] and val_fraction in (0, 1)")
-        for key in ("data_threads", "msa_batches", "msa_threads", "steps", "crop_size", "batch_size", "max_msa_rows",
+        for key in ("data_threads", "msa_batches", "msa_threads", "pack_max_rows", "steps", "crop_size", "batch_size", "max_msa_rows",
                     "checkpoint_every", "val_every", "val_max_chains", "val_crop", "redraw_every", "threads",
                     "mem_mb", "runtime"):
             if getattr(self, key) < 1:

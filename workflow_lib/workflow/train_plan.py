@@ -36,6 +36,7 @@ class TrainPlan:
     msa_stats: list[str]
     feature_flags: list[str]
     init: list[str]
+    pack: list[str]
     card_settings: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -66,12 +67,31 @@ class TrainPlan:
             structure_args=structure_arguments(structures, extracted), manifest=manifest,
             msa_stats=[f"{root}/msa/batch_{b}/msa_stats.parquet" for b in batches],
             feature_flags=[f"{root}/features/batch_{b}.done" for b in batches],
-            init=[model_path(settings.init_model)] if settings.init_model else [])
+            init=[model_path(settings.init_model)] if settings.init_model else [],
+            pack=[f"{root}/pack/pack.npz"] if settings.pack else [])
         plan.card_settings.update(card_settings(settings, features, configfiles))
         if not settings.msa_dir and database in databases:
             plan.card_settings.update(database=database, database_fasta=list(databases[database].fasta),
                                       database_manifest=manifest[0], search=search.to_dict())
         return plan
+
+    @property
+    def feature_split(self) -> str:
+        """The chains that get feature files: with a pack, training reads the pack and only the validation chains
+        (predicted and evaluated after training) need them."""
+        return "validation" if self.settings.pack else "all"
+
+    @property
+    def model_inputs(self) -> list[str]:
+        """What ``trackfold train`` reads: the pack, or every batch's feature files."""
+        return self.pack or self.feature_flags
+
+    def train_data_option(self) -> str:
+        """``trackfold train``'s data options: ``--pack PACK``, or ``--chains`` and ``--features-dir``."""
+        if self.settings.pack:
+            return f"--pack {shlex.quote(self.pack[0])}"
+        return (f"--chains {shlex.quote(self.root + '/data/chains.parquet')} "
+                f"--features-dir {shlex.quote(self.root + '/features')}")
 
     def targets(self, results: str) -> list[str]:
         """The run's final outputs (``rule all`` asks for them when the config has ``train``)."""
