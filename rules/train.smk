@@ -6,6 +6,7 @@
 #   data/chains.parquet, split.json                                    train_data
 #   msa/batch_NNN.fasta, msa/batch_NNN/{chain}.a3m, msa_stats.parquet  train_msa (one job per batch)
 #   features/{chain}.npz, features/batch_NNN.{inputs,done}             train_features (one job per batch)
+#   templates/hits/{chain}.hits.parquet, templates/batch_NNN.done      train_templates (train.templates: true)
 #   pack/pack.npz                                                      train_pack (train.pack: true)
 #   run/model.pt, metrics.*, validation.parquet, learning_curve.png    train_model (+ train_state.pt, undeclared)
 #   predictions/{chain}.pdb, .pred.npz, targets.tsv                    train_predict (validation chains)
@@ -30,7 +31,8 @@ from workflow_lib.workflow.train_plan import TrainPlan
 
 TRAIN_PLAN = TrainPlan.build(config.get("train"), results=RESULTS, databases=DATABASES,
                              search_database=SEARCH_DATABASE, search=SEARCH_SETTINGS, features=FEATURE_SETTINGS,
-                             model_path=_model_path, configfiles=workflow.overwrite_configfiles or [])
+                             model_path=_model_path, configfiles=workflow.overwrite_configfiles or [],
+                             template_manifest=STAGE_INPUTS.db_manifest if TEMPLATE_SETTINGS.enabled else None)
 TRAIN = TRAIN_PLAN.settings
 TRAIN_ROOT = TRAIN_PLAN.root
 # The training workflow's final outputs; rules/common.smk's all_targets() returns them when config has `train`.
@@ -149,16 +151,55 @@ rule train_features:
         "--max-stats-seqs {params.max_stats_seqs} \"${{a3ms[@]}}\"; fi ) > {log} 2>&1"
 
 
+rule train_templates:
+    input:
+        chains=f"{TRAIN_ROOT}/data/chains.parquet",
+        stats=f"{TRAIN_ROOT}/msa/batch_{{batch}}/msa_stats.parquet",
+        db=TRAIN_PLAN.template_db,
+    output:
+        inputs=f"{TRAIN_ROOT}/templates/batch_{{batch}}.inputs",
+        flag=touch(f"{TRAIN_ROOT}/templates/batch_{{batch}}.done"),
+    params:
+        trackfold=TRACKFOLD,
+        msa_dir=input_parent("stats"),
+        db_dir=lambda wildcards, input: os.path.dirname(input.db[0]),
+        out_dir=f"{TRAIN_ROOT}/templates/hits",
+        max_hits=TEMPLATE_SETTINGS.max_hits,
+        min_aligned=TEMPLATE_SETTINGS.min_aligned,
+        decoys=TEMPLATE_SETTINGS.decoys,
+    wildcard_constraints:
+        batch=r"\d{3}",
+    log:
+        f"logs/train_templates/{TRAIN.name}/{{batch}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/train_templates/{TRAIN.name}/{{batch}}.tsv"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=240,
+    conda:
+        "../envs/core.yaml"
+    shell:
+        "( {params.trackfold} train-select --chains {input.chains} --msa-dir {params.msa_dir} --split all "
+        "--out {output.inputs} && mapfile -t a3ms < {output.inputs} && if [ ${{#a3ms[@]}} -gt 0 ]; then "
+        "{params.trackfold} templates search --templates {params.db_dir} --out-dir {params.out_dir} "
+        "--max-hits {params.max_hits} --min-aligned {params.min_aligned} --decoys {params.decoys} "
+        "--cpus {threads} \"${{a3ms[@]}}\"; fi ) > {log} 2>&1"
+
+
 rule train_pack:
     input:
         chains=f"{TRAIN_ROOT}/data/chains.parquet",
         stats=TRAIN_PLAN.msa_stats,
+        templates=TRAIN_PLAN.template_flags,
+        db=TRAIN_PLAN.template_db,
     output:
         pack=f"{TRAIN_ROOT}/pack/pack.npz",
     params:
         trackfold=TRACKFOLD,
         msa_dirs=lambda wildcards, input: " ".join(shlex.quote(os.path.dirname(path)) for path in input.stats),
         max_rows=TRAIN.pack_max_rows,
+        templates=TRAIN_PLAN.pack_template_option(),
     log:
         f"logs/train_pack/{TRAIN.name}.log",
     benchmark:
@@ -171,7 +212,7 @@ rule train_pack:
         "../envs/core.yaml"
     shell:
         "{params.trackfold} train-pack --chains {input.chains} --msa-dir {params.msa_dirs} "
-        "--max-rows {params.max_rows} --out {output.pack} > {log} 2>&1"
+        "--max-rows {params.max_rows} {params.templates} --out {output.pack} > {log} 2>&1"
 
 
 rule train_model:

@@ -99,6 +99,8 @@ def test_split_options_reach_train_data():
     assert "--val-names 'val names.txt'" in fixed.data_options() and "--val-chains" not in fixed.data_options()
     with pytest.raises(InputError, match="not both"):
         TrainWorkflowConfig.from_dict({"structures": ["x"], "val_chains": 3, "val_names": "v.txt"})
+    with pytest.raises(InputError, match="pack"):
+        TrainWorkflowConfig.from_dict({"structures": ["x"], "templates": True})
 
 
 # ------------------------------------------------------------------------------------------- batch glue
@@ -212,6 +214,12 @@ def test_dry_run_lists_the_training_jobs(root, tmp_path):
     result = _snakemake(root, root, "-n", "--configfile", str(root / "config" / "train_ci.yaml"), str(override),
                         "--config", f"results={tmp_path / 'results'}")
     assert _job_counts(result.stdout) == {**expected, "train_pack": 1, "total": sum(expected.values()) + 1}
+    # with template hits in the pack: the template database (profiles by our search) and one search per batch
+    override.write_text(yaml.safe_dump({"train": {"pack": True, "templates": True}}))
+    result = _snakemake(root, root, "-n", "--configfile", str(root / "config" / "train_ci.yaml"), str(override),
+                        "--config", f"results={tmp_path / 'results'}")
+    more = {"train_pack": 1, "train_templates": 2, "template_msas": 1, "templates_build": 1}
+    assert _job_counts(result.stdout) == {**expected, **more, "total": sum(expected.values()) + sum(more.values())}
     # precomputed MSAs: no database is built, the batches copy and check A3Ms instead
     override = tmp_path / "precomputed.yaml"
     override.write_text(yaml.safe_dump({"train": {"msa_dir": [str(tmp_path / "msas_*")]}}))
@@ -302,11 +310,12 @@ def test_tiny_training_run_resumes_and_writes_a_model_card(root, tmp_path):
 @needs_snakemake
 @pytest.mark.slow
 def test_tiny_training_run_from_a_pack(root, tmp_path):
-    """train.pack: the model trains from one pack; feature files exist for the validation chains only, and
-    they are predicted and evaluated as without a pack."""
+    """train.pack with train.templates: the chains' template hits are searched and packed, the model trains from
+    the pack; feature files exist for the validation chains only, and they are predicted and evaluated as
+    without a pack."""
     from workflow_lib.training.pack import read_pack
 
-    work, configs = _workdir(tmp_path, root, pack=True, pack_max_rows=8, steps=4)
+    work, configs = _workdir(tmp_path, root, pack=True, pack_max_rows=8, steps=4, templates=True, max_templates=2)
     _snakemake(root, work, "--cores", "2", *configs)
     run = work / "results" / "train" / "ci_tiny"
     chains = read_frame(run / "data" / "chains.parquet", TRAINING_CHAINS)
@@ -315,6 +324,17 @@ def test_tiny_training_run_from_a_pack(root, tmp_path):
     assert sorted(c.name for c in packed) == sorted(chains["name"])
     assert sorted(table.loc[table["split"] == "validation", "name"]) == validation
     assert max(len(c.msa) for c in packed) <= 8                  # pack_max_rows reached the pack
+    hits = run / "templates" / "hits"                            # every chain searched against the templates
+    assert sorted(p.name.removesuffix(".hits.parquet") for p in hits.glob("*.hits.parquet")) == sorted(chains["name"])
+    clusters = dict(zip(chains["name"], chains["cluster"]))
+    for name in chains["name"]:                                  # each chain's own structure is its top hit ...
+        assert pd.read_parquet(hits / f"{name}.hits.parquet")["template"].iloc[0] == name
+    assert any(chain.templates for chain in packed), "no chain got a template from the bundled structures"
+    for chain in packed:                                         # ... and never packed, nor its cluster's chains
+        for template in chain.templates:
+            assert template.template != chain.name and clusters.get(template.template, -1) != clusters[chain.name]
+            if chain.name not in validation:                     # no validation structure reaches training
+                assert template.template not in validation
     assert sorted(p.stem for p in (run / "features").glob("*.npz")) == validation
     evaluation = pd.read_parquet(run / "evaluation" / "evaluation.parquet")
     assert sorted(evaluation["name"]) == validation

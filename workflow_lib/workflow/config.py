@@ -302,6 +302,7 @@ class TrainWorkflowConfig(StageConfig, TrainSettings):
     msa_threads: int = 1
     pack: bool = False
     pack_max_rows: int = 256
+    templates: bool = False
     preset: str = "small"
     overrides: Any = None
     max_train_chains: int | None = None
@@ -334,6 +335,8 @@ class TrainWorkflowConfig(StageConfig, TrainSettings):
                 raise InputError(f"train.{key} must be at least 1, got {getattr(self, key)}")
         if self.val_chains is not None and self.val_chains < 1:
             raise InputError(f"train.val_chains must be at least 1, got {self.val_chains}")
+        if self.templates and not self.pack:
+            raise InputError("train.templates needs train.pack: true (template hits reach training through the pack)")
         if self.val_chains is not None and self.val_names:
             raise InputError("train: set val_chains (draw validation chains) or val_names (a fixed file of them), "
                              "not both")

@@ -37,14 +37,19 @@ class TrainPlan:
     feature_flags: list[str]
     init: list[str]
     pack: list[str]
+    template_db: list[str] = field(default_factory=list)
+    template_flags: list[str] = field(default_factory=list)
     card_settings: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def build(cls, section: Mapping[str, Any] | None, *, results: str, databases: Mapping[str, DatabaseConfig],
               search_database: str, search: SearchConfig, features: FeatureConfig,
-              model_path: Callable[[str], str], configfiles: Sequence[str] = ()) -> TrainPlan:
+              model_path: Callable[[str], str], configfiles: Sequence[str] = (),
+              template_manifest: str | None = None) -> TrainPlan:
         """The plan of config section ``train`` (``section``); ``model_path`` resolves a checkpoint path as
-        ``predict.model`` is resolved (working directory, else the workflow's ``models/``)."""
+        ``predict.model`` is resolved (working directory, else the workflow's ``models/``); ``template_manifest``
+        is the run's template database (config section ``templates``; None when it has no structures), which
+        ``train.templates`` searches the chains against."""
         settings = TrainWorkflowConfig.from_dict(section)
         enabled = bool(section)
         root = settings.root(results)
@@ -60,6 +65,10 @@ class TrainPlan:
 
         companions = [str(path) for name in structures if name.lower().endswith(".npz")
                        for path in companion_files(name)]
+        if enabled and settings.templates and template_manifest is None:
+            raise InputError("train.templates needs a template database: a `templates` section with structures "
+                             "(for PDB chains, the same backbone archive)")
+        use_templates = enabled and settings.templates
         names_file = [name for name in (settings.chain_names, settings.val_names) if enabled and name]
         plan = cls(
             settings=settings, enabled=enabled, root=root, batches=batches, database=database,
@@ -68,7 +77,9 @@ class TrainPlan:
             msa_stats=[f"{root}/msa/batch_{b}/msa_stats.parquet" for b in batches],
             feature_flags=[f"{root}/features/batch_{b}.done" for b in batches],
             init=[model_path(settings.init_model)] if settings.init_model else [],
-            pack=[f"{root}/pack/pack.npz"] if settings.pack else [])
+            pack=[f"{root}/pack/pack.npz"] if settings.pack else [],
+            template_db=[template_manifest] if use_templates else [],
+            template_flags=[f"{root}/templates/batch_{b}.done" for b in batches] if use_templates else [])
         plan.card_settings.update(card_settings(settings, features, configfiles))
         if not settings.msa_dir and database in databases:
             plan.card_settings.update(database=database, database_fasta=list(databases[database].fasta),
@@ -92,6 +103,13 @@ class TrainPlan:
             return f"--pack {shlex.quote(self.pack[0])}"
         return (f"--chains {shlex.quote(self.root + '/data/chains.parquet')} "
                 f"--features-dir {shlex.quote(self.root + '/features')}")
+
+    def pack_template_option(self) -> str:
+        """``trackfold train-pack``'s template options (empty without ``train.templates``)."""
+        if not self.template_db:
+            return ""
+        db_dir = self.template_db[0].rsplit("/", 1)[0]
+        return f"--template-hits {shlex.quote(self.root + '/templates/hits')} --templates {shlex.quote(db_dir)}"
 
     def targets(self, results: str) -> list[str]:
         """The run's final outputs (``rule all`` asks for them when the config has ``train``)."""
