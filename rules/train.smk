@@ -7,6 +7,7 @@
 #   msa/batch_NNN.fasta, msa/batch_NNN/{chain}.a3m, msa_stats.parquet  train_msa (one job per batch)
 #   features/{chain}.npz, features/batch_NNN.{inputs,done}             train_features (one job per batch)
 #   templates/hits/{chain}.hits.parquet, templates/batch_NNN.done      train_templates (train.templates: true)
+#   templates/usable/{chain}.hits.parquet    the hits a chain may use (train_features, for its feature file)
 #   pack/pack.npz                                                      train_pack (train.pack: true)
 #   run/model.pt, metrics.*, validation.parquet, learning_curve.png    train_model (+ train_state.pt, undeclared)
 #   predictions/{chain}.pdb, .pred.npz, targets.tsv                    train_predict (validation chains)
@@ -122,6 +123,8 @@ rule train_features:
     input:
         chains=f"{TRAIN_ROOT}/data/chains.parquet",
         stats=f"{TRAIN_ROOT}/msa/batch_{{batch}}/msa_stats.parquet",
+        templates=lambda wildcards: TRAIN_PLAN.batch_template_flag(wildcards.batch),
+        db=TRAIN_PLAN.template_db,
     output:
         inputs=f"{TRAIN_ROOT}/features/batch_{{batch}}.inputs",
         flag=touch(f"{TRAIN_ROOT}/features/batch_{{batch}}.done"),
@@ -132,6 +135,8 @@ rule train_features:
         split=TRAIN_PLAN.feature_split,
         max_seqs=FEATURE_SETTINGS.max_seqs,
         max_stats_seqs=FEATURE_SETTINGS.max_stats_seqs,
+        usable=lambda wildcards: TRAIN_PLAN.feature_template_step(TRACKFOLD, wildcards.batch),
+        templates=TRAIN_PLAN.feature_template_options(FEATURE_SETTINGS.max_templates),
     wildcard_constraints:
         batch=r"\d{3}",
     log:
@@ -147,8 +152,8 @@ rule train_features:
     shell:
         "( {params.trackfold} train-select --chains {input.chains} --msa-dir {params.msa_dir} --split {params.split} "
         "--out {output.inputs} && mapfile -t a3ms < {output.inputs} && if [ ${{#a3ms[@]}} -gt 0 ]; then "
-        "{params.trackfold} features --out-dir {params.out_dir} --max-seqs {params.max_seqs} "
-        "--max-stats-seqs {params.max_stats_seqs} \"${{a3ms[@]}}\"; fi ) > {log} 2>&1"
+        "{params.usable}{params.trackfold} features --out-dir {params.out_dir} --max-seqs {params.max_seqs} "
+        "--max-stats-seqs {params.max_stats_seqs} {params.templates} \"${{a3ms[@]}}\"; fi ) > {log} 2>&1"
 
 
 rule train_templates:

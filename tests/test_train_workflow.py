@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -336,6 +337,15 @@ def test_tiny_training_run_from_a_pack(root, tmp_path):
             if chain.name not in validation:                     # no validation structure reaches training
                 assert template.template not in validation
     assert sorted(p.stem for p in (run / "features").glob("*.npz")) == validation
+    used = 0                                                     # held-out chains predicted with usable hits only
+    for name in validation:
+        usable = pd.read_parquet(run / "templates" / "usable" / f"{name}.hits.parquet")
+        assert name not in set(usable["template"]) and (usable["identity"] <= 0.9).all()
+        with np.load(run / "features" / f"{name}.npz") as features:
+            slots = int(features["template_mask"].sum()) if "template_mask" in features else 0
+        assert slots <= min(len(usable), 4)
+        used += slots
+    assert used > 0
     evaluation = pd.read_parquet(run / "evaluation" / "evaluation.parquet")
     assert sorted(evaluation["name"]) == validation
     from workflow_lib.model.checkpoint import load_checkpoint

@@ -144,6 +144,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     select.add_argument("--out", required=True, help="the list to write")
     select.set_defaults(handler=run_train_select)
 
+    usable = subparsers.add_parser(
+        "train-hits", help="the template hits a training table's chains may use, as hits tables",
+        description="For each chain of --a3m-list (a train-select list: the chain is the file's stem), writes "
+                    "OUT_DIR/{name}.hits.parquet with the hits of HITS/{name}.hits.parquet that a training pack "
+                    "would keep: never the chain itself or its identity cluster, none above --max-identity, no "
+                    "validation chain for a training chain. trackfold features reads them (--template-hits), so "
+                    "held-out chains are predicted with the templates the network was allowed to learn from.")
+    usable.add_argument("--chains", required=True, help="chains.parquet from train-data")
+    usable.add_argument("--hits", required=True, help="folder of {name}.hits.parquet (trackfold templates search)")
+    usable.add_argument("--a3m-list", required=True, help="the chains' A3M paths, one per line (train-select)")
+    usable.add_argument("--out-dir", required=True, help="folder for the usable hits")
+    usable.add_argument("--max-identity", type=float, default=TEMPLATE_MAX_IDENTITY,
+                        help=f"leave out hits more identical than this (default {TEMPLATE_MAX_IDENTITY})")
+    usable.set_defaults(handler=run_train_hits)
+
     targets = subparsers.add_parser(
         "train-targets", help="targets TSV (trackfold evaluate --targets) and predict inputs of a split")
     targets.add_argument("--chains", required=True, help="chains.parquet from train-data")
@@ -341,6 +356,38 @@ def run_train_select(args: argparse.Namespace) -> int:
     found = [str(path) for path in paths if path.is_file()]
     write_text_atomic(args.out, "".join(f"{path}\n" for path in found))
     print(f"{args.out}: {len(found)} A3Ms of the {args.split} chains in {folder}")
+    return 0
+
+
+def run_train_hits(args: argparse.Namespace) -> int:
+    from workflow_lib.features.templates import read_hits
+    from workflow_lib.schemas.templates import TEMPLATE_HITS
+    from workflow_lib.training.pack import usable_templates
+
+    if not 0.0 < args.max_identity <= 1.0:
+        raise InputError(f"--max-identity must be in (0, 1], got {args.max_identity}")
+    table = read_frame(args.chains, TRAINING_CHAINS)
+    clusters = dict(zip(table["name"], table["cluster"].astype(int)))
+    validation = set(table.loc[table["split"] == "validation", "name"])
+    try:
+        names = [Path(line.strip()).name.removesuffix(".gz").removesuffix(".a3m")
+                 for line in Path(args.a3m_list).read_text().splitlines() if line.strip()]
+    except OSError as error:
+        raise InputError(f"cannot read the A3M list: {error.strerror}", path=args.a3m_list) from None
+    out_dir = Path(args.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    kept = 0
+    for name in names:
+        if name not in clusters:
+            raise InputError("not a chain of the training table", path=args.a3m_list, record=name)
+        hits_path = Path(args.hits) / f"{name}.hits.parquet"
+        if not hits_path.is_file():
+            raise InputError("no template hits for this chain", path=hits_path, record=name)
+        usable = usable_templates(read_hits(hits_path), name, clusters[name], name in validation, clusters,
+                                  validation, max_identity=args.max_identity)
+        write_table(out_dir / f"{name}.hits.parquet", usable.reset_index(drop=True), TEMPLATE_HITS)
+        kept += len(usable)
+    print(f"{out_dir}: usable template hits of {len(names)} chains ({kept} hits)")
     return 0
 
 

@@ -104,6 +104,29 @@ class TrainPlan:
         return (f"--chains {shlex.quote(self.root + '/data/chains.parquet')} "
                 f"--features-dir {shlex.quote(self.root + '/features')}")
 
+    def batch_template_flag(self, batch: str) -> list[str]:
+        """The batch's template search flag (rule train_templates), which its feature job waits for; none without
+        ``train.templates``."""
+        return [f"{self.root}/templates/batch_{batch}.done"] if self.template_db else []
+
+    def feature_template_step(self, trackfold: str, batch: str) -> str:
+        """The feature job's first command with ``train.templates``: the batch's usable hits (``trackfold
+        train-hits``: the pack's exclusions), so held-out chains are predicted with the templates training allows."""
+        if not self.template_db:
+            return ""
+        return (f"{trackfold} train-hits --chains {shlex.quote(self.root + '/data/chains.parquet')} "
+                f"--hits {shlex.quote(self.root + '/templates/hits')} "
+                f"--a3m-list {shlex.quote(f'{self.root}/features/batch_{batch}.inputs')} "
+                f"--out-dir {shlex.quote(self.root + '/templates/usable')} && ")
+
+    def feature_template_options(self, max_templates: int) -> str:
+        """``trackfold features``' template options with ``train.templates`` (the usable hits), else empty."""
+        if not self.template_db:
+            return ""
+        db_dir = self.template_db[0].rsplit("/", 1)[0]
+        return (f"--templates {shlex.quote(db_dir)} --template-hits {shlex.quote(self.root + '/templates/usable')} "
+                f"--max-templates {max_templates}")
+
     def pack_template_option(self) -> str:
         """``trackfold train-pack``'s template options (empty without ``train.templates``)."""
         if not self.template_db:
