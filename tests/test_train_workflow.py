@@ -156,6 +156,47 @@ def test_train_select_lists_one_splits_a3ms(chains_table, tmp_path, capsys):
     assert listed["all"] == set(table["name"]) - {missing}
 
 
+def test_train_hits_keeps_what_a_pack_keeps_and_names_missing_hits(chains_table, tmp_path, capsys):
+    from workflow_lib.schemas.io import write_table
+    from workflow_lib.schemas.templates import TEMPLATE_HITS
+
+    table = read_frame(chains_table, TRAINING_CHAINS)
+    names = list(table["name"])
+    validation = set(table.loc[table["split"] == "validation", "name"])
+    training = [n for n in names if n not in validation]
+    hits_dir = tmp_path / "hits"
+    hits_dir.mkdir()
+    columns = {field.name: [] for field in TEMPLATE_HITS.schema}
+    candidates = [(names[0], 1.0), (training[-1], 0.5), (sorted(validation)[0], 0.4), ("9XYZ_A", 0.95),
+                  ("8ABC_B", 0.3)]
+    for rank, (template, identity) in enumerate(candidates, start=1):
+        row = {"query": names[0], "template": template, "rank": rank, "evalue": 1e-5 * rank, "pvalue": 1e-9,
+               "significance": 0.99, "bitscore": 50.0, "identity": identity, "similarity": identity,
+               "aligned_cols": 50, "qstart": 1, "qend": 50, "tstart": 1, "tend": 50, "qlen": 60, "tlen": 60,
+               "alignment": "M" * 50, "template_db": "db", "db_size": 100, "null_lambda": 0.3, "null_mu": 5.0}
+        for key, value in row.items():
+            columns[key].append(value)
+    write_table(hits_dir / f"{names[0]}.hits.parquet", pd.DataFrame(columns), TEMPLATE_HITS)
+    a3ms = tmp_path / "list.txt"
+    a3ms.write_text(f"msa/{names[0]}.a3m\n")
+    status, err = _cli(capsys, "train-hits", "--chains", str(chains_table), "--hits", str(hits_dir),
+                       "--a3m-list", str(a3ms), "--out-dir", str(tmp_path / "usable"))
+    assert status == 0, err
+    kept = list(pd.read_parquet(tmp_path / "usable" / f"{names[0]}.hits.parquet")["template"])
+    expected = [training[-1]] if training[-1] != names[0] else []        # not itself, not above 90% identity
+    if names[0] in validation:
+        expected.append(sorted(validation)[0])                            # a held-out chain may use another
+    assert kept == expected + ["8ABC_B"]
+    a3ms.write_text(f"msa/{names[1]}.a3m\n")
+    status, err = _cli(capsys, "train-hits", "--chains", str(chains_table), "--hits", str(hits_dir),
+                       "--a3m-list", str(a3ms), "--out-dir", str(tmp_path / "usable"))
+    assert status != 0 and "no template hits" in err and names[1] in err
+    a3ms.write_text("msa/NOT_A_CHAIN.a3m\n")
+    status, err = _cli(capsys, "train-hits", "--chains", str(chains_table), "--hits", str(hits_dir),
+                       "--a3m-list", str(a3ms), "--out-dir", str(tmp_path / "usable"))
+    assert status != 0 and "not a chain of the training table" in err
+
+
 def test_precomputed_msas_are_checked_and_copied(chains_table, tmp_path, capsys):
     table = read_frame(chains_table, TRAINING_CHAINS)
     first, second = tmp_path / "pre_a", tmp_path / "pre_b"
