@@ -22,7 +22,8 @@
 # Resume: trackfold train writes run/train_state.pt every checkpoint_every
 # steps; it is not a declared output, so Snakemake never deletes it, and a rerun of train_model after a kill
 # (or `--forcerun train_model` after a time limit) continues from it. Library: workflow_lib.training
-# (data, loop, ...; cli: train-data, train, train-batch, train-select, train-pack, train-targets, train-card; card: the model card).
+# (data, loop, ...; cli: train-data, train, train-batch, train-select, train-hits, train-pack, train-targets,
+# train-card; card: the model card).
 
 import functools
 import json
