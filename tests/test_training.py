@@ -79,6 +79,30 @@ def test_training_reduces_loss_on_a_real_chain(dataset, tmp_path):
     assert (tmp_path / "learning_curve.png").stat().st_size > 1000
 
 
+@pytest.mark.slow
+def test_the_network_overfits_one_real_chain_to_physical_backbones(dataset, tmp_path):
+    """The losses and the structure module can learn geometry: the tiny network trained on one real chain (75
+    residues, the query alone, the whole chain as the crop) predicts it back with lDDT-Cα > 0.9 from its
+    structure module, with consecutive Cα–Cα distances of 3.80 Å (backbones built from ideal residue frames).
+    Measured: lDDT-Cα 0.98 after 750 of 2,000 steps and 1.0 from step 1,000 (about 0.1 CPU-s per step)."""
+    from workflow_lib.features.build import read_features
+    from workflow_lib.inference.predict import PredictOptions, predict_features
+
+    (chain,), _ = _chains(dataset)
+    length = len(chain.residue_index)
+    config = _config(steps=900, crop_size=length, max_msa_rows=1, lr=1e-2, warmup_steps=20, checkpoint_every=900,
+                     val_every=900, val_crop=length, redraw_every=10**6, seed=0)
+    result = train(config, [chain], [0], [chain], tmp_path, final_validation=True)
+    assert result.validation["lddt_ca"].iloc[0] > 0.9, result.validation
+    model, _ = load_checkpoint(result.model_path)
+    model.eval()
+    prediction = predict_features(model, read_features(chain.features_path),
+                                  PredictOptions(fold="network", pair_heads=(), device="cpu"))
+    ca = prediction.backbone[:, 1].astype(np.float64)
+    steps = np.linalg.norm(np.diff(ca, axis=0), axis=1)
+    assert abs(steps.mean() - 3.80) < 0.05 and steps.std() < 0.1, (steps.mean(), steps.std())
+
+
 def test_resume_gives_identical_parameters(dataset, tmp_path):
     train_chains, val_chains = _chains(dataset)
     config = _config(model={**training_model_config("tiny").to_dict(), "dropout": 0.1}, val_every=4)
