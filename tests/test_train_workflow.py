@@ -276,6 +276,19 @@ def test_dry_run_lists_the_training_jobs(root, tmp_path):
                         "--config", f"results={tmp_path / 'results'}")
     counts = _job_counts(result.stdout)
     assert counts["train_structures"] == 1 and counts["train_msa"] == 14 and counts["db_build"] == 1
+    # the PDB-scale configuration: 6,000 chains of the backbone archive, 30 MSA batches, template hits, one pack
+    # (its UniProt FASTA is built by benchmarks/uniprot2014.py: the bundled Swiss-Prot slice stands in)
+    if not (root.parent / "shared" / "data" / "pdb_chains_promod3" / "backbone.npz").is_file():
+        return
+    override = tmp_path / "small_db.yaml"
+    override.write_text(yaml.safe_dump({"databases": {"uniprot": {
+        "fasta": [str(root / "example" / "db" / "sprot_firmicutes_slice.fasta.gz")], "shards": 2}}}))
+    result = _snakemake(root, root, "-n", "--configfile", str(root / "config" / "train_pdb.yaml"), str(override),
+                        "--config", f"results={tmp_path / 'results'}")
+    counts = _job_counts(result.stdout)
+    assert counts["train_msa"] == counts["train_templates"] == counts["train_features"] == 30
+    assert counts["train_pack"] == counts["templates_build"] == counts["db_build"] == 1
+    assert "template_msas" not in counts                               # single-sequence template profiles
 
 
 @needs_snakemake
