@@ -27,7 +27,6 @@
 
 import functools
 import json
-import os
 
 from workflow_lib.workflow.train_plan import TrainPlan
 
@@ -124,7 +123,7 @@ rule train_features:
     input:
         chains=f"{TRAIN_ROOT}/data/chains.parquet",
         stats=f"{TRAIN_ROOT}/msa/batch_{{batch}}/msa_stats.parquet",
-        templates=lambda wildcards: TRAIN_PLAN.batch_template_flag(wildcards.batch),
+        templates=TRAIN_PLAN.batch_template_flag,
         db=TRAIN_PLAN.template_db,
     output:
         inputs=f"{TRAIN_ROOT}/features/batch_{{batch}}.inputs",
@@ -136,7 +135,7 @@ rule train_features:
         split=TRAIN_PLAN.feature_split,
         max_seqs=FEATURE_SETTINGS.max_seqs,
         max_stats_seqs=FEATURE_SETTINGS.max_stats_seqs,
-        usable=lambda wildcards: TRAIN_PLAN.feature_template_step(TRACKFOLD, wildcards.batch),
+        usable=functools.partial(TRAIN_PLAN.feature_template_step, TRACKFOLD),
         templates=TRAIN_PLAN.feature_template_options(FEATURE_SETTINGS.max_templates),
     wildcard_constraints:
         batch=r"\d{3}",
@@ -168,7 +167,7 @@ rule train_templates:
     params:
         trackfold=TRACKFOLD,
         msa_dir=input_parent("stats"),
-        db_dir=lambda wildcards, input: os.path.dirname(input.db[0]),
+        db_dir=TRAIN_PLAN.template_db_dir,
         out_dir=f"{TRAIN_ROOT}/templates/hits",
         max_hits=TEMPLATE_SETTINGS.max_hits,
         min_aligned=TEMPLATE_SETTINGS.min_aligned,
@@ -203,7 +202,7 @@ rule train_pack:
         pack=f"{TRAIN_ROOT}/pack/pack.npz",
     params:
         trackfold=TRACKFOLD,
-        msa_dirs=lambda wildcards, input: " ".join(shlex.quote(os.path.dirname(path)) for path in input.stats),
+        msa_dirs=TRAIN_PLAN.msa_dirs_option(),
         max_rows=TRAIN.pack_max_rows,
         templates=TRAIN_PLAN.pack_template_option(),
     log:

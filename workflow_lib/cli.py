@@ -30,7 +30,8 @@ COMMAND_MODULES = {
     "workflow_lib.features.cli": ("features",),
     "workflow_lib.templates.cli": ("templates",),
     "workflow_lib.inference.cli": ("predict",),
-    "workflow_lib.training.cli": ("train-data", "train", "train-pack", "train-batch", "train-targets", "train-card"),
+    "workflow_lib.training.cli": ("train-data", "train", "train-pack", "train-batch", "train-select", "train-hits",
+                                  "train-targets", "train-card"),
     "workflow_lib.report.cli": ("summarize",),
     "workflow_lib.evaluate.cli": ("evaluate",),
 }

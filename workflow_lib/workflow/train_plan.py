@@ -104,35 +104,44 @@ class TrainPlan:
         return (f"--chains {shlex.quote(self.root + '/data/chains.parquet')} "
                 f"--features-dir {shlex.quote(self.root + '/features')}")
 
-    def batch_template_flag(self, batch: str) -> list[str]:
-        """The batch's template search flag (rule train_templates), which its feature job waits for; none without
-        ``train.templates``."""
-        return [f"{self.root}/templates/batch_{batch}.done"] if self.template_db else []
+    def batch_template_flag(self, wildcards) -> list[str]:
+        """Input function: the batch's template search flag (rule train_templates), which its feature job waits
+        for; none without ``train.templates``."""
+        return [f"{self.root}/templates/batch_{wildcards.batch}.done"] if self.template_db else []
 
-    def feature_template_step(self, trackfold: str, batch: str) -> str:
-        """The feature job's first command with ``train.templates``: the batch's usable hits (``trackfold
-        train-hits``: the pack's exclusions), so held-out chains are predicted with the templates training allows."""
+    def feature_template_step(self, trackfold: str, wildcards) -> str:
+        """Params function (with ``trackfold`` bound): the feature job's first command with ``train.templates``,
+        the batch's usable hits (``trackfold train-hits``: the pack's exclusions), so held-out chains are predicted
+        with the templates training allows; empty otherwise."""
         if not self.template_db:
             return ""
         return (f"{trackfold} train-hits --chains {shlex.quote(self.root + '/data/chains.parquet')} "
                 f"--hits {shlex.quote(self.root + '/templates/hits')} "
-                f"--a3m-list {shlex.quote(f'{self.root}/features/batch_{batch}.inputs')} "
+                f"--a3m-list {shlex.quote(f'{self.root}/features/batch_{wildcards.batch}.inputs')} "
                 f"--out-dir {shlex.quote(self.root + '/templates/usable')} && ")
+
+    @property
+    def template_db_dir(self) -> str:
+        """The template database directory (empty without ``train.templates``)."""
+        return self.template_db[0].rsplit("/", 1)[0] if self.template_db else ""
+
+    def msa_dirs_option(self) -> str:
+        """Every MSA batch's folder, for ``trackfold train-pack --msa-dir``."""
+        return " ".join(shlex.quote(path.rsplit("/", 1)[0]) for path in self.msa_stats)
 
     def feature_template_options(self, max_templates: int) -> str:
         """``trackfold features``' template options with ``train.templates`` (the usable hits), else empty."""
         if not self.template_db:
             return ""
-        db_dir = self.template_db[0].rsplit("/", 1)[0]
-        return (f"--templates {shlex.quote(db_dir)} --template-hits {shlex.quote(self.root + '/templates/usable')} "
+        return (f"--templates {shlex.quote(self.template_db_dir)} --template-hits {shlex.quote(self.root + '/templates/usable')} "
                 f"--max-templates {max_templates}")
 
     def pack_template_option(self) -> str:
         """``trackfold train-pack``'s template options (empty without ``train.templates``)."""
         if not self.template_db:
             return ""
-        db_dir = self.template_db[0].rsplit("/", 1)[0]
-        return f"--template-hits {shlex.quote(self.root + '/templates/hits')} --templates {shlex.quote(db_dir)}"
+        return (f"--template-hits {shlex.quote(self.root + '/templates/hits')} "
+                f"--templates {shlex.quote(self.template_db_dir)}")
 
     def targets(self, results: str) -> list[str]:
         """The run's final outputs (``rule all`` asks for them when the config has ``train``)."""
