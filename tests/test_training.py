@@ -5,6 +5,7 @@ Features are built at test time from query-only A3Ms of the chains (as ``trackfo
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -228,3 +229,22 @@ def test_model_card_names_no_machine_path(dataset, data_dir, tmp_path, monkeypat
     card = model_card(**kwargs)
     assert "| file | `run/model.pt`," in card and "`evaluation/evaluation.parquet`" in card
     assert not re.search(r"(^|[\s`\"'(,])/[\w.~-]", card, re.MULTILINE), card
+
+
+def test_native_template_encodes_the_loss_targets_geometry(dataset):
+    """The chain's own structure as a template: its pair features hold exactly the distance and orientation bins
+    the losses train towards, on every residue pair with a backbone, and it is a full-identity hit."""
+    from workflow_lib.features.templates import PAIR
+    from workflow_lib.training.examples import make_example, native_template
+
+    (chain,), _ = _chains(dataset)
+    template = native_template(chain)
+    assert template.placed.all() == chain.atom_mask.all() and template.identical.all()
+    chain_t = dataclasses.replace(chain, templates=(template,))
+    inputs, targets = make_example(chain_t, 5, 40, None, 1, max_templates=1)
+    pair = inputs["templates_pair"][0, 0].numpy()
+    mask = targets["pair_mask"][0].numpy().astype(bool)
+    assert mask.sum() > 1000
+    for key in ("dist", "omega", "theta", "phi"):
+        np.testing.assert_array_equal(pair[..., PAIR[key]].argmax(-1)[mask], targets[key][0].numpy()[mask])
+    assert inputs["templates_1d"].shape[:2] == (1, 1) and float(inputs["template_mask"].sum()) == 1.0

@@ -12,7 +12,7 @@ Protein Structure", "Secondary Structure Score").
 - :mod:`.geometry` — :func:`dihedral`, :func:`planar_angle`, :func:`pair_geometry` (d, ω, θ, φ) and
   :func:`bin_pair_geometry` (37/37/37/19 classes, no-contact last).
 - :mod:`.dssp` — :func:`run_dssp`, :func:`secondary_structure` (8 and 3 states).
-- :mod:`.metrics` — :func:`lddt_ca`, :func:`kabsch`, :func:`kabsch_rmsd`.
+- :mod:`.metrics` — :func:`lddt_ca`, :func:`tm_score`, :func:`kabsch`, :func:`kabsch_rmsd`.
 """
 
 from workflow_lib.structure.cbeta import fill_cb, ideal_oxygen, virtual_cb
@@ -40,7 +40,7 @@ from workflow_lib.structure.geometry import (
     pair_geometry,
     planar_angle,
 )
-from workflow_lib.structure.metrics import Lddt, kabsch, kabsch_rmsd, lddt_ca
+from workflow_lib.structure.metrics import Lddt, kabsch, kabsch_rmsd, lddt_ca, tm_d0, tm_score
 from workflow_lib.structure.parse import BACKBONE_ATOMS, MODIFIED_RESIDUES, Chain, read_chain, read_structure
 from workflow_lib.structure.pdb_writer import complete_backbone, format_pdb, write_pdb
 
@@ -50,5 +50,6 @@ __all__ = [
     "Chain", "DsspResidue", "Lddt", "SecondaryStructure",
     "bin_pair_geometry", "complete_backbone", "dihedral", "fill_cb", "format_pdb", "ideal_oxygen", "kabsch",
     "kabsch_rmsd", "lddt_ca", "mkdssp_version", "pair_geometry", "parse_dssp", "planar_angle", "read_chain",
-    "read_structure", "reduce_to_three", "run_dssp", "secondary_structure", "virtual_cb", "write_pdb",
+    "read_structure", "reduce_to_three", "run_dssp", "secondary_structure", "tm_d0", "tm_score", "virtual_cb",
+    "write_pdb",
 ]

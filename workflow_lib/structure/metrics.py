@@ -1,4 +1,4 @@
-"""Structure comparison: lDDT-Cα and Kabsch superposition / RMSD (NumPy, for evaluation and loss targets).
+"""Structure comparison: lDDT-Cα, TM-score and Kabsch superposition / RMSD (NumPy, for evaluation and losses).
 
 lDDT (Mariani et al. 2013, *Bioinformatics* 29:2722), Cα-only as AlphaFold computes it
 (``alphafold/model/lddt.py``) and as the pLDDT head's target (seed 003 / AlphaFold suppl. 1.9.6):
@@ -109,3 +109,69 @@ def kabsch_rmsd(mobile: np.ndarray, target: np.ndarray, mask: np.ndarray | None 
         use &= np.asarray(mask, dtype=bool)
     moved = mobile[use] @ rotation.T + translation
     return float(np.sqrt(np.mean(np.sum((moved - target[use]) ** 2, axis=1))))
+
+
+def tm_d0(length: int) -> float:
+    """TM-score's distance scale d0 (Å) for a native of ``length`` residues: 1.24 (L − 15)^⅓ − 1.8, at least 0.5."""
+    return max(0.5, 1.24 * np.cbrt(length - 15.0) - 1.8) if length > 21 else 0.5
+
+
+def tm_score(pred_ca: np.ndarray, true_ca: np.ndarray, mask: np.ndarray | None = None, max_iterations: int = 20
+             ) -> float:
+    """TM-score of ``pred_ca`` against ``true_ca`` ``[L, 3]`` with residue i matched to residue i (the TM-score
+    program's question, not TM-align's: no alignment search), normalised by the native's residues.
+
+    Zhang & Skolnick (2004) *Proteins* 57:702: TM = max over superpositions of Σ 1 / (1 + (d_i / d0)²) / L_N,
+    L_N the residues with a true Cα (and in ``mask``), d0 = :func:`tm_d0` (L_N). The maximum is searched as the
+    TM-score program does: Kabsch fits seeded on fragments of L, L/2, L/4, ... (at least 4) residues at steps of
+    half a fragment, each refined by refitting on the residues closer than d0_search = clip(d0, 4.5, 8) Å
+    (widened by 0.5 Å while fewer than 3 are) until the selection stops changing. A residue without a finite
+    predicted Cα scores 0. NaN when the native has no residue; 0 when fewer than 3 residues can be superposed.
+    """
+    pred = np.asarray(pred_ca, dtype=np.float64)
+    true = np.asarray(true_ca, dtype=np.float64)
+    if pred.shape != true.shape or pred.ndim != 2 or pred.shape[1] != 3:
+        raise ValueError(f"pred_ca and true_ca must both have shape [L, 3], got {pred.shape} and {true.shape}")
+    native = np.isfinite(true).all(axis=1)
+    if mask is not None:
+        native &= np.asarray(mask, dtype=bool)
+    n_native = int(native.sum())
+    if n_native == 0:
+        return float("nan")
+    use = native & np.isfinite(pred).all(axis=1)
+    p, q = pred[use], true[use]
+    n = len(p)
+    if n < 3:
+        return 0.0
+    d0 = tm_d0(n_native)
+    d0_search = min(max(d0, 4.5), 8.0)
+    best = 0.0
+    length = n
+    fragment_lengths = []
+    while True:
+        fragment_lengths.append(max(length, min(4, n)))
+        if length <= 4:
+            break
+        length //= 2
+    tried: set[bytes] = set()
+    for fragment in dict.fromkeys(fragment_lengths):
+        for start in range(0, n - fragment + 1, max(1, fragment // 4)):
+            selected = np.zeros(n, dtype=bool)
+            selected[start:start + fragment] = True
+            for _ in range(max_iterations):
+                key = np.packbits(selected).tobytes()
+                if key in tried:
+                    break
+                tried.add(key)
+                rotation, translation = kabsch(p, q, selected)
+                distance = np.linalg.norm(p @ rotation.T + translation - q, axis=1)
+                best = max(best, float((1.0 / (1.0 + (distance / d0) ** 2)).sum()) / n_native)
+                cutoff = d0_search
+                chosen = distance < cutoff
+                while chosen.sum() < 3:
+                    cutoff += 0.5
+                    chosen = distance < cutoff
+                if np.array_equal(chosen, selected):
+                    break
+                selected = chosen
+    return best

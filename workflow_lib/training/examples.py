@@ -31,6 +31,7 @@ from workflow_lib.features.templates import TemplateColumns, columns_features
 from workflow_lib.seqio.alphabet import GAP_CODE, encode
 from workflow_lib.structure.geometry import bin_pair_geometry, pair_geometry
 from workflow_lib.structure.backbones import is_backbone_archive
+from workflow_lib.structure.cbeta import virtual_cb
 from workflow_lib.structure.parse import Chain
 from workflow_lib.training.data import chain_key, read_chains
 from workflow_lib.training.losses import bonded_pairs
@@ -161,6 +162,22 @@ def pick_templates(templates: Sequence[TemplateColumns], max_templates: int, dro
     if rng is not None and dropout > 0.0 and kept:
         kept = [hit for hit, draw in zip(kept, rng.random(len(kept))) if draw >= dropout]
     return kept[:max_templates]
+
+
+def native_template(chain: TrainingChain, confidence: float = 1.0) -> TemplateColumns:
+    """The chain's own structure as a template hit on every column that has N, CA and C (virtual Cβ, no O,
+    identical residues, no secondary structure): the upper bound of what a template can give, for checking
+    that a trained network reads its templates (a native template should give a near-native prediction)."""
+    codes = (chain.msa[0] if chain.msa is not None else read_features(chain.features_path)["msa"][0])
+    codes = np.asarray(codes, dtype=np.int8)
+    placed = chain.atom_mask.all(axis=1)
+    coords = np.full((len(chain), 5, 3), np.nan, dtype=np.float32)
+    n, ca, c = (chain.coords[placed, k].astype(np.float64) for k in range(3))
+    coords[placed, :3] = chain.coords[placed]
+    coords[placed, 4] = virtual_cb(n, ca, c)
+    aligned = np.ones(len(chain), dtype=bool)
+    return TemplateColumns(f"{chain.name} (native)", coords, placed, aligned, aligned.copy(), aligned.copy(),
+                           codes.copy(), np.full(len(chain), -1, dtype=np.int8), float(confidence))
 
 
 def make_example(chain: TrainingChain, start: int, length: int, rows_rng: np.random.Generator | None,
