@@ -80,6 +80,7 @@ def test_lddt_hand_computed_line_of_four(tmp_path):
     assert row["plddt_lddt_pearson"] == pytest.approx(1.0)
     assert row["mean_plddt"] == pytest.approx(72.5)
     assert row["tmalign_status"] == "disabled" and np.isnan(row["tm_score"])
+    assert 0.0 < row["tm_score_fixed"] < 1.0           # trackfold's own TM-score needs no program
 
 
 def test_lddt_of_a_rigidly_moved_native_is_one(tmp_path):
@@ -92,9 +93,9 @@ def test_lddt_of_a_rigidly_moved_native_is_one(tmp_path):
     assert row["lddt_ca"] == pytest.approx(1.0) and row["rmsd_all"] == pytest.approx(0.0, abs=1e-3)
     assert (residues["lddt_ca"] == 1.0).all()
     assert row["plddt_mae"] == pytest.approx(0.1, abs=1e-6)
+    assert row["tm_score_fixed"] == pytest.approx(1.0, abs=1e-6)      # PDB coordinates: 3 decimals
     if HAS_TMALIGN:
         assert row["tm_score"] == pytest.approx(1.0, abs=1e-4)
-        assert row["tm_score_fixed"] == pytest.approx(1.0, abs=1e-4)
         assert row["rmsd"] == pytest.approx(0.0, abs=0.01)
 
 
@@ -247,7 +248,7 @@ def test_tmalign_missing_gives_nan_and_status(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     row, _ = evaluate_target(PRED_3BP8, NATIVE_3BP8)
     assert np.isnan(row["tm_score"]) and np.isnan(row["rmsd"]) and "not found" in row["tmalign_status"]
-    assert row["lddt_ca"] > 0
+    assert row["lddt_ca"] > 0 and 0.0 < row["tm_score_fixed"] <= 1.0
 
 
 # ------------------------------------------------------------------------------------------ outputs and CLI

@@ -11,8 +11,10 @@ per-residue lDDT-Cα). Per target:
    taken for another protein: an error). Only matched residues are scored.
 2. **lDDT-Cα** (:func:`workflow_lib.structure.metrics.lddt_ca`, 15 Å inclusion radius on the native, pooled
    over pairs) of the matched Cα, per residue and global; ``rmsd_all`` is the Kabsch RMSD over all matched Cα.
-3. **TM-score / RMSD** from TM-align on the matched residues, normalised by the native's observed length
-   (:mod:`workflow_lib.evaluate.tmalign`; NaN and ``tmalign_status`` without the program).
+3. **TM-score / RMSD**, normalised by the native's observed length: ``tm_score_fixed`` with the matching as
+   the residue correspondence (:func:`workflow_lib.structure.metrics.tm_score`, the TM-score program's
+   question, always computed); ``tm_score``, ``rmsd`` and ``tm_aligned`` from TM-align's sequence-independent
+   alignment (:mod:`workflow_lib.evaluate.tmalign`; NaN and ``tmalign_status`` without the program).
 4. **pLDDT calibration**: the npz ``plddt`` (else the model's Cα B-factors), 0–100 (a model whose values all
    lie in [0, 1] is read as 0–1 and scaled by 100), against the true per-residue lDDT-Cα: Pearson r and mean
    absolute error of pLDDT/100 over matched residues with a scored lDDT.
@@ -54,7 +56,7 @@ from workflow_lib.schemas.io import read_npz, write_table
 from workflow_lib.seqio.alphabet import decode
 from workflow_lib.seqio.atomic import write_text_atomic
 from workflow_lib.structure.geometry import DIST_BINS
-from workflow_lib.structure.metrics import kabsch_rmsd, lddt_ca
+from workflow_lib.structure.metrics import kabsch_rmsd, lddt_ca, tm_score
 from workflow_lib.structure.backbones import is_backbone_archive, read_backbone_archive
 from workflow_lib.structure.parse import Chain, entry_name, read_structure
 
@@ -192,6 +194,7 @@ def evaluate_target(pred_pdb: str | Path, native: str | Path, *, native_chain: s
     rmsd_all = kabsch_rmsd(pred_ca, true_ca) if both.sum() >= 3 else math.nan
     pearson, mae = _calibration(model.plddt, per_residue)
 
+    tm_fixed = tm_score(pred_ca, true_ca, length=len(target.sequence)) if both.any() else math.nan
     if tmalign:
         usable = np.isfinite(pred_ca).all(axis=1)
         tm = run_tmalign(pred_ca[usable], true_ca[usable],
@@ -227,7 +230,7 @@ def evaluate_target(pred_pdb: str | Path, native: str | Path, *, native_chain: s
     row = {"name": name, "pred": str(pred_pdb), "native": str(native), "native_chain": target.chain_id,
            "length": length, "native_length": len(target.sequence), "aligned": match.aligned,
            "seq_identity": match.identity, "lddt_ca": float(lddt.score), "tm_score": tm.tm_score,
-           "tm_score_fixed": tm.tm_score_fixed, "rmsd": tm.rmsd, "tm_aligned": tm.aligned, "rmsd_all": rmsd_all,
+           "tm_score_fixed": tm_fixed, "rmsd": tm.rmsd, "tm_aligned": tm.aligned, "rmsd_all": rmsd_all,
            "tmalign_status": tm.status,
            "mean_plddt": float(np.nanmean(model.plddt)) if np.isfinite(model.plddt).any() else math.nan,
            "plddt_lddt_pearson": pearson, "plddt_mae": mae, "long_contacts": long_contacts,

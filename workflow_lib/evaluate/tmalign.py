@@ -9,7 +9,8 @@ native length (unmatched native residues count as missed):
   ``rmsd`` and ``tm_aligned`` are that alignment's "RMSD=" and "Aligned length=" (TM-align's RMSD is over its
   own aligned pairs, not over all matched residues);
 - ``tm_score_fixed``: the residue correspondence fixed to the matching (``-I`` with a gapless alignment), as
-  the TM-score program scores a model against its native.
+  the TM-score program scores a model against its native (``trackfold evaluate`` reports its own
+  :func:`~workflow_lib.structure.metrics.tm_score` under this name, which needs no program).
 
 Without a ``TMalign`` executable on ``PATH`` every value is NaN and ``status`` says so; a failed run gives NaN
 and the first line of its error output.

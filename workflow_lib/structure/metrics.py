@@ -116,8 +116,8 @@ def tm_d0(length: int) -> float:
     return max(0.5, 1.24 * np.cbrt(length - 15.0) - 1.8) if length > 21 else 0.5
 
 
-def tm_score(pred_ca: np.ndarray, true_ca: np.ndarray, mask: np.ndarray | None = None, max_iterations: int = 20
-             ) -> float:
+def tm_score(pred_ca: np.ndarray, true_ca: np.ndarray, mask: np.ndarray | None = None, max_iterations: int = 20,
+             length: int | None = None) -> float:
     """TM-score of ``pred_ca`` against ``true_ca`` ``[L, 3]`` with residue i matched to residue i (the TM-score
     program's question, not TM-align's: no alignment search), normalised by the native's residues.
 
@@ -127,6 +127,8 @@ def tm_score(pred_ca: np.ndarray, true_ca: np.ndarray, mask: np.ndarray | None =
     half a fragment, each refined by refitting on the residues closer than d0_search = clip(d0, 4.5, 8) Å
     (widened by 0.5 Å while fewer than 3 are) until the selection stops changing. A residue without a finite
     predicted Cα scores 0. NaN when the native has no residue; 0 when fewer than 3 residues can be superposed.
+    ``length`` normalises by (and sets d0 from) that many native residues instead, e.g. the whole native chain
+    when only its residues matched to the model are given.
     """
     pred = np.asarray(pred_ca, dtype=np.float64)
     true = np.asarray(true_ca, dtype=np.float64)
@@ -135,8 +137,8 @@ def tm_score(pred_ca: np.ndarray, true_ca: np.ndarray, mask: np.ndarray | None =
     native = np.isfinite(true).all(axis=1)
     if mask is not None:
         native &= np.asarray(mask, dtype=bool)
-    n_native = int(native.sum())
-    if n_native == 0:
+    n_native = int(native.sum()) if length is None else int(length)
+    if n_native <= 0:
         return float("nan")
     use = native & np.isfinite(pred).all(axis=1)
     p, q = pred[use], true[use]

@@ -32,6 +32,7 @@ from workflow_lib.seqio.atomic import write_text_atomic
 EVALUATION_METRICS = (
     # (column of workflow_lib.evaluate's table, label, co-evolution baseline column, random-ranking column)
     ("lddt_ca", "lDDT-Cα", None, None),
+    ("tm_score_fixed", "TM-score (residue i to residue i, normalised by the native)", None, None),
     ("tm_score", "TM-score (TMalign, normalised by the native)", None, None),
     ("rmsd", "RMSD (TMalign, Å)", None, None),
     ("mean_plddt", "mean pLDDT", None, None),
