@@ -16,15 +16,18 @@ from workflow_lib.errors import InputError
 from workflow_lib.features import build_features
 from workflow_lib.aligner.compiled import KERNELS_ENV, available
 from workflow_lib.inference.confidence import expected_lddt
-from workflow_lib.inference.fold import (BIN_CENTRES, CLASH_DISTANCE, TAIL_SLOPE, FoldOptions, _interpolate,
-                                         fold_from_distogram, restraint_potential)
+from workflow_lib.inference.fold import (BIN_CENTRES, CLASH_DISTANCE, TAIL_SLOPE, FoldOptions, _dihedral,
+                                         _interpolate, _planar, fold_from_distogram, orientation_energy,
+                                         orientation_potentials, restraint_potential)
 from workflow_lib.inference.fold_compiled import CompiledTerms, pair_tables
 from workflow_lib.inference.predict import PredictOptions, predict_features
 from workflow_lib.model import ThreeTrackNetwork, preset
 from workflow_lib.structure.cbeta import virtual_cb
 from workflow_lib.structure.parse import read_structure
-from workflow_lib.structure.geometry import DIST_BINS, bin_pair_geometry, pair_geometry
-from workflow_lib.structure.metrics import lddt_ca
+from workflow_lib.model.structure import cb_from_backbone
+from workflow_lib.structure.geometry import (DIST_BINS, OMEGA_BINS, PHI_BINS, bin_pair_geometry, dihedral,
+                                             pair_geometry, planar_angle)
+from workflow_lib.structure.metrics import lddt_ca, tm_score
 from workflow_lib.workflow.config import PredictConfig
 
 DATA = Path(__file__).parent / "data"
@@ -37,6 +40,24 @@ def native_distogram(coords: np.ndarray, sharpness: float = 0.8) -> np.ndarray:
     logits = -np.abs(centre[None, None, :] - bins[..., None]) / sharpness
     probs = np.exp(logits)
     return probs / probs.sum(-1, keepdims=True)
+
+
+def native_orientations(coords: np.ndarray, sharpness: float = 0.8) -> dict[str, np.ndarray]:
+    """ω / θ / φ probabilities peaked at each pair's true bin (cyclic for the dihedrals), no-contact where the
+    pair is beyond 20 Å, as a perfect network's heads would give."""
+    bins = bin_pair_geometry(pair_geometry(coords[:, 0], coords[:, 1], coords[:, 2]))
+    out = {}
+    for key, classes, cyclic in (("omega", OMEGA_BINS, True), ("theta", OMEGA_BINS, True), ("phi", PHI_BINS, False)):
+        real = classes - 1
+        index = bins[key].astype(int)
+        gap = np.abs(np.arange(real)[None, None, :] - np.minimum(index, real - 1)[..., None])
+        if cyclic:
+            gap = np.minimum(gap, real - gap)
+        probs = np.exp(-gap / sharpness)
+        probs = np.concatenate([probs, np.zeros(probs.shape[:2] + (1,))], axis=-1)
+        probs[index == real] = np.eye(classes)[real]
+        out[key] = probs / probs.sum(-1, keepdims=True)
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -131,3 +152,41 @@ def test_predict_fold_distogram_replaces_the_backbone():
     with pytest.raises(InputError, match="predict.fold"):
         PredictConfig(fold="rosetta")
     assert PredictConfig(fold="distogram").runtime_min([1000]) > PredictConfig(fold="network").runtime_min([1000])
+
+
+def test_torch_angles_match_the_geometry_module():
+    rng = np.random.default_rng(0)
+    a, b, c, d = (rng.normal(size=(50, 3)) for _ in range(4))
+    torch_points = [torch.as_tensor(x) for x in (a, b, c, d)]
+    np.testing.assert_allclose(_dihedral(*torch_points).numpy(), dihedral(a, b, c, d), atol=1e-12)
+    np.testing.assert_allclose(_planar(*torch_points[:3]).numpy(), planar_angle(a, b, c), atol=1e-6)
+
+
+def test_orientation_restraints_tell_the_native_from_its_mirror_image(myoglobin):
+    """Distances cannot tell a fold from its mirror image; the ω/θ dihedrals can: under the native's own
+    orientation maps the native scores far lower than its mirror image."""
+    probs = native_orientations(myoglobin)
+    weight = 1.0 - native_distogram(myoglobin)[..., -1]
+    pairs = np.argwhere(np.triu(weight >= 0.5, k=1))
+    potentials = orientation_potentials(probs, pairs)
+    w = torch.as_tensor(weight[pairs[:, 0], pairs[:, 1]], dtype=torch.float32)
+    energies = {}
+    for name, coords in (("native", myoglobin), ("mirror", myoglobin * np.array([-1.0, 1.0, 1.0]))):
+        backbone = torch.as_tensor(coords, dtype=torch.float32)[None]
+        energies[name] = float(orientation_energy(backbone, cb_from_backbone(backbone), torch.as_tensor(pairs),
+                                                  potentials, w)) / len(pairs)
+    assert energies["native"] < 0.6 * energies["mirror"], energies
+
+
+def test_orientation_restraints_fold_the_native_with_the_right_hand(myoglobin):
+    torch.set_num_threads(1)
+    options = FoldOptions(starts=2, iterations=300, orientation_weight=1.0)
+    backbone, energy = fold_from_distogram(native_distogram(myoglobin), options,
+                                           orientations=native_orientations(myoglobin))
+    assert np.isfinite(energy) and lddt_ca(backbone[:, 1], myoglobin[:, 1]).score > 0.6
+    mirror = myoglobin[:, 1] * np.array([-1.0, 1.0, 1.0])
+    assert tm_score(backbone[:, 1], myoglobin[:, 1]) > tm_score(backbone[:, 1], mirror) + 0.1
+    steps = np.linalg.norm(np.diff(backbone[:, 1], axis=0), axis=1)
+    assert abs(steps.mean() - 3.8) < 0.05
+    with pytest.raises(ValueError, match="omega, theta and phi"):
+        fold_from_distogram(native_distogram(myoglobin), options)

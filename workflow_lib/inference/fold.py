@@ -18,6 +18,13 @@ fifth of the step size) and a Cα clash term ``max(0, 3.8 − d)²`` for ``|i �
 ``starts`` random-walk chains (seeded), run as one batch; the lowest-energy result wins. Cost: O(L²) per
 iteration; the restraint and clash terms run as one compiled pass over the pairs where numba is available
 (:mod:`workflow_lib.inference.fold_compiled`), as torch tensor expressions otherwise.
+
+**Orientation restraints** (trRosetta's other five maps; seed 000's 6D representation), with
+``orientation_weight > 0`` and the ω / θ / φ distributions given: for pairs predicted within 20 Å with
+probability above ``orientation_min_prob``, ``V(x) = −log(P(bin(x)) + ε)`` over the real (contact) bins
+renormalised, interpolated linearly between bin centres (cyclically for the dihedrals ω and θ, clamped for the
+planar angle φ), on ω_ij, θ_ij, θ_ji, φ_ij and φ_ji of the current frames (virtual Cβ), weighted by the contact
+probability. They run as torch expressions over those pairs.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ import torch
 
 from workflow_lib.model.structure import (Frames, backbone_from_frames, cb_from_backbone,
                                           quaternion_to_rotation)
-from workflow_lib.structure.geometry import DIST_EDGES, DIST_MAX
+from workflow_lib.structure.geometry import DIST_EDGES, DIST_MAX, OMEGA_BINS, PHI_BINS
 
 BIN_CENTRES = np.concatenate([(DIST_EDGES[:-1] + DIST_EDGES[1:]) / 2.0, [DIST_MAX + 1.0]])
 """Centre of each distogram bin (Å); the last (≥ 20 Å) is placed at 21 Å."""
@@ -53,6 +60,10 @@ class FoldOptions:
     bond_weight: float = 100.0
     clash_weight: float = 1.0
     seed: int = 0
+    orientation_weight: float = 0.0
+    """Weight of the ω / θ / φ restraints (0: distances only; module docstring)."""
+    orientation_min_prob: float = 0.5
+    """Pairs whose predicted P(d < 20 Å) is at least this get orientation restraints."""
 
 
 def restraint_potential(dist_probs: np.ndarray, min_separation: int = 3, eps: float = 1e-4
@@ -89,9 +100,82 @@ def _interpolate(potential: torch.Tensor, dist: torch.Tensor) -> torch.Tensor:
     return v0 + frac * (v1 - v0) + tail
 
 
-def fold_from_distogram(dist_probs: np.ndarray, options: FoldOptions = FoldOptions()
-                        ) -> tuple[np.ndarray, float]:
+def orientation_potentials(probs: dict[str, np.ndarray], pairs: np.ndarray, eps: float = 1e-4
+                            ) -> dict[str, torch.Tensor]:
+    """``-log(P + ε)`` of the real bins of ω ``[L, L, 37]``, θ ``[L, L, 37]`` and φ ``[L, L, 19]`` renormalised over
+    them, for ``pairs [P, 2]`` (i, j): keys ``omega [P, 36]``, ``theta_ij``, ``theta_ji [P, 36]``, ``phi_ij``,
+    ``phi_ji [P, 18]`` (float32 tensors)."""
+    def real(values: np.ndarray) -> torch.Tensor:
+        values = np.asarray(values, dtype=np.float64)[..., :-1]
+        values = values / np.maximum(values.sum(axis=-1, keepdims=True), 1e-12)
+        return torch.as_tensor(-np.log(values + eps), dtype=torch.float32)
+
+    i, j = pairs[:, 0], pairs[:, 1]
+    omega = 0.5 * (np.asarray(probs["omega"])[i, j] + np.asarray(probs["omega"])[j, i])   # ω is symmetric
+    return {"omega": real(omega), "theta_ij": real(probs["theta"][i, j]), "theta_ji": real(probs["theta"][j, i]),
+            "phi_ij": real(probs["phi"][i, j]), "phi_ji": real(probs["phi"][j, i])}
+
+
+def _dihedral(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
+    """Signed dihedral A-B-C-D in (−π, π] of ``[*, 3]`` points (atan2 form: smooth gradients)."""
+    b0, b1, b2 = a - b, c - b, d - c
+    b1n = b1 / b1.norm(dim=-1, keepdim=True).clamp_min(1e-8)
+    v = b0 - (b0 * b1n).sum(-1, keepdim=True) * b1n
+    w = b2 - (b2 * b1n).sum(-1, keepdim=True) * b1n
+    x = (v * w).sum(-1)
+    y = (torch.cross(b1n, v, dim=-1) * w).sum(-1)
+    return torch.atan2(y, x)
+
+
+def _planar(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    """Angle A-B-C at B in [0, π] of ``[*, 3]`` points."""
+    u, v = a - b, c - b
+    cosine = (u * v).sum(-1) / (u.norm(dim=-1) * v.norm(dim=-1)).clamp_min(1e-8)
+    return torch.acos(cosine.clamp(-1.0 + 1e-6, 1.0 - 1e-6))
+
+
+def _interpolate_angle(potential: torch.Tensor, angle: torch.Tensor, cyclic: bool) -> torch.Tensor:
+    """Piecewise-linear ``V(x)`` between the bin centres of ``potential [P, B]`` (B bins over 2π from −π, cyclic;
+    or over π from 0, clamped), for angles ``[*, P]``."""
+    bins = potential.shape[1]
+    if cyclic:
+        x = (angle + np.pi) / (2.0 * np.pi / bins) - 0.5
+        base = torch.floor(x.detach())
+        frac = x - base
+        lower = torch.remainder(base, bins).long()
+        upper = torch.remainder(lower + 1, bins)
+    else:
+        x = (angle / (np.pi / bins) - 0.5).clamp(0.0, bins - 1.0)
+        lower = torch.floor(x.detach()).long().clamp(0, bins - 2)
+        upper = lower + 1
+        frac = x - lower
+    rows = torch.arange(potential.shape[0], device=angle.device) * bins
+    flat = potential.reshape(-1)
+    v0, v1 = flat.take(rows + lower), flat.take(rows + upper)
+    return v0 + frac * (v1 - v0)
+
+
+def orientation_energy(backbone: torch.Tensor, cb: torch.Tensor, pairs: torch.Tensor,
+                       potentials: dict[str, torch.Tensor], weight: torch.Tensor) -> torch.Tensor:
+    """Σ over ``pairs [P, 2]`` of ``weight [P]`` × (V_ω(ω_ij) + V_θ(θ_ij) + V_θ(θ_ji) + V_φ(φ_ij) + V_φ(φ_ji)) for
+    ``backbone [S, L, 3, 3]`` (N, CA, C) and its Cβ ``[S, L, 3]``; summed over the starts ``S``."""
+    i, j = pairs[:, 0], pairs[:, 1]
+    n, ca = backbone[..., 0, :], backbone[..., 1, :]
+    n_i, n_j, ca_i, ca_j, cb_i, cb_j = n[:, i], n[:, j], ca[:, i], ca[:, j], cb[:, i], cb[:, j]
+    total = _interpolate_angle(potentials["omega"], _dihedral(ca_i, cb_i, cb_j, ca_j), cyclic=True)
+    total = total + _interpolate_angle(potentials["theta_ij"], _dihedral(n_i, ca_i, cb_i, cb_j), cyclic=True)
+    total = total + _interpolate_angle(potentials["theta_ji"], _dihedral(n_j, ca_j, cb_j, cb_i), cyclic=True)
+    total = total + _interpolate_angle(potentials["phi_ij"], _planar(ca_i, cb_i, cb_j), cyclic=False)
+    total = total + _interpolate_angle(potentials["phi_ji"], _planar(ca_j, cb_j, cb_i), cyclic=False)
+    return (weight * total).sum()
+
+
+def fold_from_distogram(dist_probs: np.ndarray, options: FoldOptions = FoldOptions(),
+                        orientations: dict[str, np.ndarray] | None = None) -> tuple[np.ndarray, float]:
     """Backbone ``[L, 3, 3]`` (N, CA, C; Å) minimising the restraint energy, and that energy per residue.
+
+    ``orientations``: the predicted ω ``[L, L, 37]``, θ ``[L, L, 37]`` and φ ``[L, L, 19]`` distributions, used
+    when ``options.orientation_weight > 0`` (a ValueError without them).
 
     The ``starts`` independent minimisations run as one batch (start ``s`` is row ``s`` of every tensor): the
     summed energy's gradient for one start's frames is that start's own gradient and Adam acts element by element,
@@ -106,6 +190,17 @@ def fold_from_distogram(dist_probs: np.ndarray, options: FoldOptions = FoldOptio
     potential, weight = restraint_potential(dist_probs, options.min_separation)
     pairs = np.argwhere(np.triu(weight > options.min_prob, k=1))
     pair_potential, pair_weight = potential[pairs[:, 0], pairs[:, 1]], weight[pairs[:, 0], pairs[:, 1]]
+    oriented = None
+    if options.orientation_weight > 0.0:
+        if orientations is None or not {"omega", "theta", "phi"} <= set(orientations):
+            raise ValueError("orientation restraints need the predicted omega, theta and phi distributions")
+        if orientations["omega"].shape[-1] != OMEGA_BINS or orientations["phi"].shape[-1] != PHI_BINS:
+            raise ValueError("omega/theta need 37 bins and phi 19 (the no-contact class last)")
+        keep = np.triu(weight >= options.orientation_min_prob, k=1)
+        o_pairs = np.argwhere(keep)
+        if len(o_pairs):
+            oriented = (torch.as_tensor(o_pairs), orientation_potentials(orientations, o_pairs),
+                        options.orientation_weight * torch.as_tensor(weight[keep], dtype=torch.float32))
     if compiled:
         from workflow_lib.inference.fold_compiled import CompiledTerms, pair_tables
 
@@ -144,6 +239,8 @@ def fold_from_distogram(dist_probs: np.ndarray, options: FoldOptions = FoldOptio
                 d = (cb[:, i_idx] - cb[:, j_idx]).norm(dim=-1)
                 value = value + (w * _interpolate(pot, d)).sum() / length
             clash = ((torch.relu(CLASH_DISTANCE - torch.cdist(ca, ca)) ** 2) * far).sum() / length
+        if oriented is not None:
+            value = value + orientation_energy(backbone, cb_from_backbone(backbone), *oriented) / length
         return value + bond_weight * n * bonds + options.clash_weight * clash
 
     for step in range(options.iterations):
