@@ -85,6 +85,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     tr.add_argument("--template-dropout", type=float, default=defaults.template_dropout,
                     help=f"probability of leaving out each template of a training crop "
                          f"(default {defaults.template_dropout})")
+    tr.add_argument("--precision", choices=("float32", "bfloat16"), default=defaults.precision,
+                    help="bfloat16: the forward pass under autocast, losses and weights in float32 (default float32)")
     tr.add_argument("--loss", dest="loss_weights", action="append", type=_override, default=[],
                     metavar="KEY=VALUE", help="loss weight override (repeatable), e.g. --loss violation=0")
     tr.add_argument("--init-model", default="",
@@ -225,7 +227,7 @@ def run_train(args: argparse.Namespace) -> int:
                          min_lr_fraction=args.min_lr_fraction, weight_decay=args.weight_decay,
                          clip_norm=args.clip_norm, checkpoint_every=args.checkpoint_every, val_every=args.val_every,
                          val_max_chains=args.val_max_chains, val_crop=args.val_crop, redraw_every=args.redraw_every,
-                         seed=args.seed, init_model=str(args.init_model or ""),
+                         seed=args.seed, precision=args.precision, init_model=str(args.init_model or ""),
                          loss_weights={**dataclasses.asdict(LossWeights()), **dict(args.loss_weights)})
     if config.init_model and not Path(config.init_model).is_file():
         raise InputError("--init-model: no such checkpoint", path=config.init_model)

@@ -11,6 +11,8 @@ from workflow_lib.model.config import ModelConfig, preset
 from workflow_lib.training.settings import TrainSettings
 from workflow_lib.training.losses import LossWeights
 
+TRAIN_PRECISIONS = ("float32", "bfloat16")
+
 
 @dataclass(frozen=True, kw_only=True)
 class TrainConfig(TrainSettings):
@@ -29,6 +31,9 @@ class TrainConfig(TrainSettings):
                 raise InputError(f"training config: {name} must be a positive integer, got {value!r}")
         if not isinstance(self.max_templates, int) or self.max_templates < 0 or not 0.0 <= self.template_dropout < 1.0:
             raise InputError("training config: need max_templates >= 0 and 0 <= template_dropout < 1")
+        if self.precision not in TRAIN_PRECISIONS:
+            raise InputError(f"training config: precision must be one of {', '.join(TRAIN_PRECISIONS)}, "
+                             f"got {self.precision!r}")
         if self.warmup_steps < 0 or not self.lr > 0 or self.clip_norm <= 0 or not 0 <= self.min_lr_fraction <= 1:
             raise InputError("training config: need warmup_steps ≥ 0, lr > 0, clip_norm > 0, "
                              "0 ≤ min_lr_fraction ≤ 1")

@@ -147,7 +147,11 @@ def train(config: TrainConfig, train_chains: Sequence[TrainingChain], train_clus
         lr = learning_rate(config, step)
         for group in optimizer.param_groups:
             group["lr"] = lr
-        outputs = model(inputs)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=config.precision == "bfloat16"):
+            outputs = model(inputs)
+        if config.precision != "float32":   # the losses in float32, whatever the forward pass ran in
+            outputs = {key: value.float() if torch.is_tensor(value) and value.is_floating_point() else value
+                       for key, value in outputs.items()}
         loss, parts = total_loss(outputs, targets, weights)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

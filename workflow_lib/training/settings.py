@@ -36,6 +36,10 @@ class TrainSettings:
     val_crop: int = 192
     redraw_every: int = 100
     seed: int = 0
+    precision: str = "float32"
+    """``bfloat16``: the forward pass under autocast (parameters, optimizer state and losses stay float32): 1.6x
+    less CPU per step on a CPU with AVX512-BF16 (median of 12 paired steps, 96-residue crops), and tensor cores
+    on a GPU. Validation passes run in float32."""
     init_model: str = ""
     """Warm start: a checkpoint (``model.pt``) whose weights initialise a new run (keys and shapes must match);
     empty = random initialisation. Ignored when resuming (the state holds the weights)."""

@@ -408,7 +408,7 @@ class TrainWorkflowConfig(StageConfig, TrainSettings):
         for key in ("steps", "crop_size", "batch_size", "max_msa_rows", "max_templates", "template_dropout", "lr",
                     "warmup_steps", "min_lr_fraction", "weight_decay",
                     "clip_norm", "checkpoint_every", "val_every", "val_max_chains", "val_crop", "redraw_every",
-                    "seed", "max_train_chains", "time_limit_min"):
+                    "seed", "precision", "max_train_chains", "time_limit_min"):
             value = getattr(self, key)
             if value is not None:
                 options.append(f"--{key.replace('_', '-')} {value}")
