@@ -138,6 +138,28 @@ def test_mismatched_state_or_checkpoint_fails_naming_the_key(dataset, tmp_path):
         load_weights(tmp_path / "model.pt", smaller)
 
 
+def test_resume_may_change_precision_and_reads_old_states(dataset, tmp_path):
+    """A run stopped in float32 continues in bfloat16 (the arithmetic, not what is trained); a state written
+    before a setting existed resumes with that setting's default."""
+    from workflow_lib.training.state import load_training_state
+
+    train_chains, _ = _chains(dataset)
+    config = _config(steps=4, checkpoint_every=1)
+    train(config, train_chains, [0], [], tmp_path, stop_after=2, final_validation=False)
+    state = torch.load(tmp_path / "train_state.pt", weights_only=True)
+    info = json.loads(state["info"])
+    del info["train_config"]["precision"]                       # as written before the setting existed
+    state["info"] = json.dumps(info)
+    torch.save(state, tmp_path / "train_state.pt")
+    model = ThreeTrackNetwork(config.model_config)
+    load_training_state(tmp_path / "train_state.pt", model, torch.optim.AdamW(model.parameters()), config)
+    resumed = train(_config(steps=4, checkpoint_every=1, precision="bfloat16"), train_chains, [0], [], tmp_path,
+                    final_validation=False)
+    assert resumed.step == 4 and resumed.model_path is not None
+    with pytest.raises(SchemaError, match="lr"):
+        train(_config(steps=6, checkpoint_every=1, lr=1e-4), train_chains, [0], [], tmp_path)
+
+
 def test_feature_file_of_another_sequence_is_refused(dataset, tmp_path):
     table, features_dir = dataset
     shutil.copytree(features_dir, tmp_path / "features")

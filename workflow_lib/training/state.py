@@ -8,6 +8,7 @@ not a tensor is one JSON string. A rerun of :func:`~workflow_lib.training.loop.t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from workflow_lib.model.checkpoint import check_state_dict
 from workflow_lib.model.network import ThreeTrackNetwork
 from workflow_lib.seqio.atomic import atomic_path
 from workflow_lib.training.config import TrainConfig
+from workflow_lib.training.settings import TrainSettings
 
 STATE_FORMAT_VERSION = 1
 
@@ -44,12 +46,18 @@ def save_training_state(path: str | Path, model: ThreeTrackNetwork, optimizer: t
         torch.save(payload, tmp)
 
 
+RESUME_MAY_CHANGE = ("precision",)
+"""Training settings a resumed run may change: how the arithmetic runs, not what is trained (a run moved from a
+CPU to a GPU, say)."""
+
+
 def load_training_state(path: str | Path, model: ThreeTrackNetwork, optimizer: torch.optim.Optimizer,
                         config: TrainConfig) -> dict[str, Any]:
     """Restore ``model`` and ``optimizer`` and the torch RNG; returns the ``info`` dict.
 
     Refuses (:class:`SchemaError` naming the keys) a state written with another model or training config,
-    or whose tensors do not match the model.
+    or whose tensors do not match the model. A training setting missing from the stored config (a state
+    written before the setting existed) counts as its default; :data:`RESUME_MAY_CHANGE` may differ.
     """
     path = Path(path)
     try:
@@ -64,7 +72,13 @@ def load_training_state(path: str | Path, model: ThreeTrackNetwork, optimizer: t
     if diff:
         raise SchemaError(f"{path}: training state has another model config: {'; '.join(diff)}")
     info = json.loads(payload["info"])
-    diff = _differences(info["train_config"], config.to_dict())
+    defaults = {field.name: field.default for field in dataclasses.fields(TrainSettings)}
+    stored_train = {**{k: v for k, v in defaults.items() if k in config.to_dict()}, **info["train_config"]}
+    wanted = config.to_dict()
+    for key in RESUME_MAY_CHANGE:
+        stored_train.pop(key, None)
+        wanted.pop(key, None)
+    diff = _differences(stored_train, wanted)
     if diff:
         raise SchemaError(f"{path}: training state has another training config: {'; '.join(diff)}")
     check_state_dict(path, model, payload["state_dict"])
