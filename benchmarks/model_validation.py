@@ -3,9 +3,9 @@
 For each checkpoint and each validation chain (central ``--crop`` residues, the first ``--msa-rows`` MSA rows, as
 the training's validation passes): lDDT-Cα, TM-score (residue i to residue i, the TM-score program's), distogram top-1 accuracy, long-range top-L/5 contact precision,
 mean consecutive Cα–Cα distance and the radius of gyration against the native's; the same with the query alone
-(``msa-rows 1``: does the network use its MSA?); and with ``--fold`` the structure folded from the predicted
-distogram (:mod:`workflow_lib.inference.fold`). The co-evolution baseline's contact precision (APC covariance
-from the same MSA rows) is reported beside them. With ``--precision float32,bfloat16`` every checkpoint also runs
+(``msa-rows 1`` and zero co-evolution maps, as a one-sequence MSA gives: does the network use its MSA?); and with ``--fold`` the structure folded from the predicted
+distogram (:mod:`workflow_lib.inference.fold`). The co-evolution baseline's contact precision (``coevo_p_l5_long``: the APC-corrected covariance norm of all
+the chain's packed MSA rows, the network's co-evolution input) is reported beside them. With ``--precision float32,bfloat16`` every checkpoint also runs
 under bfloat16 autocast (``trackfold predict --precision bfloat16``). CPU, one thread.
 
 Templates (a pack with template hits, ``--templates K``): each checkpoint runs with the chain's first K usable
@@ -54,6 +54,9 @@ def chain_row(model, chain, crop: int, rows: int, fold: bool, precision: str = "
     start = (len(chain) - length) // 2
     inputs, targets = make_example(chain, start, length, None, rows, model.config.msa_statistics,
                                    max_templates=templates)
+    baseline = inputs["coevolution"][0, ..., 0].numpy()
+    if rows == 1:   # the query alone: its co-evolution maps are what a one-sequence MSA gives (zeros)
+        inputs["coevolution"] = torch.zeros_like(inputs["coevolution"])
     t0 = time.perf_counter()
     with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bfloat16"):
         out = model(inputs)
@@ -71,6 +74,7 @@ def chain_row(model, chain, crop: int, rows: int, fold: bool, precision: str = "
            "lddt_ca": float(lddt_ca(pred_ca, true_ca).score), "tm_score": tm_score(pred_ca, true_ca),
            "dist_top1": float((probs.argmax(-1) == dist_true)[pair_mask].mean()),
            "p_l5_long": contact_precision(probs[..., :CONTACT_BINS].sum(-1), true_contact, pair_mask, index, 24, top),
+           "coevo_p_l5_long": contact_precision(baseline, true_contact, pair_mask, index, 24, top),
            "ca_ca": float(steps.mean()), "rg_ratio": radius_of_gyration(pred_ca) / radius_of_gyration(true_ca)}
     if fold:
         t0 = time.perf_counter()
