@@ -276,3 +276,40 @@ def test_native_template_encodes_the_loss_targets_geometry(dataset):
     for key in ("dist", "omega", "theta", "phi"):
         np.testing.assert_array_equal(pair[..., PAIR[key]].argmax(-1)[mask], targets[key][0].numpy()[mask])
     assert inputs["templates_1d"].shape[:2] == (1, 1) and float(inputs["template_mask"].sum()) == 1.0
+
+
+@pytest.mark.slow
+def test_the_network_learns_to_read_templates(data_dir, tmp_path):
+    """The template path learns: the tiny network trained 600 steps on three real chains (query alone, each with
+    its own structure as the template) predicts a fourth, held-out chain's distogram from that chain's native
+    template. Measured: distogram top-1 accuracy 0.57 with the template, 0.06 without (75 CPU-s on a busy core)."""
+    from workflow_lib.training.examples import make_example, native_template
+
+    files = ("3BP8_l_u.pdb", "1ACB_l_u.pdb.gz", "2OOB_r_u.pdb", "3SGQ_r_u.pdb.gz")
+    records, _ = collect_chains([data_dir / "structure" / f for f in files], min_length=40, max_length=400)
+    for record in records:
+        a3m = tmp_path / f"{record.name}.a3m"
+        a3m.write_text(f">{record.name}\n{record.sequence}\n")
+        write_features(tmp_path / f"{record.name}.npz", build_features(a3m))
+    table = pd.DataFrame({"name": [r.name for r in records], "structure": [r.structure for r in records],
+                          "chain": [r.chain for r in records], "sequence": [r.sequence for r in records],
+                          "length": [len(r.sequence) for r in records], "cluster": range(len(records)),
+                          "split": "train"})
+    chains = [dataclasses.replace(c, templates=(native_template(c),))
+              for c in load_training_chains(table, tmp_path)]
+    held_out = next(c for c in chains if c.name.startswith("2OOB"))
+    training_chains = [c for c in chains if c is not held_out]
+    config = _config(steps=600, crop_size=48, max_msa_rows=1, lr=5e-3, warmup_steps=20, checkpoint_every=600,
+                     val_every=10**6, redraw_every=10**6, seed=0, max_templates=1, template_dropout=0.0)
+    result = train(config, training_chains, list(range(len(training_chains))), [], tmp_path / "run",
+                   final_validation=False)
+    model, _ = load_checkpoint(result.model_path)
+    model.eval()
+    accuracy = {}
+    for templates in (1, 0):
+        inputs, targets = make_example(held_out, 0, len(held_out), None, 1, max_templates=templates)
+        with torch.no_grad():
+            predicted = model(inputs)["dist_logits"][0].argmax(-1).numpy()
+        mask = targets["pair_mask"][0].numpy().astype(bool)
+        accuracy[templates] = float((predicted == targets["dist"][0].numpy())[mask].mean())
+    assert accuracy[1] > 0.4 and accuracy[1] > 4 * accuracy[0], accuracy
