@@ -25,6 +25,15 @@ probability above ``orientation_min_prob``, ``V(x) = −log(P(bin(x)) + ε)`` ov
 renormalised, interpolated linearly between bin centres (cyclically for the dihedrals ω and θ, clamped for the
 planar angle φ), on ω_ij, θ_ij, θ_ji, φ_ij and φ_ji of the current frames (virtual Cβ), weighted by the contact
 probability. They run as torch expressions over those pairs.
+
+**The hand** (``choose_hand``, on by default): distances are the same for a fold and its mirror image, and the
+minimisation lands on either (from a native distogram, on the mirror image for 4 of 6 seeds; the virtual Cβ is too
+weak a signal). The lowest-energy result is therefore compared with its mirror image (:func:`prefer_mirror`): by
+the right-handed α-helix rule (Cα virtual dihedrals near +50°, not −50°) where the fold has helices, else by the
+ω / θ / φ restraint energy when those distributions are given (ω and θ are dihedrals and change sign in a
+mirror). A mirror image that wins
+is rebuilt from L residues (each residue's N, CA, C triangle is the same; its Cβ moves) and polished ``polish``
+steps against the same energy.
 """
 
 from __future__ import annotations
@@ -35,7 +44,7 @@ import numpy as np
 import torch
 
 from workflow_lib.model.structure import (Frames, backbone_from_frames, cb_from_backbone,
-                                          quaternion_to_rotation)
+                                          frames_from_3_points, quaternion_to_rotation)
 from workflow_lib.structure.geometry import DIST_EDGES, DIST_MAX, OMEGA_BINS, PHI_BINS
 
 BIN_CENTRES = np.concatenate([(DIST_EDGES[:-1] + DIST_EDGES[1:]) / 2.0, [DIST_MAX + 1.0]])
@@ -64,6 +73,8 @@ class FoldOptions:
     """Weight of the ω / θ / φ restraints (0: distances only; module docstring)."""
     orientation_min_prob: float = 0.5
     """Pairs whose predicted P(d < 20 Å) is at least this get orientation restraints."""
+    choose_hand: bool = True
+    """Compare the folded backbone with its mirror image and keep the better hand (module docstring)."""
 
 
 def restraint_potential(dist_probs: np.ndarray, min_separation: int = 3, eps: float = 1e-4
@@ -170,6 +181,7 @@ def orientation_energy(backbone: torch.Tensor, cb: torch.Tensor, pairs: torch.Te
     return (weight * total).sum()
 
 
+@torch.enable_grad()   # the minimisation needs autograd, also when called under torch.no_grad()
 def fold_from_distogram(dist_probs: np.ndarray, options: FoldOptions = FoldOptions(),
                         orientations: dict[str, np.ndarray] | None = None) -> tuple[np.ndarray, float]:
     """Backbone ``[L, 3, 3]`` (N, CA, C; Å) minimising the restraint energy, and that energy per residue.
@@ -262,4 +274,94 @@ def fold_from_distogram(dist_probs: np.ndarray, options: FoldOptions = FoldOptio
         finals = [float(energy(trans[s:s + 1], quat[s:s + 1], options.bond_weight)) for s in range(starts)]
         best = int(np.argmin(finals))
         backbone = backbone_from_frames(Frames(quaternion_to_rotation(quat[best]), trans[best])).numpy()
-    return backbone.astype(np.float64), finals[best]
+    final = finals[best]
+    if options.choose_hand and length >= 4:
+        mirror = backbone * np.array([-1.0, 1.0, 1.0])
+        if prefer_mirror(backbone, orientations, weight, options):
+            # the mirror image is the better hand: its residues are rebuilt as L residues (the N, CA, C triangle is
+            # the same; the virtual Cβ moves), so it is polished against the same energy
+            frames = frames_from_3_points(*(torch.as_tensor(mirror[:, k], dtype=torch.float32) for k in range(3)))
+            trans = frames.trans[None].clone().requires_grad_(True)
+            quat = rotation_to_quaternion(frames.rot)[None].clone().requires_grad_(True)
+            optimizer = torch.optim.Adam([trans, quat], lr=options.lr * 0.2)
+            for _ in range(options.polish):
+                optimizer.zero_grad()
+                value = energy(trans, quat, options.bond_weight)
+                value.backward()
+                optimizer.step()
+            with torch.no_grad():
+                final = float(energy(trans, quat, options.bond_weight))
+                backbone = backbone_from_frames(Frames(quaternion_to_rotation(quat[0]), trans[0])).numpy()
+    return backbone.astype(np.float64), final
+
+
+HELIX_DIHEDRAL = (np.radians(30.0), np.radians(80.0))
+"""Cα virtual dihedrals (i, i+1, i+2, i+3) of a right-handed α-helix lie in this range (about +50°); a left-handed
+one (the mirror image) at minus these."""
+HELIX_MARGIN = 3
+"""The helix rule decides the hand when right- and left-handed helical dihedrals differ by at least this many."""
+
+
+def helix_handedness(backbone: np.ndarray) -> int:
+    """Cα virtual dihedrals of ``backbone [L, 3, 3]`` in the right-handed α-helix range minus those in the
+    left-handed one (negative for a mirror image of a protein with helices)."""
+    ca = torch.as_tensor(backbone[:, 1], dtype=torch.float64)
+    if len(ca) < 4:
+        return 0
+    dihedral = _dihedral(ca[:-3], ca[1:-2], ca[2:-1], ca[3:]).numpy()
+    low, high = HELIX_DIHEDRAL
+    return int(((dihedral > low) & (dihedral < high)).sum()) - int(((dihedral < -low) & (dihedral > -high)).sum())
+
+
+def orientation_hand_energy(backbone: np.ndarray, orientations: dict[str, np.ndarray], weight: np.ndarray,
+                            options: FoldOptions) -> float | None:
+    """The ω / θ / φ restraint energy (:func:`orientation_energy`) of ``backbone [L, 3, 3]`` over the pairs with
+    P(d < 20 Å) ≥ ``orientation_min_prob``; None when there is no such pair."""
+    keep = np.triu(weight >= options.orientation_min_prob, k=1)
+    pairs = np.argwhere(keep)
+    if not len(pairs):
+        return None
+    bb = torch.as_tensor(backbone, dtype=torch.float32)
+    with torch.no_grad():
+        return float(orientation_energy(bb[None], cb_from_backbone(bb)[None], torch.as_tensor(pairs),
+                                        orientation_potentials(orientations, pairs),
+                                        torch.as_tensor(weight[keep], dtype=torch.float32)))
+
+
+def prefer_mirror(backbone: np.ndarray, orientations: dict[str, np.ndarray] | None, weight: np.ndarray,
+                  options: FoldOptions) -> bool:
+    """Whether the mirror image of ``backbone [L, 3, 3]`` is the more likely hand: by the right-handed α-helix
+    rule when it is decisive (:data:`HELIX_MARGIN`), else by the ω / θ / φ energy when those distributions are
+    given (ω and θ are dihedrals and change sign in a mirror image), else no. On 40 PDB validation chains the
+    helix rule was right wherever the two disagreed; the orientation maps decide folds without helices."""
+    handedness = helix_handedness(backbone)
+    if abs(handedness) >= HELIX_MARGIN:
+        return handedness < 0
+    if orientations is None or not {"omega", "theta", "phi"} <= set(orientations):
+        return False
+    mirror = backbone * np.array([-1.0, 1.0, 1.0])
+    kept, flipped = (orientation_hand_energy(x, orientations, weight, options) for x in (backbone, mirror))
+    return kept is not None and flipped is not None and flipped < kept
+
+
+def rotation_to_quaternion(rot: torch.Tensor) -> torch.Tensor:
+    """Rotations ``[*, 3, 3]`` -> unit quaternions ``[*, 4]`` (w, x, y, z), the inverse of
+    :func:`~workflow_lib.model.structure.quaternion_to_rotation` (Shepperd's method: the largest of the four
+    diagonal combinations is divided by, so it is stable for every rotation)."""
+    r = rot.to(torch.float64)
+    m00, m11, m22 = r[..., 0, 0], r[..., 1, 1], r[..., 2, 2]
+    candidates = torch.stack((1 + m00 + m11 + m22, 1 + m00 - m11 - m22, 1 - m00 + m11 - m22,
+                              1 - m00 - m11 + m22), dim=-1)
+    pick = candidates.argmax(dim=-1)
+    root = torch.sqrt(candidates.gather(-1, pick[..., None]).squeeze(-1).clamp_min(1e-12)) * 2.0   # 4 |q_k|
+    w_ = torch.stack((root / 4, (r[..., 2, 1] - r[..., 1, 2]) / root, (r[..., 0, 2] - r[..., 2, 0]) / root,
+                      (r[..., 1, 0] - r[..., 0, 1]) / root), dim=-1)
+    x_ = torch.stack(((r[..., 2, 1] - r[..., 1, 2]) / root, root / 4, (r[..., 0, 1] + r[..., 1, 0]) / root,
+                      (r[..., 0, 2] + r[..., 2, 0]) / root), dim=-1)
+    y_ = torch.stack(((r[..., 0, 2] - r[..., 2, 0]) / root, (r[..., 0, 1] + r[..., 1, 0]) / root, root / 4,
+                      (r[..., 1, 2] + r[..., 2, 1]) / root), dim=-1)
+    z_ = torch.stack(((r[..., 1, 0] - r[..., 0, 1]) / root, (r[..., 0, 2] + r[..., 2, 0]) / root,
+                      (r[..., 1, 2] + r[..., 2, 1]) / root, root / 4), dim=-1)
+    options = torch.stack((w_, x_, y_, z_), dim=-2)                                      # [*, 4 picks, 4]
+    quat = options.gather(-2, pick[..., None, None].expand(*pick.shape, 1, 4)).squeeze(-2)
+    return (quat / quat.norm(dim=-1, keepdim=True)).to(rot.dtype)

@@ -441,8 +441,11 @@ def _fold(prediction: Prediction, *, keep_dist: bool, seed: int) -> Prediction:
     """The prediction with its backbone folded from its distogram and its pLDDT the lDDT that backbone expects
     under the distogram (:func:`~workflow_lib.inference.confidence.expected_lddt`; the network's pLDDT head
     scored the structure module's backbone, and on held-out chains does not follow the folded one's accuracy:
-    benchmarks/RESULTS.md); ``dist`` dropped unless kept."""
-    backbone_3, _ = fold_from_distogram(prediction.probs["dist"], FoldOptions(seed=seed))
+    benchmarks/RESULTS.md); ``dist`` dropped unless kept. The fold's mirror-image choice reads the ω / θ / φ
+    distributions when ``pair_heads`` kept them, else the helix rule (:func:`~workflow_lib.inference.fold.hand_score`)."""
+    orientations = ({head: prediction.probs[head] for head in ("omega", "theta", "phi")}
+                    if {"omega", "theta", "phi"} <= set(prediction.probs) else None)   # they choose the hand
+    backbone_3, _ = fold_from_distogram(prediction.probs["dist"], FoldOptions(seed=seed), orientations=orientations)
     prediction.backbone = complete_backbone(prediction.sequence, backbone_3).astype(np.float32)
     cb = virtual_cb(backbone_3[:, 0], backbone_3[:, 1], backbone_3[:, 2])
     prediction.plddt = (100.0 * expected_lddt(prediction.probs["dist"], cb)).astype(np.float32)
