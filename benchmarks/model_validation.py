@@ -4,7 +4,8 @@ For each checkpoint and each validation chain (central ``--crop`` residues, the 
 the training's validation passes): lDDT-Cα, TM-score (residue i to residue i, the TM-score program's), distogram top-1 accuracy, long-range top-L/5 contact precision,
 mean consecutive Cα–Cα distance and the radius of gyration against the native's; the same with the query alone
 (``msa-rows 1`` and zero co-evolution maps, as a one-sequence MSA gives: does the network use its MSA?); and with ``--fold`` the structure folded from the predicted
-distogram (:mod:`workflow_lib.inference.fold`). The co-evolution baseline's contact precision (``coevo_p_l5_long``: the APC-corrected covariance norm of all
+distogram (:mod:`workflow_lib.inference.fold`; its hand chosen by the predicted ω / θ / φ, as ``trackfold predict``
+does). The co-evolution baseline's contact precision (``coevo_p_l5_long``: the APC-corrected covariance norm of all
 the chain's packed MSA rows, the network's co-evolution input) is reported beside them. With ``--precision float32,bfloat16`` every checkpoint also runs
 under bfloat16 autocast (``trackfold predict --precision bfloat16``). CPU, one thread.
 
@@ -32,20 +33,12 @@ from workflow_lib.inference.fold import FoldOptions, fold_from_distogram
 from workflow_lib.model.checkpoint import load_checkpoint
 from workflow_lib.structure.metrics import lddt_ca, tm_score
 from workflow_lib.training.examples import make_example, native_template
-from workflow_lib.training.pack import read_pack
+from workflow_lib.training.pack import best_template_identity, read_pack
 
 
 def radius_of_gyration(ca: np.ndarray) -> float:
     ca = ca[np.isfinite(ca).all(axis=1)]
     return float(np.sqrt(((ca - ca.mean(axis=0)) ** 2).sum(axis=1).mean()))
-
-
-def template_identity(chain) -> float:
-    """Identity of the chain's best usable template over its aligned columns (NaN: no template)."""
-    if not chain.templates:
-        return float("nan")
-    hit = chain.templates[0]
-    return float(hit.identical.sum() / max(1, hit.aligned.sum()))
 
 
 def chain_row(model, chain, crop: int, rows: int, fold: bool, precision: str = "float32", templates: int = 0
@@ -70,7 +63,8 @@ def chain_row(model, chain, crop: int, rows: int, fold: bool, precision: str = "
     index = inputs["residue_index"][0].numpy()
     top = max(1, length // 5)
     steps = np.linalg.norm(np.diff(pred_ca, axis=0), axis=1)
-    row = {"name": chain.name, "length": length, "seconds": seconds, "template_identity": template_identity(chain),
+    row = {"name": chain.name, "length": length, "seconds": seconds,
+           "template_identity": best_template_identity(chain),
            "lddt_ca": float(lddt_ca(pred_ca, true_ca).score), "tm_score": tm_score(pred_ca, true_ca),
            "dist_top1": float((probs.argmax(-1) == dist_true)[pair_mask].mean()),
            "p_l5_long": contact_precision(probs[..., :CONTACT_BINS].sum(-1), true_contact, pair_mask, index, 24, top),
@@ -78,7 +72,9 @@ def chain_row(model, chain, crop: int, rows: int, fold: bool, precision: str = "
            "ca_ca": float(steps.mean()), "rg_ratio": radius_of_gyration(pred_ca) / radius_of_gyration(true_ca)}
     if fold:
         t0 = time.perf_counter()
-        backbone, _ = fold_from_distogram(probs, FoldOptions())
+        orientations = {k: torch.softmax(out[f"{k}_logits"][0].float(), dim=-1).numpy()
+                        for k in ("omega", "theta", "phi")}          # as `trackfold predict` folds by default
+        backbone, _ = fold_from_distogram(probs, FoldOptions(), orientations=orientations)
         row["fold_seconds"] = time.perf_counter() - t0
         row["fold_lddt_ca"] = float(lddt_ca(backbone[:, 1], true_ca).score)
         row["fold_tm_score"] = tm_score(backbone[:, 1], true_ca)
@@ -126,7 +122,7 @@ def main() -> None:
             for c in val:
                 given = dataclasses.replace(c, templates=(native_template(c),)) if native else c
                 row = chain_row(model, given, args.crop, rows, args.fold and rows > 1, precision, templates)
-                per_chain.append({**row, "template_identity": template_identity(c)})   # the pack's best hit
+                per_chain.append({**row, "template_identity": best_template_identity(c)})   # the pack's best hit
             keys = [k for k in per_chain[0] if k not in ("name", "template_identity")]
             means = {k: float(np.nanmean([r[k] for r in per_chain])) for k in keys}
             if args.fold and rows > 1:

@@ -36,10 +36,12 @@ TRAINING_METRICS = TableSchema("training_metrics", 1, pa.schema([
 ]), "Training curve: one row per training step and per validation pass.")
 
 
-VALIDATION_CHAINS = TableSchema("validation_chains", 1, pa.schema([
+VALIDATION_CHAINS = TableSchema("validation_chains", 2, pa.schema([
     ("name", pa.string()),
     ("length", pa.int32()),          # residues evaluated (after the central crop)
-    ("lddt_ca", pa.float64()),
+    ("lddt_ca", pa.float64()),       # the structure module's backbone
+    ("fold_lddt_ca", pa.float64()),  # the backbone folded from the distogram (final validation; NaN during training)
+    ("fold_tm_score", pa.float64()),
     ("dist_top1", pa.float64()),
     ("contact_precision_long", pa.float64()),
     ("contact_precision_medlong", pa.float64()),

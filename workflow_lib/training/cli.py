@@ -180,6 +180,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     card.add_argument("--evaluation-dir", help="trackfold evaluate output (evaluation.parquet)")
     card.add_argument("--settings", default="{}", help="workflow settings as JSON (shown in the card)")
     card.add_argument("--benchmarks", help="Snakemake benchmark folder of the run (wall time per stage)")
+    card.add_argument("--pack", help="the run's training pack (trackfold train --pack): its chains and templates")
     card.add_argument("--out", required=True, help="MODEL_CARD.md")
     card.set_defaults(handler=run_train_card)
 
@@ -260,7 +261,8 @@ def run_train(args: argparse.Namespace) -> int:
           + (f", model {result.model_path}" if result.model_path else " (stopped, resumable)"))
     if result.validation is not None and len(result.validation):
         v = result.validation
-        print(f"validation ({len(v)} chains): lDDT-Cα {v['lddt_ca'].mean():.3f}, distogram top-1 "
+        print(f"validation ({len(v)} chains): lDDT-Cα {v['lddt_ca'].mean():.3f} (folded from the distogram "
+              f"{v['fold_lddt_ca'].mean():.3f}, TM-score {v['fold_tm_score'].mean():.3f}), distogram top-1 "
               f"{v['dist_top1'].mean():.3f}, P@L/5 long {v['contact_precision_long'].mean():.3f}")
     return 0
 
@@ -427,6 +429,7 @@ def run_train_card(args: argparse.Namespace) -> int:
     except json.JSONDecodeError as err:
         raise InputError(f"--settings is not JSON: {err}") from None
     write_model_card(args.out, data_dir=args.data_dir, run_dir=args.run_dir, msa_stats=args.msa_stats,
-                     evaluation_dir=args.evaluation_dir, settings=settings, benchmarks=args.benchmarks)
+                     evaluation_dir=args.evaluation_dir, settings=settings, benchmarks=args.benchmarks,
+                     pack=args.pack)
     print(f"model card -> {args.out}")
     return 0

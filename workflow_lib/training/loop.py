@@ -174,13 +174,15 @@ def train(config: TrainConfig, train_chains: Sequence[TrainingChain], train_clus
         return TrainResult(step, history, None, None, wall())
     validation = None
     if final_validation and val_chains:
-        validation = evaluate(model, val_chains, config)
+        validation = evaluate(model, val_chains, config, fold=True)
         write_table(out_dir / "validation.parquet", validation, VALIDATION_CHAINS)
     summary = validation_row(step, validation, float("nan"), wall()) if validation is not None else {}
     extra = {"steps": step, "train_wall_s": round(wall(), 1), "train_chains": len(train_chains),
              "validation_chains": len(val_chains), "train_config": json.dumps(config.to_dict(), sort_keys=True),
              **{f"validation_{k}": summary[k] for k in ("lddt_ca", "dist_top1", "contact_precision_long",
                                                          "contact_precision_medlong") if summary},
+             **{f"validation_{k}": float(validation[k].mean()) for k in ("fold_lddt_ca", "fold_tm_score")
+                if validation is not None and validation[k].notna().any()},
              **(export_extra or {})}
     model_path = save_checkpoint(out_dir / "model.pt", model, extra=extra)
     return TrainResult(step, history, validation, model_path, wall())

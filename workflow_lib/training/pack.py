@@ -63,6 +63,15 @@ def usable_templates(hits: pd.DataFrame, chain: str, cluster: int, is_validation
     return hits[keep].sort_values("rank", kind="stable")
 
 
+def best_template_identity(chain: TrainingChain) -> float:
+    """Identity of a chain's best usable template (the first packed hit) over its aligned columns; NaN when the
+    chain has none."""
+    if not chain.templates:
+        return float("nan")
+    hit = chain.templates[0]
+    return float(hit.identical.sum() / max(1, hit.aligned.sum()))
+
+
 def build_pack(table: pd.DataFrame, msa_dirs: Sequence[str | Path], out: str | Path, *,
                max_rows: int = DEFAULT_MAX_SEQS, template_hits: str | Path | None = None,
                templates: str | Path | None = None, max_templates: int = DEFAULT_MAX_TEMPLATES,

@@ -5,7 +5,10 @@ the first ``max_msa_rows`` MSA rows, eval mode. Metrics per chain, then the mean
 CA (:func:`workflow_lib.structure.metrics.lddt_ca`), distogram top-1 accuracy (argmax distance bin = true bin,
 no-contact bin included, over scored pairs ``i ≠ j``), and contact precision of the ``L/5`` most likely
 contacts (``P(d_Cβ < 8 Å)`` = the first 12 distance bins; :func:`workflow_lib.evaluate.contacts.contact_precision`)
-with sequence separation ≥ 24 ("long") and ≥ 12 ("medium + long").
+with sequence separation ≥ 24 ("long") and ≥ 12 ("medium + long"). With ``fold`` (the final validation) also
+the backbone folded from the predicted distogram (:func:`workflow_lib.inference.fold.fold_from_distogram`, what
+``trackfold predict`` writes by default): its lDDT-Cα and TM-score (:func:`workflow_lib.structure.metrics.tm_score`,
+residues in correspondence); NaN without.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import torch
 from workflow_lib.evaluate.contacts import CONTACT_BINS, contact_precision
 from workflow_lib.model.network import ThreeTrackNetwork
 from workflow_lib.schemas.training import VALIDATION_CHAINS
-from workflow_lib.structure.metrics import lddt_ca
+from workflow_lib.structure.metrics import lddt_ca, tm_score
 from workflow_lib.training.config import TrainConfig
 from workflow_lib.training.examples import TrainingChain, make_example, to_device
 from workflow_lib.training.losses import LossWeights, total_loss
@@ -27,8 +30,9 @@ from workflow_lib.training.losses import LossWeights, total_loss
 
 @torch.no_grad()
 def chain_metrics(outputs: dict[str, torch.Tensor], targets: dict[str, torch.Tensor],
-                  residue_index: np.ndarray) -> dict[str, float]:
-    """lDDT-Cα, distogram top-1 accuracy and contact precisions of one prediction (batch of one)."""
+                  residue_index: np.ndarray, fold: bool = False) -> dict[str, float]:
+    """lDDT-Cα, distogram top-1 accuracy and contact precisions of one prediction (batch of one); with ``fold``
+    the folded backbone's lDDT-Cα and TM-score (NaN without)."""
     pred_ca = outputs["coords"][0, :, 1].double().cpu().numpy()
     true = targets["coords"][0].double().cpu().numpy()
     true_ca = np.where(targets["atom_mask"][0, :, 1:2].cpu().numpy(), true[:, 1], np.nan)
@@ -41,7 +45,17 @@ def chain_metrics(outputs: dict[str, torch.Tensor], targets: dict[str, torch.Ten
     contact_prob = torch.softmax(logits, dim=-1)[..., :CONTACT_BINS].sum(-1).numpy()
     true_contact = dist_true < CONTACT_BINS
     top = max(1, len(residue_index) // 5)
-    return {"lddt_ca": float(lddt), "dist_top1": accuracy,
+    fold_lddt = fold_tm = float("nan")
+    if fold:
+        from workflow_lib.inference.fold import FoldOptions, fold_from_distogram
+
+        orientations = {k: torch.softmax(outputs[f"{k}_logits"][0].float().cpu(), dim=-1).numpy()
+                        for k in ("omega", "theta", "phi")}          # they choose the hand, as in predict
+        backbone, _ = fold_from_distogram(torch.softmax(logits, dim=-1).numpy().astype(np.float64), FoldOptions(),
+                                          orientations=orientations)
+        fold_lddt = float(lddt_ca(backbone[:, 1], true_ca).score)
+        fold_tm = tm_score(backbone[:, 1], true_ca)
+    return {"lddt_ca": float(lddt), "fold_lddt_ca": fold_lddt, "fold_tm_score": fold_tm, "dist_top1": accuracy,
             "contact_precision_long": contact_precision(contact_prob, true_contact, pair_mask, residue_index, 24,
                                                         top),
             "contact_precision_medlong": contact_precision(contact_prob, true_contact, pair_mask, residue_index,
@@ -49,7 +63,8 @@ def chain_metrics(outputs: dict[str, torch.Tensor], targets: dict[str, torch.Ten
 
 
 @torch.no_grad()
-def evaluate(model: ThreeTrackNetwork, chains: Sequence[TrainingChain], config: TrainConfig) -> pd.DataFrame:
+def evaluate(model: ThreeTrackNetwork, chains: Sequence[TrainingChain], config: TrainConfig, *,
+             fold: bool = False) -> pd.DataFrame:
     """Per-chain validation metrics (:data:`VALIDATION_CHAINS` columns; module docstring)."""
     was_training = model.training
     device = next(model.parameters()).device
@@ -65,7 +80,7 @@ def evaluate(model: ThreeTrackNetwork, chains: Sequence[TrainingChain], config: 
             inputs, targets = to_device(example, device)
             outputs = model(inputs)
             _, parts = total_loss(outputs, targets, weights)
-            metrics = chain_metrics(outputs, targets, inputs["residue_index"][0].cpu().numpy())
+            metrics = chain_metrics(outputs, targets, inputs["residue_index"][0].cpu().numpy(), fold)
             rows.append({"name": chain.name, "length": length, **metrics, "loss": parts["loss"]})
     finally:
         model.train(was_training)
