@@ -195,6 +195,16 @@ def test_crops_train_with_their_templates(template_pack, tmp_path):
                   val_chains, tmp_path / "plain")
     untouched = load_checkpoint(plain.model_path)[0].pair_embedding.template_update.attention.linear_o.weight
     assert untouched.abs().max() == 0
+    # the final validation also folds each chain from its distogram; the card shows it and the pack's templates,
+    # and says templates change nothing only for the run trained without them
+    from workflow_lib.training.card import model_card
+
+    assert result.validation["fold_lddt_ca"].between(0, 1).all() and result.validation["fold_tm_score"].notna().all()
+    card = model_card(data_dir=out / "data", run_dir=tmp_path / "templates", pack=out / "pack_templates.npz")
+    assert "## Training pack" in card and "| validation |" in card and "folded from the distogram" in card
+    assert "templates: up to 2 per crop" in card and "Not used in training" not in card
+    plain_card = model_card(data_dir=out / "data", run_dir=tmp_path / "plain", pack=out / "pack_templates.npz")
+    assert "Not used in training" in plain_card and "best 30–90% identical" not in plain_card
 
 
 def test_pack_refuses_a_missing_msa(prepared, tmp_path):
