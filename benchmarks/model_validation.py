@@ -4,8 +4,9 @@ For each checkpoint and each validation chain (central ``--crop`` residues, the 
 the training's validation passes): lDDT-Cα, TM-score (residue i to residue i, the TM-score program's), distogram top-1 accuracy, long-range top-L/5 contact precision,
 mean consecutive Cα–Cα distance and the radius of gyration against the native's; the same with the query alone
 (``msa-rows 1`` and zero co-evolution maps, as a one-sequence MSA gives: does the network use its MSA?); and with ``--fold`` the structure folded from the predicted
-distogram (:mod:`workflow_lib.inference.fold`; its hand chosen by the predicted ω / θ / φ, as ``trackfold predict``
-does). The co-evolution baseline's contact precision (``coevo_p_l5_long``: the APC-corrected covariance norm of all
+distogram (:mod:`workflow_lib.inference.fold`; its hand chosen as ``trackfold predict`` does), with its pLDDT (the
+lDDT it expects under the distogram, as ``predict`` writes it) and that pLDDT's Pearson r with the true lDDT-Cα
+over chains (``fold_plddt_r``). The co-evolution baseline's contact precision (``coevo_p_l5_long``: the APC-corrected covariance norm of all
 the chain's packed MSA rows, the network's co-evolution input) is reported beside them. With ``--precision float32,bfloat16`` every checkpoint also runs
 under bfloat16 autocast (``trackfold predict --precision bfloat16``). CPU, one thread.
 
@@ -29,8 +30,10 @@ import numpy as np
 import torch
 
 from workflow_lib.evaluate.contacts import CONTACT_BINS, contact_precision
+from workflow_lib.inference.confidence import expected_lddt
 from workflow_lib.inference.fold import FoldOptions, fold_from_distogram
 from workflow_lib.model.checkpoint import load_checkpoint
+from workflow_lib.model.structure import cb_from_backbone
 from workflow_lib.structure.metrics import lddt_ca, tm_score
 from workflow_lib.training.examples import make_example, native_template
 from workflow_lib.training.pack import best_template_identity, read_pack
@@ -80,6 +83,8 @@ def chain_row(model, chain, crop: int, rows: int, fold: bool, precision: str = "
         row["fold_tm_score"] = tm_score(backbone[:, 1], true_ca)
         row["fold_ca_ca"] = float(np.linalg.norm(np.diff(backbone[:, 1], axis=0), axis=1).mean())
         row["fold_rg_ratio"] = radius_of_gyration(backbone[:, 1]) / radius_of_gyration(true_ca)
+        # the pLDDT `trackfold predict` writes for a folded backbone: the lDDT it expects under the distogram
+        row["fold_plddt"] = float(expected_lddt(probs, cb_from_backbone(torch.as_tensor(backbone)).numpy()).mean())
     return row
 
 
@@ -127,6 +132,8 @@ def main() -> None:
             means = {k: float(np.nanmean([r[k] for r in per_chain])) for k in keys}
             if args.fold and rows > 1:
                 means["plddt_free_fold_wins"] = float(np.mean([r["fold_lddt_ca"] > r["lddt_ca"] for r in per_chain]))
+                means["fold_plddt_r"] = float(np.corrcoef([r["fold_plddt"] for r in per_chain],
+                                                          [r["fold_lddt_ca"] for r in per_chain])[0, 1])
             remote = [r for r in per_chain if 0.3 <= r["template_identity"] <= 0.9]
             if remote:
                 means["chains_tpl30_90"] = len(remote)
