@@ -4,7 +4,8 @@
 the batches' ``msa_stats.parquet`` (``trackfold msa`` or precomputed A3Ms), the run directory of
 ``trackfold train`` (``model.pt``, ``train_config.json``, ``metrics.parquet``, ``validation.parquet``), the
 output of ``trackfold evaluate`` on the held-out chains, the Snakemake benchmark files and the workflow
-settings (a dict the rule passes as JSON). Every number in the card comes from those files; statements about
+settings (a dict the rule passes as JSON; for a run made by hand its ``commands`` replace the Snakemake line
+under "Reproduce"). Every number in the card comes from those files; statements about
 limits are made only when the numbers support them. The hand-written ``models/MODEL_CARD.md`` is the model.
 
 The card names files without machine paths (:func:`shown_path`): relative paths as given (relative to the
@@ -460,6 +461,12 @@ def model_card(*, data_dir: str | Path, run_dir: str | Path, msa_stats: Sequence
     if int(train_config.get("crop_size", 0)) < int(train_config.get("val_crop", 0)):
         limits.append(f"**Crop mismatch.** Training crops were {train_config.get('crop_size')} residues; validation "
                       f"and inference see up to {train_config.get('val_crop')} (or crop-and-stitch windows).")
+    if validation is not None and len(validation) and validation["fold_lddt_ca"].notna().any():
+        network, folded = _mean(validation["lddt_ca"]), _mean(validation["fold_lddt_ca"])
+        if folded > network + 0.1:
+            limits.append(f"**Structure module.** Its own backbone reaches lDDT-Cα {_fmt(network)} on validation, "
+                          f"the fold from the distogram {_fmt(folded)}: with this checkpoint `predict.fold: "
+                          "network` is not worth using.")
     if not max_templates:
         limits.append("**Templates.** Not used in training: the template embedding received no gradient, so "
                       "templates given to this checkpoint at inference change nothing.")
@@ -468,9 +475,10 @@ def model_card(*, data_dir: str | Path, run_dir: str | Path, msa_stats: Sequence
     configfiles = [shown_path(c) for c in settings.get("configfiles") or []]
     commands = settings.get("commands") or \
         ["snakemake --cores N" + "".join(f" --configfile {c}" for c in configfiles)]
-    lines += ["## Reproduce", "", "```bash", *commands, "```", "",
-              "Workflow settings (`train:` section, after defaults): "
-              f"`{json.dumps(_without_machine_paths(settings.get('train', {})), sort_keys=True)}`", ""]
+    lines += ["## Reproduce", "", "```bash", *commands, "```", ""]
+    if settings.get("train") or not settings.get("commands"):
+        lines += ["Workflow settings (`train:` section, after defaults): "
+                  f"`{json.dumps(_without_machine_paths(settings.get('train', {})), sort_keys=True)}`", ""]
     return "\n".join(lines)
 
 

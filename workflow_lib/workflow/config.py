@@ -187,7 +187,7 @@ class FeatureConfig(StageConfig):
 
     max_seqs: int = 1024
     max_stats_seqs: int = 16384
-    max_templates: int = 4
+    max_templates: int = 2
 
     def __post_init__(self) -> None:
         if self.max_seqs < 1 or self.max_stats_seqs < self.max_seqs:
@@ -201,7 +201,7 @@ class FeatureConfig(StageConfig):
 class PredictConfig(StageConfig):
     """Structure prediction (config section ``predict``; see workflow_lib.inference.predict)."""
 
-    model: str = "models/trackfold_small_v2.pt"
+    model: str = "models/trackfold_small_v3.pt"
     window: int = 300
     seed: int = 0
     max_msa: int = 256
