@@ -11,7 +11,7 @@ weighted by it.
 
 The structure is a chain of rigid residue frames with ideal backbone geometry
 (:func:`~workflow_lib.model.structure.backbone_from_frames`; virtual Cβ as the distogram's targets); the
-energy adds the peptide-bond and Cα–Cα terms of :func:`~workflow_lib.training.losses.bond_violation_loss`
+energy adds the peptide-bond and Cα–Cα terms of :func:`~workflow_lib.model.structure.bond_violation_loss`
 (weight ``bond_weight``, annealed from 1/100 of it to all of it over the iterations, so that the restraints
 shape the fold first and the chain is made physical last, then ``polish`` more steps at the full weight and a
 fifth of the step size) and a Cα clash term ``max(0, 3.8 − d)²`` for ``|i − j| ≥ 2``. Adam minimises it from
@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from workflow_lib.model.structure import (Frames, backbone_from_frames, cb_from_backbone,
+from workflow_lib.model.structure import (Frames, backbone_from_frames, bond_violation_loss, cb_from_backbone,
                                           frames_from_3_points, quaternion_to_rotation)
 from workflow_lib.structure.geometry import DIST_EDGES, DIST_MAX, OMEGA_BINS, PHI_BINS
 
@@ -194,7 +194,6 @@ def fold_from_distogram(dist_probs: np.ndarray, options: FoldOptions = FoldOptio
     so each start follows its own trajectory, as if run alone, at a fraction of the per-step overhead.
     """
     from workflow_lib.aligner.compiled import available
-    from workflow_lib.training.losses import bond_violation_loss
 
     length = dist_probs.shape[0]
     compiled = available()

@@ -129,6 +129,32 @@ def cb_from_backbone(backbone: torch.Tensor) -> torch.Tensor:
         return CB_A * a + CB_B * b + CB_C * c_vec + ca
 
 
+PEPTIDE_BOND = 1.329
+"""C(i)–N(i+1) bond length (Å; Engh & Huber)."""
+CA_CA_TRANS = 3.80
+"""Cα(i)–Cα(i+1) distance of a trans peptide (Å)."""
+BOND_TOLERANCE = 0.05
+"""Flat bottom of :func:`bond_violation_loss` (Å)."""
+
+
+def bond_violation_loss(coords: torch.Tensor, bonded: torch.Tensor, tolerance: float = BOND_TOLERANCE
+                        ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Flat-bottom C(i)–N(i+1) and Cα(i)–Cα(i+1) penalties ``max(0, |d − d0| − tolerance)`` (Å) of
+    ``coords [B, L, 3 (N, CA, C), 3]``, averaged over ``bonded [B, L − 1]`` (the training loss of
+    :mod:`workflow_lib.training.losses` and the chain term of the distogram fold, :mod:`workflow_lib.inference.fold`).
+
+    Returns the loss and the mean absolute deviations of both distances over the bonded pairs."""
+    with float32_island(coords) as (coords,):
+        peptide = torch.sqrt(((coords[:, 1:, 0] - coords[:, :-1, 2]) ** 2).sum(-1) + 1e-8)
+        ca_ca = torch.sqrt(((coords[:, 1:, 1] - coords[:, :-1, 1]) ** 2).sum(-1) + 1e-8)
+        dev_c_n = (peptide - PEPTIDE_BOND).abs()
+        dev_ca = (ca_ca - CA_CA_TRANS).abs()
+        weight = bonded.to(dev_c_n.dtype)
+        count = weight.sum().clamp_min(1.0)
+        loss = ((torch.relu(dev_c_n - tolerance) + torch.relu(dev_ca - tolerance)) * weight).sum() / count
+        return loss, {"c_n_error": (dev_c_n * weight).sum() / count, "ca_ca_error": (dev_ca * weight).sum() / count}
+
+
 class GraphTransformerLayer(nn.Module):
     """Graph transformer over the complete residue graph (seed 000 "Introduction"; Shi et al. UniMP).
 

@@ -46,17 +46,12 @@ import torch
 import torch.nn.functional as F
 
 from workflow_lib.model.primitives import float32_island
-from workflow_lib.model.structure import Frames, backbone_from_frames, frames_from_3_points
+from workflow_lib.model.structure import (BOND_TOLERANCE, CA_CA_TRANS, PEPTIDE_BOND, Frames,  # noqa: F401
+                                          backbone_from_frames, bond_violation_loss, frames_from_3_points)
 
 DISTOGRAM_HEADS = ("dist", "omega", "theta", "phi")
 """Target keys of the 6D heads; the network's logits are ``{key}_logits``."""
 
-PEPTIDE_BOND = 1.329
-"""C(i)–N(i+1) bond length (Å; Engh & Huber)."""
-CA_CA_TRANS = 3.80
-"""Cα(i)–Cα(i+1) distance of a trans peptide (Å)."""
-BOND_TOLERANCE = 0.05
-"""Flat bottom of :func:`bond_violation_loss` (Å)."""
 
 LDDT_THRESHOLDS = (0.5, 1.0, 2.0, 4.0)
 """lDDT distance-difference thresholds (Å), as :mod:`workflow_lib.structure.metrics`."""
@@ -171,20 +166,6 @@ def bonded_pairs(atom_mask: torch.Tensor, residue_index: torch.Tensor) -> torch.
     """bool ``[B, L − 1]``: residue i+1 follows residue i (numbers differ by 1) and both have N, CA and C."""
     backbone = atom_mask.bool().all(dim=-1)
     return (residue_index[:, 1:] - residue_index[:, :-1] == 1) & backbone[:, 1:] & backbone[:, :-1]
-
-
-def bond_violation_loss(coords: torch.Tensor, bonded: torch.Tensor, tolerance: float = BOND_TOLERANCE
-                        ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """Flat-bottom C(i)–N(i+1) and Cα(i)–Cα(i+1) penalties (module docstring) of ``coords [B, L, 3, 3]``.
-
-    Returns the loss (Å) and the mean absolute deviations of both distances over ``bonded [B, L − 1]``."""
-    with float32_island(coords) as (coords,):
-        peptide = torch.sqrt(((coords[:, 1:, 0] - coords[:, :-1, 2]) ** 2).sum(-1) + 1e-8)
-        ca_ca = torch.sqrt(((coords[:, 1:, 1] - coords[:, :-1, 1]) ** 2).sum(-1) + 1e-8)
-        dev_c_n = (peptide - PEPTIDE_BOND).abs()
-        dev_ca = (ca_ca - CA_CA_TRANS).abs()
-        loss = masked_mean(F.relu(dev_c_n - tolerance) + F.relu(dev_ca - tolerance), bonded)
-        return loss, {"c_n_error": masked_mean(dev_c_n, bonded), "ca_ca_error": masked_mean(dev_ca, bonded)}
 
 
 @torch.no_grad()
