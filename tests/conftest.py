@@ -45,3 +45,14 @@ def cpu_kernels(request, monkeypatch):
         pytest.importorskip("numba")
     monkeypatch.setenv("TRACKFOLD_KERNELS", request.param)
     return request.param
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Tiny models on a shared CI machine: one torch thread avoids OpenMP oversubscription (restored after)."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)

@@ -75,12 +75,8 @@ def sliced(features: dict[str, np.ndarray], stop: int) -> dict[str, np.ndarray]:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models on a shared CI machine: one torch thread avoids OpenMP oversubscription (restored after)."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+def one_thread(one_torch_thread):
+    """Every test of this module on one torch thread (conftest)."""
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 from workflow_lib.features import build_features
 from workflow_lib.features.templates import columns_features
@@ -30,11 +29,8 @@ CHANGE = 0.02
 
 
 @pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+def one_thread(one_torch_thread):
+    """Every test of this module on one torch thread (conftest)."""
 
 
 @pytest.fixture(scope="module")

@@ -262,13 +262,17 @@ def fold_from_distogram(dist_probs: np.ndarray, options: FoldOptions = FoldOptio
                        options.bond_weight * 10.0 ** (-2.0 * (1.0 - step / max(1, options.iterations - 1))))
         value.backward()
         optimizer.step()
-    for group in optimizer.param_groups:
-        group["lr"] = options.lr * 0.2
-    for _ in range(options.polish):
-        optimizer.zero_grad()
-        value = energy(trans, quat, options.bond_weight)
-        value.backward()
-        optimizer.step()
+    def polish(trans: torch.Tensor, quat: torch.Tensor, optimizer: torch.optim.Optimizer) -> None:
+        """``options.polish`` steps at the full bond weight and a fifth of the step size."""
+        for group in optimizer.param_groups:
+            group["lr"] = options.lr * 0.2
+        for _ in range(options.polish):
+            optimizer.zero_grad()
+            value = energy(trans, quat, options.bond_weight)
+            value.backward()
+            optimizer.step()
+
+    polish(trans, quat, optimizer)
     with torch.no_grad():
         finals = [float(energy(trans[s:s + 1], quat[s:s + 1], options.bond_weight)) for s in range(starts)]
         best = int(np.argmin(finals))
@@ -282,12 +286,7 @@ def fold_from_distogram(dist_probs: np.ndarray, options: FoldOptions = FoldOptio
             frames = frames_from_3_points(*(torch.as_tensor(mirror[:, k], dtype=torch.float32) for k in range(3)))
             trans = frames.trans[None].clone().requires_grad_(True)
             quat = rotation_to_quaternion(frames.rot)[None].clone().requires_grad_(True)
-            optimizer = torch.optim.Adam([trans, quat], lr=options.lr * 0.2)
-            for _ in range(options.polish):
-                optimizer.zero_grad()
-                value = energy(trans, quat, options.bond_weight)
-                value.backward()
-                optimizer.step()
+            polish(trans, quat, torch.optim.Adam([trans, quat], lr=options.lr))
             with torch.no_grad():
                 final = float(energy(trans, quat, options.bond_weight))
                 backbone = backbone_from_frames(Frames(quaternion_to_rotation(quat[0]), trans[0])).numpy()
