@@ -42,7 +42,8 @@ def chain_metrics(outputs: dict[str, torch.Tensor], targets: dict[str, torch.Ten
     logits = outputs["dist_logits"][0].float().cpu()
     top1 = (logits.argmax(-1).numpy() == dist_true)
     accuracy = float(top1[pair_mask].mean()) if pair_mask.any() else float("nan")
-    contact_prob = torch.softmax(logits, dim=-1)[..., :CONTACT_BINS].sum(-1).numpy()
+    dist_probs = torch.softmax(logits, dim=-1).numpy()
+    contact_prob = dist_probs[..., :CONTACT_BINS].sum(-1)
     true_contact = dist_true < CONTACT_BINS
     top = max(1, len(residue_index) // 5)
     fold_lddt = fold_tm = float("nan")
@@ -51,8 +52,7 @@ def chain_metrics(outputs: dict[str, torch.Tensor], targets: dict[str, torch.Ten
 
         orientations = {k: torch.softmax(outputs[f"{k}_logits"][0].float().cpu(), dim=-1).numpy()
                         for k in ("omega", "theta", "phi")}          # they choose the hand, as in predict
-        backbone, _ = fold_from_distogram(torch.softmax(logits, dim=-1).numpy().astype(np.float64), FoldOptions(),
-                                          orientations=orientations)
+        backbone, _ = fold_from_distogram(dist_probs.astype(np.float64), FoldOptions(), orientations=orientations)
         fold_lddt = float(lddt_ca(backbone[:, 1], true_ca).score)
         fold_tm = tm_score(backbone[:, 1], true_ca)
     return {"lddt_ca": float(lddt), "fold_lddt_ca": fold_lddt, "fold_tm_score": fold_tm, "dist_top1": accuracy,
