@@ -315,6 +315,7 @@ def _perturbed(features: dict[str, np.ndarray], key: str) -> dict[str, np.ndarra
      "c_template_1d": C_TEMPLATE_1D},
     {"c_template_pair": C_TEMPLATE_PAIR, "c_template_1d": 0},
     {"c_template_pair": 0, "c_template_1d": C_TEMPLATE_1D},
+    {"outer_product_weighting": "learned_prior"},
 ])
 def test_inference_reads_exactly_the_keys_the_network_reads_and_each_changes_the_prediction(features, options):
     model = tiny_model(**options)

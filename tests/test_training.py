@@ -278,6 +278,39 @@ def test_native_template_encodes_the_loss_targets_geometry(dataset):
     assert inputs["templates_1d"].shape[:2] == (1, 1) and float(inputs["template_mask"].sum()) == 1.0
 
 
+
+def test_self_templates_are_the_chain_perturbed_at_the_set_rate(dataset):
+    """``self_template_rate``: a training crop's first template is, at that rate, the chain's own structure with
+    every residue shifted as a rigid body (most distance bins kept, not all); validation crops (no rng) and rate
+    0 never get one, and rate 0 draws nothing extra from the rng."""
+    from workflow_lib.features.templates import PAIR
+    from workflow_lib.training.examples import SELF_TEMPLATE_NOISE, make_example, native_template
+
+    (chain,), _ = _chains(dataset)
+    rng = np.random.default_rng(3)
+    noisy = native_template(chain, noise=SELF_TEMPLATE_NOISE, rng=rng)
+    placed = noisy.placed
+    shift = noisy.coords[placed, 1] - chain.coords[placed, 1]
+    assert 0.3 < float(np.sqrt((shift ** 2).sum(-1).mean())) / SELF_TEMPLATE_NOISE < 1.5
+    np.testing.assert_allclose(noisy.coords[placed, 0] - chain.coords[placed, 0], shift, atol=1e-4)
+    with pytest.raises(ValueError, match="rng"):
+        native_template(chain, noise=SELF_TEMPLATE_NOISE)
+
+    inputs, targets = make_example(chain, 5, 40, np.random.default_rng(0), 8, max_templates=2,
+                                   self_template_rate=1.0)
+    assert float(inputs["template_mask"].sum()) == 1.0   # the chain has no hits of its own: only the self template
+    pair = inputs["templates_pair"][0, 0].numpy()
+    mask = targets["pair_mask"][0].numpy().astype(bool)
+    off = np.abs(pair[..., PAIR["dist"]].argmax(-1) - targets["dist"][0].numpy())[mask]
+    assert (off <= 1).mean() > 0.9 and (off == 0).mean() < 0.99, np.bincount(off)
+    for rng, rate in ((None, 1.0), (np.random.default_rng(0), 0.0)):
+        inputs, _ = make_example(chain, 5, 40, rng, 8, max_templates=2, self_template_rate=rate)
+        assert "templates_pair" not in inputs
+    draws = [np.random.default_rng(0) for _ in range(2)]
+    make_example(chain, 5, 40, draws[0], 8, max_templates=2, self_template_rate=0.0)
+    make_example(chain, 5, 40, draws[1], 8, max_templates=2)
+    assert draws[0].random() == draws[1].random()
+
 @pytest.mark.slow
 def test_the_network_learns_to_read_templates(data_dir, tmp_path):
     """The template path learns: the tiny network trained 600 steps on three real chains (query alone, each with

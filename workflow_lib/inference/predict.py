@@ -44,7 +44,7 @@ from workflow_lib.inference.stitch import MIN_WINDOW, Crop, PairMean, crop_plan,
 from workflow_lib.model.checkpoint import network_device
 from workflow_lib.model.config import ModelConfig
 from workflow_lib.model.network import ThreeTrackNetwork
-from workflow_lib.schemas.features import C_COEVOLUTION, C_TEMPLATE_1D, C_TEMPLATE_PAIR
+from workflow_lib.schemas.features import C_COEVOLUTION, C_TEMPLATE_1D, C_TEMPLATE_PAIR, feature_keys_read
 from workflow_lib.seqio.alphabet import GAP_CODE, decode
 from workflow_lib.structure.cbeta import virtual_cb
 from workflow_lib.structure.pdb_writer import complete_backbone
@@ -207,7 +207,7 @@ def model_inputs(features: Mapping[str, np.ndarray], config: ModelConfig, *, col
         "msa": msa[rows].astype(np.int64),
         "residue_index": (features["residue_index"][columns] - features["residue_index"][columns[0]]).astype(np.int64),
     }
-    if config.outer_product_weighting == "mean":
+    if "seq_weights" in feature_keys_read(config):
         out["msa_weights"] = features["seq_weights"][rows].astype(np.float32)
     if config.c_coevolution:
         out["coevolution"] = features["coevolution"][np.ix_(columns, columns)].astype(np.float32)

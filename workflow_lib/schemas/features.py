@@ -20,7 +20,8 @@ key                 dtype    dims            meaning                            
 ``profile``         float32  [L, 21]         weighted frequencies of the 20 aa + gap (X    ``msa_statistics``
                                              as gap), with a pseudocount; rows sum to 1
 ``seq_weights``     float32  [N]             1 / number of statistics rows within 80%      ``outer_product_``
-                                             identity                                      ``weighting: mean``
+                                             identity                                      ``weighting: mean,``
+                                                                                           ``learned_prior``
 ``template_pair``   float16  [T, L, L, 131]  :data:`TEMPLATE_PAIR_CHANNELS`: 6D one-hots   ``c_template_pair``
                                              + pair mask
 ``template_1d``     float32  [T, L, 29]      :data:`TEMPLATE_1D_CHANNELS`: scores,         ``c_template_1d``
@@ -115,7 +116,7 @@ NETWORK_READERS: dict[str, str] = {
     "deletion_matrix": "msa_statistics",
     "deletion_mean": "msa_statistics",
     "profile": "msa_statistics",
-    "seq_weights": "outer_product_weighting: mean",
+    "seq_weights": "outer_product_weighting: mean, learned_prior",
     "template_pair": "c_template_pair",
     "template_1d": "c_template_1d",
     "template_mask": "templates",
@@ -133,7 +134,7 @@ def _reads(reader: str, config: Any) -> bool:
     if reader == "templates":
         return bool(config.c_template_pair or config.c_template_1d)
     name, _, value = reader.partition(": ")
-    return str(getattr(config, name)) == value if value else bool(getattr(config, name))
+    return str(getattr(config, name)) in value.split(", ") if value else bool(getattr(config, name))
 
 
 def feature_keys_read(config: Any) -> frozenset[str]:

@@ -31,6 +31,10 @@ class TrainConfig(TrainSettings):
                 raise InputError(f"training config: {name} must be a positive integer, got {value!r}")
         if not isinstance(self.max_templates, int) or self.max_templates < 0 or not 0.0 <= self.template_dropout < 1.0:
             raise InputError("training config: need max_templates >= 0 and 0 <= template_dropout < 1")
+        if not 0.0 <= self.self_template_rate <= 1.0 or (self.self_template_rate > 0 and self.max_templates < 1):
+            raise InputError("training config: need 0 <= self_template_rate <= 1, and max_templates >= 1 "
+                             f"when it is above 0 (got {self.self_template_rate!r} with max_templates "
+                             f"{self.max_templates!r})")
         if self.precision not in TRAIN_PRECISIONS:
             raise InputError(f"training config: precision must be one of {', '.join(TRAIN_PRECISIONS)}, "
                              f"got {self.precision!r}")

@@ -164,16 +164,30 @@ def pick_templates(templates: Sequence[TemplateColumns], max_templates: int, dro
     return kept[:max_templates]
 
 
-def native_template(chain: TrainingChain, confidence: float = 1.0) -> TemplateColumns:
+SELF_TEMPLATE_NOISE = 0.5
+"""Root-mean-square displacement (Å) of each residue of a training crop's self template
+(:attr:`~workflow_lib.training.settings.TrainSettings.self_template_rate`): every residue's backbone is moved as a
+rigid body by an isotropic Gaussian shift, about the Cα spread between two crystal structures of one protein."""
+
+
+def native_template(chain: TrainingChain, confidence: float = 1.0, noise: float = 0.0,
+                    rng: np.random.Generator | None = None) -> TemplateColumns:
     """The chain's own structure as a template hit on every column that has N, CA and C (virtual Cβ, no O,
     identical residues, no secondary structure): the upper bound of what a template can give, for checking
-    that a trained network reads its templates (a native template should give a near-native prediction)."""
+    that a trained network reads its templates (a native template should give a near-native prediction).
+    With ``noise`` > 0 each residue is shifted by a Gaussian of that root-mean-square length (Å), drawn from
+    ``rng`` (training's self templates)."""
     codes = (chain.msa[0] if chain.msa is not None else read_features(chain.features_path)["msa"][0])
     codes = np.asarray(codes, dtype=np.int8)
     placed = chain.atom_mask.all(axis=1)
     coords = np.full((len(chain), 5, 3), np.nan, dtype=np.float32)
-    n, ca, c = (chain.coords[placed, k].astype(np.float64) for k in range(3))
-    coords[placed, :3] = chain.coords[placed]
+    backbone = chain.coords[placed, :3].astype(np.float64)
+    if noise > 0:
+        if rng is None:
+            raise ValueError("native_template: noise needs an rng")
+        backbone = backbone + rng.normal(0.0, noise / np.sqrt(3.0), size=(len(backbone), 1, 3))
+    n, ca, c = (backbone[:, k] for k in range(3))
+    coords[placed, :3] = backbone
     coords[placed, 4] = virtual_cb(n, ca, c)
     aligned = np.ones(len(chain), dtype=bool)
     return TemplateColumns(f"{chain.name} (native)", coords, placed, aligned, aligned.copy(), aligned.copy(),
@@ -182,11 +196,13 @@ def native_template(chain: TrainingChain, confidence: float = 1.0) -> TemplateCo
 
 def make_example(chain: TrainingChain, start: int, length: int, rows_rng: np.random.Generator | None,
                  max_msa_rows: int, msa_statistics: bool = False, max_templates: int = 0,
-                 template_dropout: float = 0.0) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+                 template_dropout: float = 0.0, self_template_rate: float = 0.0,
+                 ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
     """Network inputs and loss targets (batch of one) of residues ``start:start+length`` of ``chain``; with
     ``msa_statistics`` (a model that reads them) also the crop's deletion counts, profile and deletion mean,
     and with ``max_templates`` the features of the chain's templates (:func:`pick_templates`; ``rows_rng`` also
-    draws the template dropout) on the crop's columns."""
+    draws the template dropout) on the crop's columns; with ``self_template_rate`` (training, ``rows_rng`` given)
+    the crop's first template is, at that rate, its own structure perturbed by :data:`SELF_TEMPLATE_NOISE`."""
     features = chain.features()
     window = slice(start, start + length)
     rows = subsample_msa_rows(features["msa"].shape[0], max_msa_rows, rows_rng)
@@ -209,6 +225,8 @@ def make_example(chain: TrainingChain, start: int, length: int, rows_rng: np.ran
                       deletion_mean=torch.from_numpy(np.ascontiguousarray(features["deletion_mean"][window],
                                                                           dtype=np.float32))[None])
     picked = pick_templates(chain.templates, max_templates, template_dropout, rows_rng) if max_templates else []
+    if max_templates and self_template_rate > 0 and rows_rng is not None and rows_rng.random() < self_template_rate:
+        picked = [native_template(chain, noise=SELF_TEMPLATE_NOISE, rng=rows_rng), *picked][:max_templates]
     if picked:
         features_t = columns_features(picked, np.arange(start, start + length))
         inputs.update(templates_pair=torch.from_numpy(features_t["template_pair"].astype(np.float32))[None],

@@ -142,7 +142,7 @@ def train(config: TrainConfig, train_chains: Sequence[TrainingChain], train_clus
             chain, start, length = _sample(train_chains, train_clusters, rng, config.crop_size)
             examples.append(make_example(chain, start, length, rng, config.max_msa_rows,
                                          model.config.msa_statistics, config.max_templates,
-                                         config.template_dropout))
+                                         config.template_dropout, config.self_template_rate))
         inputs, targets = to_device(collate(examples), device)
         lr = learning_rate(config, step)
         for group in optimizer.param_groups:

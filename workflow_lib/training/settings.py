@@ -25,6 +25,11 @@ class TrainSettings:
     """Templates per crop, from a training pack's template hits (0: train without templates)."""
     template_dropout: float = 0.25
     """Probability that each of a training crop's templates is left out (validation crops keep them all)."""
+    self_template_rate: float = 0.0
+    """Probability that a training crop gets its own structure, coordinates perturbed by
+    :data:`~workflow_lib.training.examples.SELF_TEMPLATE_NOISE` Å, as its first template (needs
+    ``max_templates`` ≥ 1): a pack's hits never include the chain itself or anything above its identity limit, so
+    without it the network never learns to copy a template of the same protein (validation crops never get one)."""
     lr: float = 1e-3
     warmup_steps: int = 50
     min_lr_fraction: float = 0.1
