@@ -79,7 +79,7 @@ def synthetic_features(length: int, depth: int, seed: int = 0) -> dict[str, np.n
     features = {
         "msa": msa, "deletion_matrix": np.zeros((depth, length), np.uint8),
         "deletion_mean": np.zeros(length, np.float32),
-        "seq_weights": np.ones(depth, np.float32), "neff": np.array(depth, np.float32),
+        "neff": np.array(depth, np.float32),
         "num_alignments": np.array(depth, np.int32), "profile": np.full((length, 21), 1 / 21, np.float32),
         "residue_index": np.arange(length, dtype=np.int32), "coevolution": coevolution,
         **empty_templates(length)}

@@ -127,7 +127,8 @@ def test_x_counts_as_gap_in_the_weights(t1078):
 def test_neff_is_sane(t1078_features, data_dir):
     neff = float(t1078_features["neff"])
     assert 1.0 <= neff <= 426
-    np.testing.assert_allclose(t1078_features["seq_weights"].sum(dtype=np.float64), neff, rtol=1e-5)
+    np.testing.assert_allclose(sequence_weights(read_a3m(data_dir / T1078).matches).sum(dtype=np.float64), neff,
+                               rtol=1e-5)
     hhsuite = build_features(data_dir / HHSUITE)
     assert 1.0 <= float(hhsuite["neff"]) <= 59
 
@@ -136,7 +137,7 @@ def test_single_sequence_msa(t1078):
     single = t1078.subset([0])
     features = msa_features(single)
     assert features["msa"].shape == (1, 138)
-    assert float(features["neff"]) == 1.0 and features["seq_weights"].tolist() == [1.0]
+    assert float(features["neff"]) == 1.0
     assert not features["coevolution"].any()
     # one pseudo-sequence spread over 21 states: the query residue gets (1 + 1/21) / 2
     top = features["profile"].max(axis=1)
@@ -162,7 +163,7 @@ def test_profile_rows_sum_to_one(t1078_features):
 def test_sampling_keeps_the_query_first_and_is_deterministic(t1078, t1078_path):
     first = msa_features(t1078, max_seqs=50)
     second = build_features(t1078_path, max_seqs=50)
-    assert first["msa"].shape == (50, 138) and first["seq_weights"].shape == (50,)
+    assert first["msa"].shape == (50, 138) and "seq_weights" not in first
     assert int(first["num_alignments"]) == 426
     for key in first:
         assert first[key].tobytes() == second[key].tobytes(), key
@@ -170,9 +171,8 @@ def test_sampling_keeps_the_query_first_and_is_deterministic(t1078, t1078_path):
     assert rows[0] == 0 and np.all(np.diff(rows) > 0) and rows.size == 50
     np.testing.assert_array_equal(first["msa"], t1078.matches[rows].astype(np.int8))
     np.testing.assert_array_equal(first["deletion_matrix"], t1078.insertions[rows, :138])
-    # statistics still come from all 426 rows: the kept rows carry their full-alignment weights
+    # statistics still come from all 426 rows
     full = sequence_weights(t1078.matches)
-    np.testing.assert_allclose(first["seq_weights"], full[rows], rtol=1e-7)
     np.testing.assert_allclose(float(first["neff"]), full.sum(), rtol=1e-6)
     other_seed = sample_rows(t1078, 50, seed=1)
     assert other_seed[0] == 0 and not np.array_equal(other_seed, rows)
@@ -192,7 +192,6 @@ def test_statistics_cap_uses_the_same_ranking(t1078):
     assert set(kept) <= set(stats)
     weights = sequence_weights(t1078.matches[stats])
     np.testing.assert_allclose(float(features["neff"]), weights.sum(), rtol=1e-6)
-    np.testing.assert_allclose(features["seq_weights"], weights[np.searchsorted(stats, kept)], rtol=1e-7)
     with pytest.raises(ValueError, match="max_seqs"):
         msa_features(t1078, max_seqs=100, max_stats_seqs=30)
 
@@ -217,12 +216,12 @@ def test_annotation_rows_stay_out_and_an_old_layout_is_refused(tmp_path, t1078, 
     assert t1078.annotation("ss_pred") is not None
     assert set(t1078_features) == set(FEATURES.arrays)
     assert not any(key.startswith("ss_") or key == "is_query" for key in t1078_features)
-    # a feature file of the previous layout (with is_query and ss_pred) is refused, naming the file
+    # a feature file of the previous layout (with the sequence weights) is refused, naming the file
+    assert "seq_weights" not in t1078_features
     old = tmp_path / "old.npz"
-    extra = dict(t1078_features, is_query=np.eye(1, 426, dtype=bool)[0],
-                 ss_pred=np.zeros((138, 3), np.float32), ss_pred_mask=np.zeros(138, bool))
-    np.savez(old, __schema__=np.array("features/2"), **extra)
-    with pytest.raises(SchemaError, match=r"old\.npz: expected arrays 'features/3', found 'features/2'"):
+    extra = dict(t1078_features, seq_weights=np.ones(len(t1078_features["msa"]), np.float32))
+    np.savez(old, __schema__=np.array("features/3"), **extra)
+    with pytest.raises(SchemaError, match=r"old\.npz: expected arrays 'features/4', found 'features/3'"):
         read_features(old)
 
 

@@ -118,7 +118,7 @@ def test_model_inputs_crop_every_residue_axis(features):
                           template_mask=np.array([True, False]))
     columns = np.array([3, 4, 5, 40, 41])
     x = model_inputs(with_templates, config, columns=columns, max_msa=8)
-    assert x["msa"].shape == (x["msa_weights"].shape[0], 5) and x["msa"].shape[0] <= 8
+    assert x["msa"].shape[1] == 5 and 1 < x["msa"].shape[0] <= 8
     assert np.array_equal(x["residue_index"], columns - 3)  # shifted to start at 0, differences kept
     assert np.array_equal(x["coevolution"], features["coevolution"][np.ix_(columns, columns)])
     assert np.array_equal(x["templates_pair"][1, 2, 3], with_templates["template_pair"][1, 5, 40].astype(np.float32))
@@ -127,10 +127,10 @@ def test_model_inputs_crop_every_residue_axis(features):
     # T = 0 (no template stage yet): nothing is passed; a model without co-evolution gets none
     assert "templates_pair" not in model_inputs(features, config)
     assert "coevolution" not in model_inputs(features, preset("tiny"))
-    # sequence weights only for the outer product's 'mean' weighting
+    # no row weights for any weighting: the feature file has none (the 'mean' outer product is uniform)
     rows = select_rows(features["msa"][:, columns], 8, 0, drop_gappy=True)
-    np.testing.assert_array_equal(x["msa_weights"], features["seq_weights"][rows])
-    assert "msa_weights" not in model_inputs(features, preset("tiny"))
+    np.testing.assert_array_equal(x["msa"], features["msa"][rows][:, columns])
+    assert "msa_weights" not in x and "seq_weights" not in features
 
 
 # --- crops and stitching --------------------------------------------------------------------------------------
@@ -302,10 +302,6 @@ def _perturbed(features: dict[str, np.ndarray], key: str) -> dict[str, np.ndarra
         return dict(features, deletion_matrix=np.zeros_like(value))
     if key == "profile":
         return dict(features, profile=np.ascontiguousarray(value[:, ::-1]))
-    if key == "seq_weights":
-        weights = np.ones_like(value)
-        weights[1::2] = 0.05
-        return dict(features, seq_weights=weights)
     return dict(features, **{key: np.ascontiguousarray(value[::-1]) if value.ndim else value + 1})
 
 
@@ -315,7 +311,6 @@ def _perturbed(features: dict[str, np.ndarray], key: str) -> dict[str, np.ndarra
      "c_template_1d": C_TEMPLATE_1D},
     {"c_template_pair": C_TEMPLATE_PAIR, "c_template_1d": 0},
     {"c_template_pair": 0, "c_template_1d": C_TEMPLATE_1D},
-    {"outer_product_weighting": "learned_prior"},
 ])
 def test_inference_reads_exactly_the_keys_the_network_reads_and_each_changes_the_prediction(features, options):
     model = tiny_model(**options)

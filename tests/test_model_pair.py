@@ -107,27 +107,7 @@ def test_outer_product_mean_matches_loop_reference():
     assert torch.allclose(opm(m, None, w, chunk_size=2), out, atol=1e-12)
 
 
-def test_learned_weighting_with_a_prior():
-    """``learned_prior``: the learned row weights times the given row weights, renormalised; uniform or no
-    weights give exactly the ``learned`` weighting with the same parameters."""
-    torch.manual_seed(0)
-    learned = randomize_(MSA2Pair(C_M, C_Z, 4, "learned")).double()
-    prior = MSA2Pair(C_M, C_Z, 4, "learned_prior").double()
-    prior.load_state_dict(learned.state_dict())
-    m = torch.randn(1, 4, 5, C_M, dtype=torch.float64)
-    z = torch.randn(1, 5, 5, C_Z, dtype=torch.float64)
-    reference = learned(m, z)
-    assert torch.allclose(prior(m, z), reference, atol=1e-12)
-    assert torch.allclose(prior(m, z, msa_weights=torch.full((1, 4), 0.3, dtype=torch.float64)), reference,
-                          atol=1e-10)
-    weights = torch.tensor([[1.0, 0.1, 0.5, 2.0]], dtype=torch.float64)
-    assert not torch.allclose(prior(m, z, msa_weights=weights), reference, atol=1e-3)
-    scores = learned.seq_weights(learned.norm_w(m))[..., 0]                          # [1, N, L]
-    expected = scores * weights[..., None] / (scores * weights[..., None]).sum(dim=1, keepdim=True)
-    assert torch.allclose(prior.seq_weights(prior.norm_w(m), None, weights)[..., 0], expected, atol=1e-12)
-
-
-@pytest.mark.parametrize("weighting", ["mean", "learned", "learned_prior"])
+@pytest.mark.parametrize("weighting", ["mean", "learned"])
 def test_msa2pair_shapes_and_row_padding(weighting):
     torch.manual_seed(0)
     block = randomize_(MSA2Pair(C_M, C_Z, 4, weighting)).double()

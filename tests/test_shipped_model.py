@@ -66,10 +66,6 @@ def _perturbed(features: dict[str, np.ndarray], key: str) -> dict[str, np.ndarra
         return dict(features, profile=np.full_like(value, 1.0 / value.shape[-1]))
     if key == "deletion_mean":
         return dict(features, deletion_mean=value + 2.0)
-    if key == "seq_weights":
-        weights = np.ones_like(value)
-        weights[1::2] = 0.05
-        return dict(features, seq_weights=weights)
     raise KeyError(key)
 
 
@@ -82,8 +78,7 @@ def test_every_input_the_shipped_checkpoint_reads_changes_its_prediction(shipped
     without = _perturbed(with_template, "template_mask")
     references = {False: predict_features(shipped, without, OPTIONS).probs["dist"],
                   True: predict_features(shipped, with_template, OPTIONS).probs["dist"]}
-    query_only = dict(without, msa=without["msa"][:1], deletion_matrix=without["deletion_matrix"][:1],
-                      seq_weights=without["seq_weights"][:1])
+    query_only = dict(without, msa=without["msa"][:1], deletion_matrix=without["deletion_matrix"][:1])
     moved = {"MSA rows beyond the query": float(np.abs(predict_features(shipped, query_only, OPTIONS).probs["dist"]
                                                        - references[False]).max())}
     for key in sorted(keys - {"msa", "residue_index"}):

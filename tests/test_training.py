@@ -252,7 +252,7 @@ def test_model_card_names_no_machine_path(dataset, data_dir, tmp_path, monkeypat
     assert '"init_model": "init.pt"' in card and '"msa_dir": ["b*"]' in card
     # the card says what the network reads, from its config (the tiny test model: learned row weighting)
     assert "The network reads the MSA tokens and the co-evolution maps; templates are not used" in card
-    assert "It does not read the deletions, the profile, the mean deletions or the sequence weights." in card
+    assert "It does not read the deletions, the profile or the mean deletions." in card
     monkeypatch.chdir(tmp_path)
     card = model_card(**kwargs)
     assert "| file | `run/model.pt`," in card and "`evaluation/evaluation.parquet`" in card

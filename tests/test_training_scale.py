@@ -18,6 +18,7 @@ from workflow_lib.cli import main
 from workflow_lib.errors import InputError
 from workflow_lib.evaluate.core import read_native
 from workflow_lib.features.build import build_features
+from workflow_lib.features.msa_features import sequence_weights
 from workflow_lib.features.coevolution import coevolution_features, coevolution_features_torch
 from workflow_lib.features.msa_features import sequence_weights
 from workflow_lib.features.templates import columns_features, hit_columns, read_hits
@@ -105,7 +106,7 @@ def test_pack_round_trip_matches_the_sources(prepared, data_dir):
     np.testing.assert_array_equal(chain.msa, features["msa"])
     assert chain.coevolution is None                     # on the CPU: computed on first use
     np.testing.assert_allclose(chain.features()["coevolution"], features["coevolution"], atol=1e-5)
-    np.testing.assert_allclose(chain.seq_weights, features["seq_weights"])
+    np.testing.assert_allclose(chain.seq_weights, sequence_weights(chain.msa))   # the kept rows' weights
     ca = chain.coords[:, 1]
     steps = np.linalg.norm(np.diff(ca, axis=0), axis=1)
     assert 3.7 < np.median(steps) < 3.9            # real backbone, to 0.01 Å

@@ -1,4 +1,4 @@
-"""MSA-derived per-protein features: capped MSA tokens, deletions, sequence weights, Neff, profile.
+"""MSA-derived per-protein features: capped MSA tokens, deletions, Neff, profile, co-evolution.
 
 Seed 000: "Multiple Sequence Alignments" (the N x L matrix, query first), "Initializing the Emission
 Probabilities" (down-weighting near-identical sequences) and "MSA Embeddings" (what the network reads: the
@@ -9,9 +9,10 @@ Two row sets
     *Statistics rows* feed the weights, Neff, profile, deletion mean and co-evolution: every input row, or the
     query plus a deterministic sample of ``max_stats_seqs - 1`` rows when the alignment is deeper (their cost
     is O(N²·L) and O(N·L²·21²)). *Kept rows* are what the network sees as ``msa``: the query plus a sample of
-    ``max_seqs - 1`` rows. Both samples use the same ranking, so kept rows ⊆ statistics rows and every kept
-    row's weight is its weight among the statistics rows (``seq_weights`` then sums to ``neff`` only when
-    nothing was capped).
+    ``max_seqs - 1`` rows. Both samples use the same ranking, so kept rows ⊆ statistics rows. The sequence
+    weights shape the statistics only: the feature file does not hold them, because no network reads them (a
+    network weighting its outer product by them, or by its learned weights with them as a prior, was no better
+    than the learned weights alone; docs/model.md).
 
 Deterministic sampling (:func:`sample_rows`)
     Every non-query row gets the key ``BLAKE2b-64(seed, query, row text)``; the rows with the smallest keys
@@ -148,13 +149,11 @@ def msa_features(alignment: Alignment, *, max_seqs: int = DEFAULT_MAX_SEQS,
         kept_rows = sample_rows(alignment, max_seqs, seed=seed)
     stats_codes = np.asarray(alignment.matches)[stats_rows]
     weights = sequence_weights(stats_codes, identity=identity, block_bytes=block_bytes)
-    position = np.searchsorted(stats_rows, kept_rows)  # kept rows ⊆ statistics rows, both ascending
     deletions = np.asarray(alignment.insertions)[:, :length]
     return {
         "msa": np.asarray(alignment.matches)[kept_rows].astype(np.int8),
         "deletion_matrix": np.minimum(deletions[kept_rows], DELETION_CLIP).astype(np.uint8),
         "deletion_mean": deletions[stats_rows].mean(axis=0, dtype=np.float64).astype(np.float32),
-        "seq_weights": weights[position].astype(np.float32),
         "neff": np.array(weights.sum(), dtype=np.float32),
         "num_alignments": np.array(depth, dtype=np.int32),
         "profile": weighted_profile(stats_codes, weights, pseudocount=profile_pseudocount).astype(np.float32),

@@ -5,8 +5,7 @@ DESIGN.md, "Features and the model" ("long proteins are cropped or chunked so me
 
 Inputs (:func:`model_inputs`): the feature file's ``msa`` (row 0 = query), ``residue_index`` and, when the
 checkpoint's config reads them (:func:`~workflow_lib.schemas.features.feature_keys_read`), ``coevolution``,
-the MSA statistics (``deletion_matrix``, ``profile``, ``deletion_mean``), ``seq_weights`` (as ``msa_weights``,
-outer-product weighting ``mean``) and the templates (``template_pair``, ``template_1d``, ``template_mask``;
+the MSA statistics (``deletion_matrix``, ``profile``, ``deletion_mean``) and the templates (``template_pair``, ``template_1d``, ``template_mask``;
 none are passed when T = 0). The MSA is capped
 at ``max_msa`` rows: the query plus a sample of the other rows drawn with ``numpy.random.default_rng(seed)``
 (kept in their file order), so a fixed seed gives the same rows every time.
@@ -44,7 +43,7 @@ from workflow_lib.inference.stitch import MIN_WINDOW, Crop, PairMean, crop_plan,
 from workflow_lib.model.checkpoint import network_device
 from workflow_lib.model.config import ModelConfig
 from workflow_lib.model.network import ThreeTrackNetwork
-from workflow_lib.schemas.features import C_COEVOLUTION, C_TEMPLATE_1D, C_TEMPLATE_PAIR, feature_keys_read
+from workflow_lib.schemas.features import C_COEVOLUTION, C_TEMPLATE_1D, C_TEMPLATE_PAIR
 from workflow_lib.seqio.alphabet import GAP_CODE, decode
 from workflow_lib.structure.cbeta import virtual_cb
 from workflow_lib.structure.pdb_writer import complete_backbone
@@ -193,7 +192,7 @@ def model_inputs(features: Mapping[str, np.ndarray], config: ModelConfig, *, col
     differences, including the jump between the two segments of a crop, are kept.
 
     Keys: ``msa [N, n]`` int64, ``residue_index [n]`` and, when the config reads them
-    (:func:`~workflow_lib.schemas.features.feature_keys_read`), ``msa_weights [N]``, ``coevolution [n, n, 2]``,
+    (:func:`~workflow_lib.schemas.features.feature_keys_read`), ``coevolution [n, n, 2]``,
     ``deletion_matrix [N, n]``, ``profile [n, 21]``, ``deletion_mean [n]``, ``templates_pair [T, n, n, 131]``,
     ``templates_1d [T, n, 29]``, ``template_mask [T]`` (float32; templates only when T > 0; the pair and 1D
     maps each only when the config reads them). No other key of ``features`` is read.
@@ -207,8 +206,6 @@ def model_inputs(features: Mapping[str, np.ndarray], config: ModelConfig, *, col
         "msa": msa[rows].astype(np.int64),
         "residue_index": (features["residue_index"][columns] - features["residue_index"][columns[0]]).astype(np.int64),
     }
-    if "seq_weights" in feature_keys_read(config):
-        out["msa_weights"] = features["seq_weights"][rows].astype(np.float32)
     if config.c_coevolution:
         out["coevolution"] = features["coevolution"][np.ix_(columns, columns)].astype(np.float32)
     if config.msa_statistics:
@@ -236,7 +233,6 @@ def collate(items: Sequence[dict[str, np.ndarray]], device: torch.device) -> dic
     msa_mask = np.zeros((batch, n_seq, n_res), dtype=np.float32)
     seq_mask = np.zeros((batch, n_res), dtype=np.float32)
     residue_index = np.zeros((batch, n_res), dtype=np.int64)
-    weights = np.zeros((batch, n_seq), dtype=np.float32)
     for b, item in enumerate(items):
         rows, cols = item["msa"].shape
         msa[b, :rows, :cols] = item["msa"]
@@ -244,11 +240,7 @@ def collate(items: Sequence[dict[str, np.ndarray]], device: torch.device) -> dic
         seq_mask[b, :cols] = 1.0
         last = item["residue_index"][-1]
         residue_index[b] = np.concatenate((item["residue_index"], last + 1 + np.arange(n_res - cols)))
-        if "msa_weights" in item:
-            weights[b, :rows] = item["msa_weights"]
     out = {"msa": msa, "residue_index": residue_index}
-    if "msa_weights" in items[0]:
-        out["msa_weights"] = weights
     if batch > 1 or n_seq != items[0]["msa"].shape[0] or n_res != items[0]["msa"].shape[1]:
         out.update(seq_mask=seq_mask, msa_mask=msa_mask)
     if "coevolution" in items[0]:

@@ -28,7 +28,7 @@ ROW_ATTENTION_MODES = ("plain", "tied", "soft_tied")
 COLUMN_ATTENTION_MODES = ("plain", "performer")
 TEMPLATE_MODES = ("attention", "mean")
 STR_ATTENTION_MODES = ("ipa", "geometric")
-OUTER_PRODUCT_WEIGHTINGS = ("mean", "learned", "learned_prior")
+OUTER_PRODUCT_WEIGHTINGS = ("mean", "learned")
 
 N_TOKENS = 22
 """trackfold's residue alphabet: 20 amino acids (ACDEFGHIKLMNPQRSTVWY), X = 20, gap = 21."""

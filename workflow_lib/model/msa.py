@@ -33,8 +33,7 @@ class SequenceWeights(nn.Module):
 
     The query row (row 0) asks every row ``n`` at residue ``i``: ``w_nih = softmax_n(q_0ih . k_nih / sqrt(d))``.
     Input ``m [*, N_seq, N_res, C_m]`` (already normalised), ``mask [*, N_seq, N_res]``; output
-    ``[*, N_seq, N_res, H]`` summing to 1 over ``N_seq``. ``prior [*, N_seq]`` (positive row weights, e.g. the
-    features' homology-reduction weights) multiplies the softmax's terms: ``w ∝ prior_n exp(q . k)``.
+    ``[*, N_seq, N_res, H]`` summing to 1 over ``N_seq``.
     """
 
     def __init__(self, c_m: int, no_heads: int, c_hidden: int) -> None:
@@ -44,13 +43,10 @@ class SequenceWeights(nn.Module):
         self.linear_q = Linear(c_m, no_heads * c_hidden, init="glorot")
         self.linear_k = Linear(c_m, no_heads * c_hidden, init="glorot")
 
-    def forward(self, m: torch.Tensor, mask: torch.Tensor | None = None,
-                prior: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, m: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         q = self.linear_q(m[..., :1, :, :]).unflatten(-1, (self.no_heads, self.c_hidden))   # [*, 1, L, H, c]
         k = self.linear_k(m).unflatten(-1, (self.no_heads, self.c_hidden))                  # [*, N, L, H, c]
         logits = (q * k).sum(dim=-1) / math.sqrt(self.c_hidden)                             # [*, N, L, H]
-        if prior is not None:
-            logits = logits + torch.log(prior.to(logits.dtype).clamp_min(1e-6))[..., None, None]
         if mask is not None:
             logits = logits + mask_to_bias(mask)[..., None]
         return torch.softmax(logits, dim=-3)

@@ -64,21 +64,19 @@ class MSA2Pair(nn.Module):
 
     ``outer_product_weighting='learned'`` weights rows by a one-head :class:`SequenceWeights` (query row
     attends to every row at every residue); ``'mean'`` uses the ``msa_weights [*, N_seq]`` given to
-    :meth:`forward` (e.g. the features' sequence weights) or uniform weights; ``'learned_prior'`` is the learned
-    weighting with ``msa_weights`` as a prior on its softmax (``w ∝ msa_weight_n exp(q . k)``; without
-    ``msa_weights`` it equals ``'learned'``).
+    :meth:`forward` or uniform weights (the workflow's feature files carry no row weights: inference and
+    training give none).
     """
 
     def __init__(self, c_m: int, c_z: int, c_hidden_opm: int, outer_product_weighting: str = "learned",
                  dropout: float = 0.0, row_attention_to_pair: bool = False, no_heads_msa: int = 4) -> None:
         super().__init__()
-        if outer_product_weighting not in ("mean", "learned", "learned_prior"):
+        if outer_product_weighting not in ("mean", "learned"):
             raise ValueError(f"unknown outer product weighting {outer_product_weighting!r}")
         self.opm = OuterProductMean(c_m, c_z, c_hidden_opm)
         # the row attention's maps beside the outer product (zero-initialised: the update starts without them)
         self.linear_maps = Linear(no_heads_msa, c_z, init="final") if row_attention_to_pair else None
-        self.prior = outer_product_weighting == "learned_prior"
-        self.seq_weights = (SequenceWeights(c_m, 1, c_hidden_opm) if outer_product_weighting != "mean"
+        self.seq_weights = (SequenceWeights(c_m, 1, c_hidden_opm) if outer_product_weighting == "learned"
                             else None)
         self.norm_w = LayerNorm(c_m) if self.seq_weights is not None else None
         self.dropout = SharedDropout(dropout, shared_dim=-3)
@@ -93,8 +91,7 @@ class MSA2Pair(nn.Module):
                 raise ValueError("MSA2Pair was built to read the row attention maps; none were given")
             z = z + self.dropout(self.linear_maps(maps.movedim(-3, -1).to(z.dtype)))
         if self.seq_weights is not None:
-            prior = msa_weights if self.prior else None
-            weights = self.seq_weights(self.norm_w(m), mask, prior).squeeze(-1)  # [*, N, L], sums to 1 over N
+            weights = self.seq_weights(self.norm_w(m), mask).squeeze(-1)  # [*, N, L], sums to 1 over N
             n_real = weights.shape[-2] if mask is None else mask.to(m.dtype).sum(dim=-2, keepdim=True)
             weights = weights * n_real                                    # rescale: uniform weights -> 1
         elif msa_weights is not None:

@@ -19,9 +19,6 @@ key                 dtype    dims            meaning                            
                                              the statistics rows
 ``profile``         float32  [L, 21]         weighted frequencies of the 20 aa + gap (X    ``msa_statistics``
                                              as gap), with a pseudocount; rows sum to 1
-``seq_weights``     float32  [N]             1 / number of statistics rows within 80%      ``outer_product_``
-                                             identity                                      ``weighting: mean,``
-                                                                                           ``learned_prior``
 ``template_pair``   float16  [T, L, L, 131]  :data:`TEMPLATE_PAIR_CHANNELS`: 6D one-hots   ``c_template_pair``
                                              + pair mask
 ``template_1d``     float32  [T, L, 29]      :data:`TEMPLATE_1D_CHANNELS`: scores,         ``c_template_1d``
@@ -93,11 +90,10 @@ def channel_slices(layout: tuple[tuple[str, int], ...]) -> dict[str, slice]:
     return out
 
 
-FEATURES = NpzSchema("features", 3, {  # 3: only what a network reads, plus the two records (neff, num_alignments)
+FEATURES = NpzSchema("features", 4, {  # 4: without the sequence weights (no network reads them)
     "msa": ArraySpec("int8", ("N", "L"), "residue codes 0..21, row 0 = query"),
     "deletion_matrix": ArraySpec("uint8", ("N", "L"), "insertions before column j, clipped at 255"),
     "deletion_mean": ArraySpec("float32", ("L",), "mean deletion count over the statistics rows"),
-    "seq_weights": ArraySpec("float32", ("N",), "1 / rows within 80% identity (among the statistics rows)"),
     "neff": ArraySpec("float32", (), "number of effective sequences: sum of the statistics rows' weights"),
     "num_alignments": ArraySpec("int32", (), "rows in the input alignment before capping"),
     "profile": ArraySpec("float32", ("L", PROFILE_STATES), "weighted 20 aa + gap frequencies, pseudocount"),
@@ -116,7 +112,6 @@ NETWORK_READERS: dict[str, str] = {
     "deletion_matrix": "msa_statistics",
     "deletion_mean": "msa_statistics",
     "profile": "msa_statistics",
-    "seq_weights": "outer_product_weighting: mean, learned_prior",
     "template_pair": "c_template_pair",
     "template_1d": "c_template_1d",
     "template_mask": "templates",
@@ -134,7 +129,7 @@ def _reads(reader: str, config: Any) -> bool:
     if reader == "templates":
         return bool(config.c_template_pair or config.c_template_1d)
     name, _, value = reader.partition(": ")
-    return str(getattr(config, name)) in value.split(", ") if value else bool(getattr(config, name))
+    return str(getattr(config, name)) == value if value else bool(getattr(config, name))
 
 
 def feature_keys_read(config: Any) -> frozenset[str]:

@@ -176,7 +176,7 @@ def _msa_section(stats: pd.DataFrame, chains: pd.DataFrame, settings: dict[str, 
 
 _INPUT_NAMES = (("msa", "the MSA tokens"), ("coevolution", "the co-evolution maps"),
                 ("deletion_matrix", "the deletions"), ("profile", "the profile"),
-                ("deletion_mean", "the mean deletions"), ("seq_weights", "the sequence weights"))
+                ("deletion_mean", "the mean deletions"))
 
 
 def inputs_read(config: Any, max_templates: int) -> str:

@@ -58,7 +58,8 @@ class TrainingChain:
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     def features(self) -> dict[str, np.ndarray]:
-        """``msa``, ``seq_weights`` and ``coevolution``: from memory, or read from the feature file; with the
+        """``msa`` and ``coevolution``: from memory (the pack's sequence weights shape the statistics), or read
+        from the feature file; with the
         deletion counts (a feature file, or a pack that holds them) also ``deletion_matrix``, ``profile`` and
         ``deletion_mean``, the pack's computed from its rows as the feature builder does."""
         if self.features_path is not None:
@@ -68,7 +69,7 @@ class TrainingChain:
             if "coevolution" not in self._cache:
                 self._cache["coevolution"] = coevolution_features(self.msa, self.seq_weights.astype(np.float64))
             coevolution = self._cache["coevolution"]
-        out = {"msa": self.msa, "seq_weights": self.seq_weights, "coevolution": coevolution}
+        out = {"msa": self.msa, "coevolution": coevolution}
         if self.deletions is not None:
             if "profile" not in self._cache:   # computed once per chain, as the co-evolution maps are
                 self._cache["profile"] = weighted_profile(self.msa, self.seq_weights.astype(np.float64)
@@ -210,7 +211,6 @@ def make_example(chain: TrainingChain, start: int, length: int, rows_rng: np.ran
     inputs = {
         "msa": torch.from_numpy(msa)[None],
         "residue_index": torch.from_numpy(chain.residue_index[window] - chain.residue_index[start])[None],
-        "msa_weights": torch.from_numpy(features["seq_weights"][rows].astype(np.float32))[None],
         "coevolution": torch.from_numpy(np.ascontiguousarray(features["coevolution"][window, window]))[None],
     }
     if msa_statistics:
@@ -264,7 +264,6 @@ def collate(examples: Sequence[tuple[dict[str, torch.Tensor], dict[str, torch.Te
                                         + torch.arange(1, pad_l + 1)), dim=1),
             "seq_mask": F.pad(torch.ones(1, l), (0, pad_l)),
             "msa_mask": F.pad(torch.ones(1, n, l), (0, pad_l, 0, pad_n)),
-            "msa_weights": F.pad(inputs["msa_weights"], (0, pad_n)),
         }
         if "coevolution" in inputs:
             padded["coevolution"] = F.pad(inputs["coevolution"], (0, 0, 0, pad_l, 0, pad_l))
