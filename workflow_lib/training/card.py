@@ -275,8 +275,10 @@ def model_card(*, data_dir: str | Path, run_dir: str | Path, msa_stats: Sequence
 
     # ------------------------------------------------------------------ summary
     val_lddt = _mean(validation["lddt_ca"]) if validation is not None and len(validation) else float("nan")
+    warm_start = Path(str(train_config.get("init_model") or "")).name
+    trained = f"fine-tuned from `{warm_start}`" if warm_start else "trained"
     summary = (f"A `{extra.get('preset', settings.get('preset', '?'))}` three-track network "
-               f"({count_parameters(model):,} parameters) trained for {steps_done:,} of {steps_planned:,} planned "
+               f"({count_parameters(model):,} parameters) {trained} for {steps_done:,} of {steps_planned:,} planned "
                f"steps ({_fmt(extra.get('train_wall_s'), 0)} s of training wall time on "
                f"`{extra.get('device', 'cpu')}`) on {int(extra.get('train_chains', 0)):,} chains. On the "
                f"{n_val} held-out chains (at most {_fmt(100 * split.get('max_cross_identity', float('nan')), 1)}% "
@@ -337,19 +339,21 @@ def model_card(*, data_dir: str | Path, run_dir: str | Path, msa_stats: Sequence
 
     features = settings.get("features") or {}
     lines += ["## Features", "",
-              "`trackfold features` from each chain's A3M: MSA tokens, deletions, sequence weights, profile and APC "
-              "co-evolution" + (f"; at most {features['max_seqs']} rows kept" if "max_seqs" in features else "")
+              "`trackfold features` from each chain's A3M: MSA tokens, deletions, profile and APC co-evolution "
+              "(the statistics weighted by sequence weights)" + (f"; at most {features['max_seqs']} rows kept" if "max_seqs" in features else "")
               + ". " + inputs_read(model.config, max_templates), ""]
 
     # ------------------------------------------------------------------ training
-    keys = ("steps", "crop_size", "max_msa_rows", "lr", "warmup_steps", "min_lr_fraction", "weight_decay",
-            "clip_norm", "checkpoint_every", "val_every", "val_max_chains", "val_crop", "redraw_every", "seed")
+    keys = ("steps", "crop_size", "max_msa_rows", "max_templates", "template_dropout", "self_template_rate", "lr",
+            "warmup_steps", "min_lr_fraction", "weight_decay", "clip_norm", "precision", "checkpoint_every",
+            "val_every", "val_max_chains", "val_crop", "redraw_every", "seed")
     lines += ["## Training", "",
               "`trackfold train` (AdamW, linear warm-up then cosine decay, gradient clipping, one random crop per "
               "step from a uniformly drawn cluster; losses of `workflow_lib/training/losses.py`).", ""]
     lines += _table(["setting", "value"], [[k, train_config.get(k, "–")] for k in keys]
                     + [["loss weights", ", ".join(f"{k} {v}" for k, v in sorted(
                         (train_config.get("loss_weights") or {}).items()))],
+                       ["warm start (`init_model`)", f"`{warm_start}`" if warm_start else "none"],
                        ["device", f"`{extra.get('device', 'cpu')}`"],
                        ["torch threads", settings.get("threads", "–")],
                        ["time limit (min)", settings.get("time_limit_min") or "none"]])
