@@ -14,7 +14,7 @@ against ``--db`` (the fast setting), or the query alone without ``--db``. Each c
 network then fold) on one CPU thread.
 
     python benchmarks/confidence.py --archive ARCHIVE --exclude DOCKING_DIR --db SEQ_DB --chains 60 \\
-        --work SCRATCH/confidence [--model models/trackfold_small_v3.pt] [--out OUT.json]
+        --work SCRATCH/confidence [--model models/trackfold_small_v4.pt] [--out OUT.json]
 """
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--exclude", required=True, type=Path, help="the checkpoint's training structures")
     parser.add_argument("--db", type=Path, help="sequence database for the MSAs (default: the query alone)")
     parser.add_argument("--chains", type=int, default=60)
-    parser.add_argument("--model", type=Path, default=ROOT / "models" / "trackfold_small_v3.pt")
+    parser.add_argument("--model", type=Path, default=ROOT / "models" / "trackfold_small_v4.pt")
     parser.add_argument("--work", required=True, type=Path)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)

@@ -2,7 +2,7 @@
 the explicit paths.
 
     python benchmarks/predict_speed.py --features-dir RESULTS/ecoli/features [--every 6] [--threads 1]
-        [--checkpoint models/trackfold_small_v3.pt] [--results-md benchmarks/RESULTS.md]
+        [--checkpoint models/trackfold_small_v4.pt] [--results-md benchmarks/RESULTS.md]
 
 Takes the feature files (``*.npz``, as the workflow writes them) of a proteome run, sorts them by length and
 keeps every ``--every``-th one (a fixed sample spanning the lengths), then predicts each protein three times in
@@ -98,7 +98,7 @@ def main() -> int:
     parser.add_argument("--features-dir", type=Path, required=True)
     parser.add_argument("--every", type=int, default=6)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--checkpoint", type=Path, default=ROOT / "models" / "trackfold_small_v3.pt")
+    parser.add_argument("--checkpoint", type=Path, default=ROOT / "models" / "trackfold_small_v4.pt")
     parser.add_argument("--machine", default=platform.processor() or platform.machine())
     parser.add_argument("--results-md", type=Path, default=ROOT / "benchmarks" / "RESULTS.md")
     parser.add_argument("--no-write", action="store_true")

@@ -201,7 +201,7 @@ class FeatureConfig(StageConfig):
 class PredictConfig(StageConfig):
     """Structure prediction (config section ``predict``; see workflow_lib.inference.predict)."""
 
-    model: str = "models/trackfold_small_v3.pt"
+    model: str = "models/trackfold_small_v4.pt"
     window: int = 300
     seed: int = 0
     max_msa: int = 256
