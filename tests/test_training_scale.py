@@ -18,7 +18,6 @@ from workflow_lib.cli import main
 from workflow_lib.errors import InputError
 from workflow_lib.evaluate.core import read_native
 from workflow_lib.features.build import build_features
-from workflow_lib.features.msa_features import sequence_weights
 from workflow_lib.features.coevolution import coevolution_features, coevolution_features_torch
 from workflow_lib.features.msa_features import sequence_weights
 from workflow_lib.features.templates import columns_features, hit_columns, read_hits
