@@ -5,10 +5,10 @@ DESIGN.md, "Features and the model" ("long proteins are cropped or chunked so me
 
 Inputs (:func:`model_inputs`): the feature file's ``msa`` (row 0 = query), ``residue_index`` and, when the
 checkpoint's config reads them (:func:`~workflow_lib.schemas.features.feature_keys_read`), ``coevolution``,
-the MSA statistics (``deletion_matrix``, ``profile``, ``deletion_mean``) and the templates (``template_pair``, ``template_1d``, ``template_mask``;
-none are passed when T = 0). The MSA is capped
-at ``max_msa`` rows: the query plus a sample of the other rows drawn with ``numpy.random.default_rng(seed)``
-(kept in their file order), so a fixed seed gives the same rows every time.
+the MSA statistics (``deletion_matrix``, ``profile``, ``deletion_mean``) and the templates (``template_pair``,
+``template_1d``, ``template_mask``; none are passed when T = 0). The MSA is capped at ``max_msa`` rows: the
+query plus a sample of the other rows drawn with ``numpy.random.default_rng(seed)`` (kept in their file order),
+so a fixed seed gives the same rows every time.
 
 Crop-and-stitch for ``L > window`` (:mod:`workflow_lib.inference.stitch`): the network sees every pair of
 ``window // 2``-residue segments; 6D probabilities are averaged and backbones chained by superposition.

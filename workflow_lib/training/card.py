@@ -340,7 +340,8 @@ def model_card(*, data_dir: str | Path, run_dir: str | Path, msa_stats: Sequence
     features = settings.get("features") or {}
     lines += ["## Features", "",
               "`trackfold features` from each chain's A3M: MSA tokens, deletions, profile and APC co-evolution "
-              "(the statistics weighted by sequence weights)" + (f"; at most {features['max_seqs']} rows kept" if "max_seqs" in features else "")
+              "(the statistics weighted by sequence weights)"
+              + (f"; at most {features['max_seqs']} rows kept" if "max_seqs" in features else "")
               + ". " + inputs_read(model.config, max_templates), ""]
 
     # ------------------------------------------------------------------ training

@@ -59,9 +59,9 @@ class TrainingChain:
 
     def features(self) -> dict[str, np.ndarray]:
         """``msa`` and ``coevolution``: from memory (the pack's sequence weights shape the statistics), or read
-        from the feature file; with the
-        deletion counts (a feature file, or a pack that holds them) also ``deletion_matrix``, ``profile`` and
-        ``deletion_mean``, the pack's computed from its rows as the feature builder does."""
+        from the feature file; with the deletion counts (a feature file, or a pack that holds them) also
+        ``deletion_matrix``, ``profile`` and ``deletion_mean``, the pack's computed from its rows as the feature
+        builder does."""
         if self.features_path is not None:
             return read_features(self.features_path)
         coevolution = self.coevolution
