@@ -47,6 +47,7 @@ from workflow_lib.inference.stitch import PairMean, crop_plan, stitch_backbone, 
 from workflow_lib.model.structure import IDEAL_BACKBONE
 from workflow_lib.workflow.config import PredictConfig
 from workflow_lib.model.primitives import explicit_attention, fused_attention, mask_to_bias, masked_softmax_logits
+from workflow_lib.report.compare import compare_results
 from workflow_lib.schemas.io import read_frame, read_npz
 from workflow_lib.structure import read_chain
 
@@ -467,6 +468,68 @@ def test_pair_heads_choose_the_6d_maps_written(tmp_path, checkpoint, features):
         main(["predict", "--model", str(checkpoint), "--out-dir", str(tmp_path / "bad"), "--pair-heads", "psi",
               str(npz)])
     assert stopped.value.code == 2
+
+
+def test_killed_predict_resumes_from_receipts(tmp_path, checkpoint, features, monkeypatch):
+    """A run that dies after two of four passes keeps those proteins: the rerun predicts only the other two and
+    ends with the files and stats of an uninterrupted run. A changed input, a missing output file, other
+    settings or --no-resume recompute; an unreadable receipt is ignored."""
+    import workflow_lib.inference.cli as predict_cli
+
+    inputs = []
+    for name, stop in (("p40", 40), ("p38", 38), ("p44", 44), ("p64", 64)):
+        npz = tmp_path / "in" / f"{name}.npz"
+        write_features(npz, sliced(features, stop))
+        inputs.append(str(npz))
+    real = predict_cli.predict_group
+    ran: list[str] = []
+
+    def counting(model, items, options):
+        if len(ran) >= budget[0]:
+            raise KeyboardInterrupt("killed")
+        ran.extend(name for name, _ in items)
+        return real(model, items, options)
+
+    monkeypatch.setattr(predict_cli, "predict_group", counting)
+
+    def predict(out, *extra):
+        return main(["predict", "--model", str(checkpoint), "--out-dir", str(out), "--device", "cpu",
+                     "--window", "48", "--max-msa", "16", "--stats", str(out / "stats.parquet"), *extra, *inputs])
+
+    budget = [99]
+    assert predict(tmp_path / "whole") == 0
+    assert sorted(ran) == ["p38", "p40", "p44", "p64"]
+    ran.clear()
+    budget[0] = 2
+    with pytest.raises(KeyboardInterrupt):
+        predict(tmp_path / "killed")
+    assert ran == ["p38", "p40"] and not (tmp_path / "killed" / "stats.parquet").exists()
+    assert sorted(p.name for p in (tmp_path / "killed").glob("*.done.json")) == [
+        "p38.predict.done.json", "p40.predict.done.json"]
+    ran.clear()
+    budget[0] = 99
+    assert predict(tmp_path / "killed") == 0
+    assert ran == ["p44", "p64"]
+    whole, resumed = (read_frame(tmp_path / run / "stats.parquet", PREDICTION_STATS) for run in ("whole", "killed"))
+    columns = [c for c in whole.columns if c != "seconds"]
+    assert whole[columns].equals(resumed[columns])
+    assert compare_results(tmp_path / "whole", tmp_path / "killed") == []
+
+    def rerun(*extra):
+        ran.clear()
+        assert predict(tmp_path / "killed", *extra) == 0
+        return sorted(ran)
+
+    assert rerun() == []
+    (tmp_path / "killed" / "p38.cif").unlink()
+    write_features(tmp_path / "in" / "p40.npz", sliced(features, 39))
+    (tmp_path / "killed" / "p64.predict.done.json").write_text("{not json")
+    assert rerun() == ["p38", "p40", "p64"]
+    assert (tmp_path / "killed" / "p38.cif").is_file()
+    assert read_npz(tmp_path / "killed" / "p40.pred.npz", PREDICTION)["plddt"].shape == (39,)
+    assert rerun("--seed", "3") == ["p38", "p40", "p44", "p64"]
+    assert rerun("--seed", "3", "--batch-size", "4") == []   # the pass plan does not change a prediction
+    assert rerun("--seed", "3", "--no-resume") == ["p38", "p40", "p44", "p64"]
 
 
 # --- command line ---------------------------------------------------------------------------------------------

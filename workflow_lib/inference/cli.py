@@ -11,6 +11,11 @@ The inputs' lengths are read first (a feature file's ``residue_index`` only), th
 :func:`~workflow_lib.inference.predict.plan_batches`, and each pass's inputs loaded when it runs, so memory
 holds one pass's features at a time.
 
+A rerun resumes: after a protein's files, a receipt ``{protein}.predict.done.json``
+(:mod:`workflow_lib.seqio.receipts`) records the fingerprints of its input and of the checkpoint, the settings
+and its stats row; a pass whose proteins all have a matching receipt (and their files) is not run again, so a
+chunk job killed after hours keeps what it finished. ``--no-resume`` recomputes everything.
+
 A3M inputs are turned into features on the fly with the feature stage's defaults
 (:func:`~workflow_lib.features.build.build_features`).
 """
@@ -18,6 +23,7 @@ A3M inputs are turned into features on the fly with the feature stage's defaults
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 import zipfile
 from pathlib import Path
@@ -46,6 +52,7 @@ from workflow_lib.inference.stitch import MIN_WINDOW
 from workflow_lib.model.checkpoint import load_checkpoint
 from workflow_lib.schemas.io import write_table
 from workflow_lib.schemas.prediction import PREDICTION_STATS
+from workflow_lib.seqio.receipts import drop_receipt, file_fingerprint, read_receipt, work_key, write_receipt
 from workflow_lib.search.allocator import NEVER_TRIM, keep_freed_memory
 from workflow_lib.seqio.msa import a3m_stem, read_a3m
 
@@ -95,6 +102,21 @@ def _window(text: str) -> int:
     return value
 
 
+RECEIPT_STAGE = "predict"
+"""Receipts ``{protein}.predict.done.json`` (:mod:`workflow_lib.seqio.receipts`): a rerun skips those proteins."""
+
+
+def _receipt_settings(options: PredictOptions, device: torch.device) -> dict:
+    """What decides a prediction: the options but the pass plan and the attention chunking (batched = one by
+    one, chunked = unchunked, to float rounding), with the device that ran it instead of ``auto``."""
+    settings = dataclasses.asdict(options)
+    for key in ("batch_size", "max_tokens", "chunk_size", "device"):
+        settings.pop(key)
+    settings["device"] = device.type
+    settings["pair_heads"] = list(settings["pair_heads"])
+    return settings
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     predict = subparsers.add_parser("predict", help="feature files or A3Ms -> predicted structures (PDB, 6D, pLDDT)")
     predict.add_argument("inputs", nargs="+", help="feature files ({protein}.npz) or A3M alignments, or with "
@@ -131,6 +153,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_chunk_options(predict, "{protein}.npz")
     predict.add_argument("--stats", help="also write this table: one row per protein (length, mean pLDDT, "
                                          "crops, pass, seconds), after every prediction's files")
+    predict.add_argument("--no-resume", action="store_true",
+                         help="recompute every protein, even those whose receipt ({protein}.predict.done.json) "
+                              "shows the same inputs, model and settings")
     predict.set_defaults(handler=run_predict)
 
 
@@ -150,23 +175,40 @@ def run_predict(args: argparse.Namespace) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     named = list(names.items())
     groups = plan_batches([input_length(path) for _, path in named], options)
+    model_print = file_fingerprint(args.model)
+    settings = _receipt_settings(options, device)
     stats = []
     start = time.perf_counter()
+    reused = 0
     for batch, group in enumerate(groups):
+        keys = [work_key(RECEIPT_STAGE, {"inputs": file_fingerprint(named[i][1]), "model": model_print}, settings)
+                for i in group]
+        rows = [None if args.no_resume else read_receipt(out_dir, named[i][0], key) for i, key in zip(group, keys)]
+        if all(row is not None for row in rows):
+            stats.extend(rows)
+            reused += len(rows)
+            continue
+        for i in group:
+            drop_receipt(out_dir, named[i][0], RECEIPT_STAGE)
         items = [(named[i][0], load_inputs(named[i][1])) for i in group]
         began = time.perf_counter()
         predictions = predict_group(model, items, options)
         seconds = time.perf_counter() - began
         residues = sum(len(prediction.sequence) for _, prediction in predictions)
-        for name, prediction in predictions:
+        for (name, prediction), key in zip(predictions, keys):
             paths = write_prediction(out_dir, name, prediction)
             length = len(prediction.sequence)
-            stats.append({"protein": name, "length": length, "mean_plddt": float(prediction.plddt.mean()),
-                          "n_crops": prediction.n_crops, "batch": batch, "batch_size": len(group),
-                          "seconds": seconds * length / residues, "device": device.type})
+            row = {"protein": name, "length": length, "mean_plddt": float(prediction.plddt.mean()),
+                   "n_crops": prediction.n_crops, "batch": batch, "batch_size": len(group),
+                   "seconds": seconds * length / residues, "device": device.type}
+            write_receipt(out_dir, name, key, list(paths.values()), row)
+            stats.append(row)
             print(f"{paths['pdb']}: L={length} crops={prediction.n_crops} pass {batch + 1}/{len(groups)} "
                   f"({len(group)} proteins) mean pLDDT={float(prediction.plddt.mean()):.1f} "
                   f"({time.perf_counter() - start:.1f} s, {device})")
+    if reused:
+        print(f"resumed: {reused} of {len(named)} proteins had finished predictions with the same inputs, model "
+              f"and settings (receipts {{protein}}.{RECEIPT_STAGE}.done.json); {len(named) - reused} predicted now")
     if args.stats:
         write_table(args.stats, pd.DataFrame(stats, columns=PREDICTION_STATS.schema.names), PREDICTION_STATS)
     return 0

@@ -6,6 +6,8 @@ Every file must exist in both and be byte-identical, except
   skipped;
 - Parquet tables, which are compared by content with their measured columns (:func:`is_measured`: seconds,
   CPU seconds, peak memory) left out: a table that only differs in how long a job took is the same result;
+- per-protein receipts (``*.done.json``, :mod:`workflow_lib.seqio.receipts`), which are compared as JSON
+  without their row's measured columns;
 - figures that plot measured run times (:data:`TIMING_FIGURES`), which are skipped.
 
 ``python -m workflow_lib.report.compare RESULTS_A RESULTS_B`` prints the differences and exits 1 when there
@@ -14,6 +16,7 @@ are any (.ci/slurm/run_example.sh compares a local and a Slurm run this way).
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -22,6 +25,7 @@ import pyarrow.parquet as pq
 
 TIMING_COLUMNS = frozenset({"seconds", "cpu_seconds", "max_rss_mb"})
 TIMING_FIGURES = frozenset({"runtime.png"})
+RECEIPT_SUFFIX = ".done.json"
 
 
 def is_measured(column: str) -> bool:
@@ -43,6 +47,17 @@ def _table_without_timings(path: Path) -> pa.Table:
     return table.drop_columns([c for c in table.column_names if is_measured(c)])
 
 
+def _receipt_without_timings(path: Path) -> object:
+    """A per-protein receipt (:mod:`workflow_lib.seqio.receipts`) without its row's measured columns."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        return f"unreadable: {error}"
+    if isinstance(record, dict) and isinstance(record.get("row"), dict):
+        record["row"] = {k: v for k, v in record["row"].items() if not is_measured(k)}
+    return record
+
+
 def compare_results(first: str | Path, second: str | Path) -> list[str]:
     """The differences between two results folders (empty when they hold the same results)."""
     first, second = Path(first), Path(second)
@@ -56,7 +71,11 @@ def compare_results(first: str | Path, second: str | Path) -> list[str]:
         a, b = first / name, second / name
         if a.read_bytes() == b.read_bytes():
             continue
-        if name.endswith(".parquet"):
+        if name.endswith(RECEIPT_SUFFIX):
+            if _receipt_without_timings(a) == _receipt_without_timings(b):
+                continue
+            problems.append(f"{name}: receipts differ (beyond the measured seconds)")
+        elif name.endswith(".parquet"):
             try:
                 if _table_without_timings(a).equals(_table_without_timings(b), check_metadata=True):
                     continue
