@@ -185,5 +185,15 @@ def test_cli_features_with_template_hits_directory(db_dir, tmp_path, capsys):
     features = read_features(out / "prot1.npz")
     assert features["template_pair"].shape == (1, 20, 20, C_TEMPLATE_PAIR)
     assert features["template_1d"][0, :, ONE_D["identity"].start].all()
+    # a rerun with the same A3M, hits, database and settings keeps the file (receipt); new hits rebuild it
+    run = ["features", "--out-dir", str(out), "--templates", str(db_dir), "--template-hits", str(hits_dir), str(a3m)]
+    assert main(run) == 0
+    assert "resumed: 1 of 1" in capsys.readouterr().out
+    write_rows(hits_dir / "prot1.hits.parquet", [hit_row("2q2k_B", "M" * 10, 1, 1, 20, 44)])
+    assert main(run) == 0
+    assert "prot1.npz: N=1 (of 1) L=20" in capsys.readouterr().out
+    assert read_features(out / "prot1.npz")["template_1d"][0, :, ONE_D["identity"].start].sum() == 10
+    assert main(run + ["--no-resume"]) == 0
+    assert "resumed" not in capsys.readouterr().out
     assert main(["features", "--out-dir", str(out), "--templates", str(db_dir), str(a3m)]) == 2
     assert "go together" in capsys.readouterr().err

@@ -25,6 +25,7 @@ from workflow_lib.model.checkpoint import load_checkpoint
 from workflow_lib.model.network import ThreeTrackNetwork
 from workflow_lib.model.structure import backbone_from_frames, frames_from_3_points
 from workflow_lib.schemas.io import read_frame
+from workflow_lib.schemas.templates import TEMPLATE_SEARCH_STATS
 from workflow_lib.schemas.training import TRAINING_CHAINS
 from workflow_lib.seqio.msa import read_a3m
 from workflow_lib.templates import load_template_db
@@ -132,6 +133,27 @@ def template_pack(prepared, archive, data_dir):
     counts = build_pack(chains, [out / "a3m", out / "data" / "a3m"], out / "pack_templates.npz", max_rows=8,
                         template_hits=out / "hits", templates=out / "tdb", max_templates=3)
     return chains, out, counts
+
+
+def test_template_search_rerun_resumes_from_receipts(template_pack, capsys):
+    """Queries whose receipt matches (same A3M, database, settings) are not searched again; their stats rows come
+    back from the receipts; --no-resume searches again to the same hits."""
+    _, out, _ = template_pack
+    a3ms = sorted((out / "data" / "a3m").glob("*.a3m"))[:2]
+    run = ["templates", "search", *map(str, a3ms), "--templates", str(out / "tdb"), "--out-dir", str(out / "hits"),
+           "--stats", str(out / "again.parquet")]
+    before = [read_hits(out / "hits" / f"{a3m.stem}.hits.parquet") for a3m in a3ms]
+    capsys.readouterr()
+    assert main(run) == 0
+    printed = capsys.readouterr().out
+    assert "resumed: 2 of 2" in printed and "hits of" not in printed
+    stats = read_frame(out / "again.parquet", TEMPLATE_SEARCH_STATS)
+    assert list(stats["protein"]) == [a3m.stem for a3m in a3ms]
+    assert list(stats["hits"]) == [len(hits) for hits in before]
+    assert main(run + ["--no-resume"]) == 0
+    assert capsys.readouterr().out.count("hits of") == 2
+    for a3m, hits in zip(a3ms, before):
+        assert read_hits(out / "hits" / f"{a3m.stem}.hits.parquet").equals(hits)
 
 
 def test_pack_keeps_usable_templates_on_the_chains_columns(template_pack):

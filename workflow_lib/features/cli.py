@@ -3,6 +3,10 @@
 With ``--templates DIR --template-hits HITS``, template features come from the template database DIR and the
 hits of ``trackfold templates search``: HITS is one ``.hits.parquet`` file (one A3M) or a directory holding
 ``{stem}.hits.parquet`` for every A3M.
+
+A rerun resumes: after each feature file a receipt ``{stem}.features.done.json``
+(:mod:`workflow_lib.seqio.receipts`) records the fingerprints of its A3M, hits and template database and the
+settings; a file with a matching receipt is not built again (``--no-resume`` rebuilds all).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from workflow_lib.features.templates import DEFAULT_MAX_TEMPLATES
 from workflow_lib.schemas.features import FEATURE_STATS
 from workflow_lib.schemas.io import write_table
 from workflow_lib.seqio.msa import a3m_stem
+from workflow_lib.seqio.receipts import directory_fingerprint, drop_receipt, file_fingerprint, read_receipt, work_key, write_receipt
 from workflow_lib.templates.database import load_template_db
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -39,10 +44,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     features.add_argument("--max-templates", type=int, default=DEFAULT_MAX_TEMPLATES,
                           help=f"best template hits used (default {DEFAULT_MAX_TEMPLATES})")
     add_chunk_options(features, "{protein}.a3m")
+    features.add_argument("--no-resume", action="store_true",
+                          help="rebuild every feature file, even those whose receipt ({protein}.features.done.json) "
+                               "shows the same inputs and settings")
     features.add_argument("--stats", help="also write this table: one row per feature file (L, rows, Neff, "
                                           "templates, seconds), after every feature file (the workflow's "
                                           "per-chunk output)")
     features.set_defaults(handler=run_features)
+
+
+RECEIPT_STAGE = "features"
+"""Receipts ``{protein}.features.done.json`` (:mod:`workflow_lib.seqio.receipts`): a rerun skips those files."""
 
 
 def _hits_for(args: argparse.Namespace, stems: dict[str, str]) -> dict[str, Path | None]:
@@ -68,19 +80,37 @@ def run_features(args: argparse.Namespace) -> int:
     database = load_template_db(args.templates) if args.templates is not None else None
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    database_print = directory_fingerprint(args.templates) if args.templates is not None else None
+    settings = {"max_seqs": args.max_seqs, "max_stats_seqs": args.max_stats_seqs, "seed": args.seed,
+                "max_templates": args.max_templates}
     stats = []
+    reused = 0
     for stem, path in stems.items():
+        out = out_dir / f"{stem}.npz"
+        prints = {"a3m": file_fingerprint(path)}
+        if hits[stem] is not None:
+            prints.update(hits=file_fingerprint(hits[stem]), templates=database_print)
+        key = work_key(RECEIPT_STAGE, prints, settings)
+        row = None if args.no_resume else read_receipt(out_dir, stem, key)
+        if row is not None:
+            stats.append(row)
+            reused += 1
+            continue
+        drop_receipt(out_dir, stem, RECEIPT_STAGE)
         start = time.perf_counter()
         features = build_features(path, max_seqs=args.max_seqs, max_stats_seqs=args.max_stats_seqs, seed=args.seed,
                                   templates=database, template_hits=hits[stem], max_templates=args.max_templates)
-        out = out_dir / f"{stem}.npz"
         write_features(out, features)
         depth, length = features["msa"].shape
-        stats.append({"protein": stem, "length": length, "rows": depth,
-                      "alignments": int(features["num_alignments"]), "neff": float(features["neff"]),
-                      "templates": int(features["template_mask"].size), "seconds": time.perf_counter() - start})
+        row = {"protein": stem, "length": length, "rows": depth,
+               "alignments": int(features["num_alignments"]), "neff": float(features["neff"]),
+               "templates": int(features["template_mask"].size), "seconds": time.perf_counter() - start}
+        write_receipt(out_dir, stem, key, [out], row)
+        stats.append(row)
         print(f"{out}: N={depth} (of {int(features['num_alignments'])}) L={length} "
               f"Neff={float(features['neff']):.1f} T={features['template_mask'].size}")
+    if reused:
+        print(f"resumed: {reused} of {len(stems)} feature files were finished with the same inputs and settings")
     if args.stats:
         write_table(args.stats, pd.DataFrame(stats, columns=FEATURE_STATS.schema.names), FEATURE_STATS)
     return 0

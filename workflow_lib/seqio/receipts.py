@@ -30,11 +30,27 @@ RECEIPT_VERSION = 1
 
 def file_fingerprint(path: str | Path, *, block: int = 1 << 20) -> str:
     """BLAKE2b-128 of a file's bytes (hex); the content, not the path or the modification time, so that copied
-    inputs (``cp`` without ``-p``) still match."""
+    inputs (``cp`` without ``-p``) still match. ``"missing"`` for a file that does not exist: no receipt matches
+    it, so the item is computed and its reader reports the missing file as it would without receipts."""
     digest = hashlib.blake2b(digest_size=16)
-    with open(path, "rb") as handle:
-        while chunk := handle.read(block):
-            digest.update(chunk)
+    try:
+        with open(path, "rb") as handle:
+            while chunk := handle.read(block):
+                digest.update(chunk)
+    except FileNotFoundError:
+        return "missing"
+    return digest.hexdigest()
+
+
+def directory_fingerprint(path: str | Path) -> str:
+    """Fingerprint of a folder's visible files (names and :func:`file_fingerprint`, in name order), e.g. a
+    template database; a single file gets its own :func:`file_fingerprint`."""
+    path = Path(path)
+    if not path.is_dir():
+        return file_fingerprint(path)
+    digest = hashlib.blake2b(digest_size=16)
+    for file in sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith(".")):
+        digest.update(f"{file.name}\0{file_fingerprint(file)}\0".encode())
     return digest.hexdigest()
 
 

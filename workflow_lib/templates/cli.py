@@ -1,4 +1,9 @@
-"""Sub-commands ``trackfold templates build | search | sequences``."""
+"""Sub-commands ``trackfold templates build | search | sequences``.
+
+``search`` resumes: after each query's hits a receipt ``{stem}.templates.done.json``
+(:mod:`workflow_lib.seqio.receipts`) records the fingerprints of its A3M and of the template database and the
+settings; a query with a matching receipt is not searched again (``--no-resume`` searches all).
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,14 @@ from workflow_lib.cli_args import add_chunk_options, chunk_inputs, unique_output
 from workflow_lib.schemas.io import write_table
 from workflow_lib.schemas.templates import TEMPLATE_SEARCH_STATS
 from workflow_lib.seqio.fasta import write_fasta
+from workflow_lib.seqio.receipts import (
+    directory_fingerprint,
+    drop_receipt,
+    file_fingerprint,
+    read_receipt,
+    work_key,
+    write_receipt,
+)
 from workflow_lib.seqio.msa import a3m_stem, read_a3m
 from workflow_lib.templates.build import DEFAULT_MIN_LENGTH, build_template_db, template_chains
 from workflow_lib.templates.calibration import DEFAULT_DECOYS, MIN_DECOYS
@@ -71,6 +84,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     search.add_argument("--seed", type=int, default=0, help="seed of the decoy shuffles")
     search.add_argument("--cpus", type=int, default=1, help="processes (0 = all cores; default 1)")
     add_chunk_options(search, "{protein}.a3m")
+    search.add_argument("--no-resume", action="store_true",
+                        help="search every query again, even those whose receipt ({protein}.templates.done.json) "
+                             "shows the same A3M, database and settings")
     search.add_argument("--stats", help="also write this table: one row per query (hits, best template, "
                                         "seconds), after every hits table (the workflow's per-chunk output)")
     search.set_defaults(handler=run_search)
@@ -80,6 +96,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sequences.add_argument("--out", required=True, help="FASTA file; IDs are the template IDs")
     sequences.add_argument("--min-length", type=_at_least(1), default=DEFAULT_MIN_LENGTH)
     sequences.set_defaults(handler=run_sequences)
+
+
+RECEIPT_STAGE = "templates"
+"""Receipts ``{protein}.templates.done.json`` (:mod:`workflow_lib.seqio.receipts`): a rerun skips those queries."""
 
 
 def run_build(args: argparse.Namespace) -> int:
@@ -97,19 +117,34 @@ def run_search(args: argparse.Namespace) -> int:
     database = load_template_db(args.templates)
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    database_print = directory_fingerprint(args.templates)
+    settings = {"max_hits": args.max_hits, "min_aligned": args.min_aligned, "decoys": args.decoys, "seed": args.seed,
+                "prefilter": args.prefilter, "max_candidates": args.max_candidates}
     stats = []
+    reused = 0
     for stem, path in stems.items():
+        out = out_dir / f"{stem}.hits.parquet"
+        key = work_key(RECEIPT_STAGE, {"a3m": file_fingerprint(path), "templates": database_print}, settings)
+        row = None if args.no_resume else read_receipt(out_dir, stem, key)
+        if row is not None:
+            stats.append(row)
+            reused += 1
+            continue
+        drop_receipt(out_dir, stem, RECEIPT_STAGE)
         start = time.perf_counter()
         query = profile_from_alignment(read_a3m(path), name=stem)
         hits, null = search_templates(query, database, query_name=stem, max_hits=args.max_hits,
                                       min_aligned=args.min_aligned, n_decoys=args.decoys, seed=args.seed,
                                       cpus=args.cpus, prefilter=args.prefilter, max_candidates=args.max_candidates)
-        out = out_dir / f"{stem}.hits.parquet"
         write_hits(out, hits)
-        stats.append(search_stats_row(stem, hits, time.perf_counter() - start))
+        row = search_stats_row(stem, hits, time.perf_counter() - start)
+        write_receipt(out_dir, stem, key, [out], row)
+        stats.append(row)
         best = (f"best {hits['template'].iloc[0]} E={hits['evalue'].iloc[0]:.3g}" if len(hits) else "no hits")
         print(f"{out}: {len(hits)} hits of {len(database)} templates ({best}); null lambda={null.lam:.3f} "
               f"mu={null.mu:.2f}")
+    if reused:
+        print(f"resumed: {reused} of {len(stems)} queries had finished searches with the same inputs and settings")
     if args.stats:
         write_table(args.stats, pd.DataFrame(stats, columns=TEMPLATE_SEARCH_STATS.schema.names), TEMPLATE_SEARCH_STATS)
     return 0
