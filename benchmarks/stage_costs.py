@@ -1,22 +1,30 @@
 """What a workflow run cost per stage, from its rules' `benchmark:` files, and what the whole proteome would cost.
 
-    python benchmarks/stage_costs.py --results RESULTS --proteome ecoli --chunks 7,13 [--logs LOGS] \\
-        [--machine "AMD EPYC, 2 cores"] [--results-md benchmarks/RESULTS.md]
+    python benchmarks/stage_costs.py --results RESULTS --proteome ecoli --chunks 7,13|finished \\
+        [--logs LOGS [--logs LOGS2]] [--machine "AMD EPYC, 2 cores"] [--results-md benchmarks/RESULTS.md]
 
 Reads ``RESULTS/benchmarks/{rule}/{proteome}/...`` of the given chunks (a chunk's jobs are those whose benchmark
 file names it: ``0007.tsv``, ``0007_2_013.tsv``, ...), sums CPU and wall seconds per stage, takes the peak
-resident memory, and divides by the chunks' proteins and residues. The projection scales each stage by residues
+resident memory, and divides by the chunks' proteins and residues. ``--chunks finished`` takes, per stage, the
+chunks that stage has finished (a benchmark file is written when a job succeeds), for a run still going: each
+stage is then scaled by its own chunks' residues. The projection scales each stage by residues
 (the search, the template search and the features grow with the residues searched; inference with its forward
 passes, which the residues approximate) to the proteome's planned proteins, for 2 and 32 cores (CPU-seconds /
 cores: the stages' jobs are independent within a stage). The shared database and template database builds are
-listed once, not scaled. With ``--logs`` (the workflow's ``logs`` folder), each job's CPU and peak memory come
-from the resources line its trackfold command logged (exact); Snakemake's benchmark samples CPU time (every 0.5 s
-for 15 s, then every 30 s), so jobs of a few tens of seconds can lose much of theirs.
+listed once, not scaled. With ``--logs`` (the workflow's ``logs`` folder; repeat it when the stages ran from
+different working directories), each job's CPU and peak memory come from the resources line its trackfold
+command logged (exact); Snakemake's benchmark samples CPU time (every 0.5 s for 15 s, then every 30 s), so jobs
+of a few tens of seconds can lose much of theirs.
+
+For the template, feature and inference stages, the proteins finished inside chunks that have not finished
+(their per-protein receipts ``*.done.json``) are counted too, in a line under the table: how many, their
+residues and their own seconds (wall time per protein, start-up excluded).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from pathlib import Path
@@ -39,60 +47,113 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--results", type=Path, required=True, help="the workflow's results folder")
     parser.add_argument("--proteome", required=True)
-    parser.add_argument("--chunks", required=True, help="comma-separated chunk numbers that ran end to end")
-    parser.add_argument("--logs", type=Path, help="the workflow's logs folder (exact CPU per job)")
+    parser.add_argument("--chunks", required=True,
+                        help="comma-separated chunk numbers that ran end to end, or 'finished' (per stage)")
+    parser.add_argument("--logs", type=Path, action="append", default=[],
+                        help="a logs folder of the workflow (exact CPU per job); may be repeated")
     parser.add_argument("--machine", default="AMD EPYC, 2 cores")
     parser.add_argument("--results-md", type=Path, help="write the table into this Markdown file")
     args = parser.parse_args()
-    chunks = [int(c) for c in args.chunks.split(",")]
+    finished = args.chunks == "finished"
+    chunks = None if finished else {int(c) for c in args.chunks.split(",")}
     plan = read_frame(args.results / args.proteome / "chunks" / "chunks.parquet", CHUNKS)
-    members = plan[plan["chunk"].isin(chunks)]
     planned = plan[plan["chunk"] >= 0]
-    scale = planned["length"].sum() / members["length"].sum()
 
     rows = []
     for path in sorted((args.results / "benchmarks").glob("*/**/*.tsv")):
         rule = path.relative_to(args.results / "benchmarks").parts[0]
         relative = path.relative_to(args.results / "benchmarks" / rule).as_posix()
+        chunk = -1
         if rule not in ONCE:
             if not relative.startswith(f"{args.proteome}/"):
                 continue
             number = re.match(r"(\d{4})", Path(relative).name)
-            if number is None or int(number.group(1)) not in chunks:
+            if number is None or (chunks is not None and int(number.group(1)) not in chunks):
                 continue
-        log = job_log(args.logs, rule, relative) if args.logs else None
-        rows.append({"rule": rule, "stage": "database" if rule in ONCE else stage_of_rule(rule),
+            chunk = int(number.group(1))
+        log = next((found for logs in args.logs if (found := job_log(logs, rule, relative)) is not None), None)
+        rows.append({"rule": rule, "stage": "database" if rule in ONCE else stage_of_rule(rule), "chunk": chunk,
                      "from_log": log is not None, **read_benchmark(path, log)})
     jobs = pd.DataFrame(rows)
     lines = []
     total_cpu = 0.0
+    stage_chunks = {}
     for stage, group in jobs.groupby("stage", sort=False):
+        members = planned[planned["chunk"].isin(set(group["chunk"]))]
+        stage_chunks[stage] = set(group["chunk"])
         cpu = float(group["cpu_seconds"].sum())
-        per_protein = cpu / len(members)
+        scale = planned["length"].sum() / max(members["length"].sum(), 1)
         projected = cpu if stage == "database" else cpu * scale
         total_cpu += projected
-        lines.append(f"| {stage} | {', '.join(sorted(set(group['rule'])))} | {len(group)} | {cpu:,.0f} | "
+        done = "-" if stage == "database" else f"{group['chunk'].nunique()} ({len(members):,})"
+        lines.append(f"| {stage} | {', '.join(sorted(set(group['rule'])))} | {done} | {len(group)} | {cpu:,.0f} | "
                      f"{group['seconds'].sum():,.0f} | {group['max_rss_mb'].max():,.0f} | "
-                     f"{'-' if stage == 'database' else f'{per_protein:.1f}'} | {projected / 3600:.1f} |")
+                     f"{'-' if stage == 'database' else f'{cpu / max(len(members), 1):.1f}'} | "
+                     f"{projected / 3600:.1f} |")
+    notes, extra = in_progress(args.results, args.proteome, planned, stage_chunks) if finished else ([], {})
+    total_cpu += sum(extra.values())
+    unfinished = (f" (with {', '.join(f'{stage} projected from its proteins done so far' for stage in extra)})"
+                  if extra else "")
+    if finished:
+        which = "the chunks each stage has finished (per stage, in the chunks column)"
+    else:
+        members = planned[planned["chunk"].isin(chunks)]
+        which = (f"chunks {args.chunks} ({len(members)} proteins, {members['length'].sum():,} residues), run end to "
+                 "end")
     body = "\n".join([
-        f"`python benchmarks/stage_costs.py --results RESULTS --proteome {args.proteome} --chunks {args.chunks}`: "
-        f"chunks {args.chunks} ({len(members)} proteins, {members['length'].sum():,} residues) of the "
-        f"{len(planned):,}-protein proteome run end to end through the workflow. {args.machine}; wall seconds "
+        f"`python benchmarks/stage_costs.py --results RESULTS --proteome {args.proteome} --chunks {args.chunks}"
+        + " --logs LOGS" * len(args.logs) + f"`: {which}, of the "
+        f"{len(planned):,}-protein proteome through the workflow. {args.machine}; wall seconds "
         "from the rules' `benchmark:` files, CPU seconds and peak memory from "
         + (f"the jobs' own logs ({int(jobs['from_log'].sum())} of {len(jobs)} jobs; the others' from their "
            "benchmark files, which sample CPU time)" if args.logs else "the benchmark files (sampled)")
-        + f". Projection: every stage but the builds scaled by residues to the whole proteome (x{scale:.1f}).",
+        + ". Projection: every stage but the builds scaled by residues to the whole proteome.",
         "",
-        "| stage | rules | jobs | CPU s | wall s | peak RSS (MB) | CPU s per protein | whole proteome, CPU h |",
-        "|---|---|---|---|---|---|---|---|",
+        "| stage | rules | chunks (proteins) | jobs | CPU s | wall s | peak RSS (MB) | CPU s per protein | "
+        "whole proteome, CPU h |",
+        "|---|---|---|---|---|---|---|---|---|",
         *lines,
         "",
-        f"- Whole proteome: about {total_cpu / 3600:.0f} CPU-hours: {total_cpu / 3600 / 2:.0f} h of wall time on "
+        f"- Whole proteome{unfinished}: about {total_cpu / 3600:.0f} CPU-hours: {total_cpu / 3600 / 2:.0f} h of wall time on "
         f"2 cores, {total_cpu / 3600 / 32:.1f} h on 32 (the jobs of a stage are independent; the search's "
         "iterations and the stages follow one another per chunk, not across the proteome).",
+        *notes,
     ])
     publish(body, args.results_md, SECTION)
     return 0
+
+
+RECEIPT_FOLDERS = {"templates": ("templates", "templates"), "features": ("features", "features"),
+                   "predict": ("structures", "predict")}
+"""Stage -> (results sub-folder, receipt stage) of the per-protein receipts ``{protein}.{stage}.done.json``."""
+
+
+def in_progress(results: Path, proteome: str, planned: pd.DataFrame, stage_chunks: dict) -> tuple[list, dict]:
+    """Lines on the proteins finished (receipts) inside chunks a stage has not finished, and for a stage with no
+    finished chunk but finished proteins, its whole-proteome CPU seconds projected from those (by residues)."""
+    lines, projected = [], {}
+    for stage, (folder, receipt) in RECEIPT_FOLDERS.items():
+        open_chunks = planned[~planned["chunk"].isin(stage_chunks.get(stage, set()))]
+        if open_chunks.empty:
+            continue
+        lengths = dict(zip(open_chunks["safe_id"], open_chunks["length"]))
+        seconds, residues, count = 0.0, 0, 0
+        for path in (results / proteome / folder).glob(f"*.{receipt}.done.json"):
+            name = path.name[: -len(f".{receipt}.done.json")]
+            if name not in lengths:
+                continue
+            seconds += float(json.loads(path.read_text())["row"]["seconds"])
+            residues += int(lengths[name])
+            count += 1
+        lines.append(f"- {stage}: {count:,} of the {len(open_chunks):,} proteins of its unfinished chunks are done "
+                     f"({residues:,} residues, {seconds:,.0f} s of their own, "
+                     f"{seconds / max(count, 1):.1f} s per protein)" if count else
+                     f"- {stage}: none of the {len(open_chunks):,} proteins of its unfinished chunks is done yet")
+        if count and stage not in stage_chunks:
+            projected[stage] = seconds * planned["length"].sum() / residues
+            lines[-1] += (f"; by residues, the whole proteome's {stage} is about {projected[stage] / 3600:.1f} CPU-h "
+                          "(the proteins done first are the chunks' shortest, sorted by length)")
+    return lines, projected
 
 
 if __name__ == "__main__":
