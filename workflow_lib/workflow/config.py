@@ -204,7 +204,7 @@ class PredictConfig(StageConfig):
     model: str = "models/trackfold_small_v4.pt"
     window: int = 300
     seed: int = 0
-    max_msa: int = 256
+    max_msa: int = 64
     batch_size: int = 1
     max_tokens: int = 0
     pair_heads: tuple[str, ...] = ("dist", "omega", "theta", "phi")
