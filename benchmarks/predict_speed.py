@@ -143,7 +143,8 @@ def main() -> int:
         f"`python benchmarks/predict_speed.py --features-dir RESULTS/ecoli/features --every {args.every} "
         f"--threads {args.threads}`, written {datetime.now():%Y-%m-%d %H:%M}: {len(rows)} *E. coli* proteins "
         f"(every {args.every}th feature file of a proteome run by length: MSAs against UniProt-2014 + Swiss-Prot "
-        f"subsets, up to 4 PDB templates), checkpoint `{args.checkpoint.name}`, window {PredictOptions().window}, `max_msa` {PredictOptions().max_msa}, "
+        f"subsets, up to 4 PDB templates), checkpoint `{args.checkpoint.name}`, window {PredictOptions().window}, "
+        f"`max_msa` {PredictOptions().max_msa}, "
         f"{args.threads} torch thread(s), {args.machine}, torch {torch.__version__}; CPU seconds of one process, "
         "the modes one after the other per protein (the machine's other core was busy).",
         "",
