@@ -19,6 +19,9 @@ of a few tens of seconds can lose much of theirs.
 For the template, feature and inference stages, the proteins finished inside chunks that have not finished
 (their per-protein receipts ``*.done.json``) are counted too, in a line under the table: how many, their
 residues and their own seconds (wall time per protein, start-up excluded).
+
+Writes the section "Proteome end to end: E. coli against UniProt-2014, per stage" (given chunks) or "Proteome
+end to end: every finished chunk of PROTEOME, per stage" (``--chunks finished``).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from workflow_lib.schemas.db import CHUNKS  # noqa: E402
 from workflow_lib.schemas.io import read_frame  # noqa: E402
 
 SECTION = "## Proteome end to end: E. coli against UniProt-2014, per stage"
+FINISHED_SECTION = "## Proteome end to end: every finished chunk of {proteome}, per stage"
 ONCE = ("db_build", "templates_build")
 
 
@@ -119,7 +123,7 @@ def main() -> int:
         "iterations and the stages follow one another per chunk, not across the proteome).",
         *notes,
     ])
-    publish(body, args.results_md, SECTION)
+    publish(body, args.results_md, FINISHED_SECTION.format(proteome=args.proteome) if finished else SECTION)
     return 0
 
 
