@@ -18,7 +18,8 @@ of a few tens of seconds can lose much of theirs.
 
 For the template, feature and inference stages, the proteins finished inside chunks that have not finished
 (their per-protein receipts ``*.done.json``) are counted too, in a line under the table: how many, their
-residues and their own seconds (wall time per protein, start-up excluded).
+residues and their own seconds (wall time per protein, start-up excluded); they are not projected, since a job
+runs its proteins shortest first.
 
 Writes the section "Proteome end to end: E. coli against UniProt-2014, per stage" (given chunks) or "Proteome
 end to end: every finished chunk of PROTEOME, per stage" (``--chunks finished``).
@@ -94,10 +95,9 @@ def main() -> int:
                      f"{group['seconds'].sum():,.0f} | {group['max_rss_mb'].max():,.0f} | "
                      f"{'-' if stage == 'database' else f'{cpu / max(len(members), 1):.1f}'} | "
                      f"{projected / 3600:.1f} |")
-    notes, extra = in_progress(args.results, args.proteome, planned, stage_chunks) if finished else ([], {})
-    total_cpu += sum(extra.values())
-    unfinished = (f" (with {', '.join(f'{stage} projected from its proteins done so far' for stage in extra)})"
-                  if extra else "")
+    notes = in_progress(args.results, args.proteome, planned, stage_chunks) if finished else []
+    missing = [stage for stage in RECEIPT_FOLDERS if finished and stage not in stage_chunks]
+    unfinished = f" without {', '.join(missing)} (no finished chunk yet)" if missing else ""
     if finished:
         which = "the chunks each stage has finished (per stage, in the chunks column)"
     else:
@@ -132,10 +132,10 @@ RECEIPT_FOLDERS = {"templates": ("templates", "templates"), "features": ("featur
 """Stage -> (results sub-folder, receipt stage) of the per-protein receipts ``{protein}.{stage}.done.json``."""
 
 
-def in_progress(results: Path, proteome: str, planned: pd.DataFrame, stage_chunks: dict) -> tuple[list, dict]:
-    """Lines on the proteins finished (receipts) inside chunks a stage has not finished, and for a stage with no
-    finished chunk but finished proteins, its whole-proteome CPU seconds projected from those (by residues)."""
-    lines, projected = [], {}
+def in_progress(results: Path, proteome: str, planned: pd.DataFrame, stage_chunks: dict) -> list[str]:
+    """Lines on the proteins finished (receipts) inside chunks a stage has not finished. Not projected: a chunk
+    job runs its proteins shortest first, so those done early are not a sample of the chunk."""
+    lines = []
     for stage, (folder, receipt) in RECEIPT_FOLDERS.items():
         open_chunks = planned[~planned["chunk"].isin(stage_chunks.get(stage, set()))]
         if open_chunks.empty:
@@ -153,11 +153,7 @@ def in_progress(results: Path, proteome: str, planned: pd.DataFrame, stage_chunk
                      f"({residues:,} residues, {seconds:,.0f} s of their own, "
                      f"{seconds / max(count, 1):.1f} s per protein)" if count else
                      f"- {stage}: none of the {len(open_chunks):,} proteins of its unfinished chunks is done yet")
-        if count and stage not in stage_chunks:
-            projected[stage] = seconds * planned["length"].sum() / residues
-            lines[-1] += (f"; by residues, the whole proteome's {stage} is about {projected[stage] / 3600:.1f} CPU-h "
-                          "(the proteins done first are the chunks' shortest, sorted by length)")
-    return lines, projected
+    return lines
 
 
 if __name__ == "__main__":

@@ -470,7 +470,7 @@ def test_pair_heads_choose_the_6d_maps_written(tmp_path, checkpoint, features):
     assert stopped.value.code == 2
 
 
-def test_killed_predict_resumes_from_receipts(tmp_path, checkpoint, features, monkeypatch):
+def test_killed_predict_resumes_from_receipts(tmp_path, checkpoint, features, monkeypatch, capsys):
     """A run that dies after two of four passes keeps those proteins: the rerun predicts only the other two and
     ends with the files and stats of an uninterrupted run. A changed input, a missing output file, other
     settings or --no-resume recompute; an unreadable receipt is ignored."""
@@ -508,8 +508,10 @@ def test_killed_predict_resumes_from_receipts(tmp_path, checkpoint, features, mo
         "p38.predict.done.json", "p40.predict.done.json"]
     ran.clear()
     budget[0] = 99
+    capsys.readouterr()
     assert predict(tmp_path / "killed") == 0
     assert ran == ["p44", "p64"]
+    assert "resuming: 2 of 4 proteins" in capsys.readouterr().out
     whole, resumed = (read_frame(tmp_path / run / "stats.parquet", PREDICTION_STATS) for run in ("whole", "killed"))
     columns = [c for c in whole.columns if c != "seconds"]
     assert whole[columns].equals(resumed[columns])

@@ -177,16 +177,19 @@ def run_predict(args: argparse.Namespace) -> int:
     groups = plan_batches([input_length(path) for _, path in named], options)
     model_print = file_fingerprint(args.model)
     settings = _receipt_settings(options, device)
+    keys = [work_key(RECEIPT_STAGE, {"inputs": file_fingerprint(path), "model": model_print}, settings)
+            for _, path in named]
+    done = [None if args.no_resume else read_receipt(out_dir, name, key) for (name, _), key in zip(named, keys)]
+    pending = {batch for batch, group in enumerate(groups) if any(done[i] is None for i in group)}
+    reused = len(named) - sum(len(groups[batch]) for batch in pending)
+    if reused:
+        print(f"resuming: {reused} of {len(named)} proteins have finished predictions with the same inputs, model "
+              f"and settings (receipts {{protein}}.{RECEIPT_STAGE}.done.json); {len(named) - reused} to predict")
     stats = []
     start = time.perf_counter()
-    reused = 0
     for batch, group in enumerate(groups):
-        keys = [work_key(RECEIPT_STAGE, {"inputs": file_fingerprint(named[i][1]), "model": model_print}, settings)
-                for i in group]
-        rows = [None if args.no_resume else read_receipt(out_dir, named[i][0], key) for i, key in zip(group, keys)]
-        if all(row is not None for row in rows):
-            stats.extend(rows)
-            reused += len(rows)
+        if batch not in pending:
+            stats.extend(done[i] for i in group)
             continue
         for i in group:
             drop_receipt(out_dir, named[i][0], RECEIPT_STAGE)
@@ -195,7 +198,7 @@ def run_predict(args: argparse.Namespace) -> int:
         predictions = predict_group(model, items, options)
         seconds = time.perf_counter() - began
         residues = sum(len(prediction.sequence) for _, prediction in predictions)
-        for (name, prediction), key in zip(predictions, keys):
+        for (name, prediction), key in zip(predictions, (keys[i] for i in group)):
             paths = write_prediction(out_dir, name, prediction)
             length = len(prediction.sequence)
             row = {"protein": name, "length": length, "mean_plddt": float(prediction.plddt.mean()),
@@ -206,9 +209,6 @@ def run_predict(args: argparse.Namespace) -> int:
             print(f"{paths['pdb']}: L={length} crops={prediction.n_crops} pass {batch + 1}/{len(groups)} "
                   f"({len(group)} proteins) mean pLDDT={float(prediction.plddt.mean()):.1f} "
                   f"({time.perf_counter() - start:.1f} s, {device})")
-    if reused:
-        print(f"resumed: {reused} of {len(named)} proteins had finished predictions with the same inputs, model "
-              f"and settings (receipts {{protein}}.{RECEIPT_STAGE}.done.json); {len(named) - reused} predicted now")
     if args.stats:
         write_table(args.stats, pd.DataFrame(stats, columns=PREDICTION_STATS.schema.names), PREDICTION_STATS)
     return 0

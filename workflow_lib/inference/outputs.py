@@ -41,11 +41,21 @@ from workflow_lib.structure.pdb_writer import write_pdb
 LOG = logging.getLogger(__name__)
 
 
+_WARNED: set[str] = set()
+
+
+def _warn_once(message: str, *args: object) -> None:
+    """Log ``message`` once per process (a chunk job writes hundreds of models)."""
+    if message not in _WARNED:
+        _WARNED.add(message)
+        LOG.warning(message, *args)
+
+
 def predicted_secondary_structure(pdb_path: Path, residue_numbers: np.ndarray) -> tuple[list, list]:
     """DSSP 8- and 3-state per residue of a written model, or all None without mkdssp / when it fails."""
     length = len(residue_numbers)
     if shutil.which("mkdssp") is None:
-        LOG.warning("mkdssp not found: ss8/ss3 of %s left null", pdb_path.name)
+        _warn_once("mkdssp not found: ss8/ss3 of the predicted models left null (first: %s)", pdb_path.name)
         return [None] * length, [None] * length
     try:
         records = run_dssp(pdb_path)
