@@ -25,7 +25,7 @@ from workflow_lib.features.templates import DEFAULT_MAX_TEMPLATES
 from workflow_lib.schemas.features import FEATURE_STATS
 from workflow_lib.schemas.io import write_table
 from workflow_lib.seqio.msa import a3m_stem
-from workflow_lib.seqio.receipts import directory_fingerprint, drop_receipt, file_fingerprint, read_receipt, work_key, write_receipt
+from workflow_lib.seqio.receipts import directory_fingerprint, file_fingerprint, finished_row, work_key, write_receipt
 from workflow_lib.templates.database import load_template_db
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -91,12 +91,11 @@ def run_features(args: argparse.Namespace) -> int:
         if hits[stem] is not None:
             prints.update(hits=file_fingerprint(hits[stem]), templates=database_print)
         key = work_key(RECEIPT_STAGE, prints, settings)
-        row = None if args.no_resume else read_receipt(out_dir, stem, key)
+        row = finished_row(out_dir, stem, key, resume=not args.no_resume)
         if row is not None:
             stats.append(row)
             reused += 1
             continue
-        drop_receipt(out_dir, stem, RECEIPT_STAGE)
         start = time.perf_counter()
         features = build_features(path, max_seqs=args.max_seqs, max_stats_seqs=args.max_stats_seqs, seed=args.seed,
                                   templates=database, template_hits=hits[stem], max_templates=args.max_templates)

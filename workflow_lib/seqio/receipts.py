@@ -102,6 +102,16 @@ def read_receipt(out_dir: str | Path, name: str, key: Mapping[str, Any]) -> dict
     return row
 
 
+def finished_row(out_dir: str | Path, name: str, key: Mapping[str, Any], *, resume: bool = True
+                 ) -> dict[str, Any] | None:
+    """``name``'s stats row when it may be reused (``resume`` and :func:`read_receipt` matches); otherwise its
+    receipt is removed (its files are about to be rewritten) and ``None`` is returned."""
+    row = read_receipt(out_dir, name, key) if resume else None
+    if row is None:
+        drop_receipt(out_dir, name, key["stage"])
+    return row
+
+
 def drop_receipt(out_dir: str | Path, name: str, stage: str) -> None:
     """Remove ``name``'s receipt (before its files are rewritten)."""
     with contextlib.suppress(FileNotFoundError):

@@ -20,9 +20,8 @@ from workflow_lib.schemas.templates import TEMPLATE_SEARCH_STATS
 from workflow_lib.seqio.fasta import write_fasta
 from workflow_lib.seqio.receipts import (
     directory_fingerprint,
-    drop_receipt,
     file_fingerprint,
-    read_receipt,
+    finished_row,
     work_key,
     write_receipt,
 )
@@ -125,12 +124,11 @@ def run_search(args: argparse.Namespace) -> int:
     for stem, path in stems.items():
         out = out_dir / f"{stem}.hits.parquet"
         key = work_key(RECEIPT_STAGE, {"a3m": file_fingerprint(path), "templates": database_print}, settings)
-        row = None if args.no_resume else read_receipt(out_dir, stem, key)
+        row = finished_row(out_dir, stem, key, resume=not args.no_resume)
         if row is not None:
             stats.append(row)
             reused += 1
             continue
-        drop_receipt(out_dir, stem, RECEIPT_STAGE)
         start = time.perf_counter()
         query = profile_from_alignment(read_a3m(path), name=stem)
         hits, null = search_templates(query, database, query_name=stem, max_hits=args.max_hits,
