@@ -208,7 +208,7 @@ def run_predict(args: argparse.Namespace) -> int:
             stats.append(row)
             print(f"{paths['pdb']}: L={length} crops={prediction.n_crops} pass {batch + 1}/{len(groups)} "
                   f"({len(group)} proteins) mean pLDDT={float(prediction.plddt.mean()):.1f} "
-                  f"({time.perf_counter() - start:.1f} s, {device})")
+                  f"({seconds:.1f} s this pass, {time.perf_counter() - start:.0f} s since the start, {device})")
     if args.stats:
         write_table(args.stats, pd.DataFrame(stats, columns=PREDICTION_STATS.schema.names), PREDICTION_STATS)
     return 0
