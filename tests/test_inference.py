@@ -532,6 +532,10 @@ def test_killed_predict_resumes_from_receipts(tmp_path, checkpoint, features, mo
     assert rerun("--seed", "3") == ["p38", "p40", "p44", "p64"]
     assert rerun("--seed", "3", "--batch-size", "4") == []   # the pass plan does not change a prediction
     assert rerun("--seed", "3", "--no-resume") == ["p38", "p40", "p44", "p64"]
+    # another window recomputes only the proteins it crops, or that the old one cropped
+    assert rerun("--seed", "3", "--window", "40") == ["p44", "p64"]
+    assert rerun("--seed", "3", "--window", "44") == ["p44", "p64"]
+    assert rerun("--seed", "3", "--window", "64") == ["p64"]
 
 
 # --- command line ---------------------------------------------------------------------------------------------

@@ -106,14 +106,17 @@ RECEIPT_STAGE = "predict"
 """Receipts ``{protein}.predict.done.json`` (:mod:`workflow_lib.seqio.receipts`): a rerun skips those proteins."""
 
 
-def _receipt_settings(options: PredictOptions, device: torch.device) -> dict:
-    """What decides a prediction: the options but the pass plan and the attention chunking (batched = one by
-    one, chunked = unchunked, to float rounding), with the device that ran it instead of ``auto``."""
+def _receipt_settings(options: PredictOptions, device: torch.device, length: int) -> dict:
+    """What decides the prediction of a ``length``-residue protein: the options but the pass plan and the
+    attention chunking (batched = one by one, chunked = unchunked, to float rounding), with the device that ran
+    it instead of ``auto``, and the window only where it crops the protein (one that fits the window is
+    predicted whole, whatever the window: ``None``)."""
     settings = dataclasses.asdict(options)
     for key in ("batch_size", "max_tokens", "chunk_size", "device"):
         settings.pop(key)
     settings["device"] = device.type
     settings["pair_heads"] = list(settings["pair_heads"])
+    settings["window"] = options.window if length > options.window else None
     return settings
 
 
@@ -174,11 +177,12 @@ def run_predict(args: argparse.Namespace) -> int:
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     named = list(names.items())
-    groups = plan_batches([input_length(path) for _, path in named], options)
+    lengths = [input_length(path) for _, path in named]
+    groups = plan_batches(lengths, options)
     model_print = file_fingerprint(args.model)
-    settings = _receipt_settings(options, device)
-    keys = [work_key(RECEIPT_STAGE, {"inputs": file_fingerprint(path), "model": model_print}, settings)
-            for _, path in named]
+    keys = [work_key(RECEIPT_STAGE, {"inputs": file_fingerprint(path), "model": model_print},
+                     _receipt_settings(options, device, length))
+            for (_, path), length in zip(named, lengths)]
     done = [None if args.no_resume else read_receipt(out_dir, name, key) for (name, _), key in zip(named, keys)]
     pending = {batch for batch, group in enumerate(groups) if any(done[i] is None for i in group)}
     reused = len(named) - sum(len(groups[batch]) for batch in pending)
