@@ -202,7 +202,7 @@ class PredictConfig(StageConfig):
     """Structure prediction (config section ``predict``; see workflow_lib.inference.predict)."""
 
     model: str = "models/trackfold_small_v4.pt"
-    window: int = 300
+    window: int = 128
     seed: int = 0
     max_msa: int = 64
     batch_size: int = 1
@@ -267,14 +267,17 @@ class PredictConfig(StageConfig):
         return int(3000 + batched + stitched + features + fold)
 
     def runtime_min(self, lengths: Sequence[int]) -> int:
-        """The minutes a predict job asks for: 10, plus 2 per forward pass of its proteins (64 s wall were
-        measured for one 300-residue window on a busy CPU core; a GPU takes a fraction of that), plus for folding
+        """The minutes a predict job asks for: 10, plus 2 per forward pass of its proteins of a 300-residue window
+        (64 s wall were measured for one on a busy CPU core; a GPU takes a fraction of that), scaled by the square
+        of the window (a pass of 128 residues: 0.36 min; the pair track's cost grows faster, so this stays on the
+        safe side for smaller windows), plus for folding
         from the distogram 0.05 per protein of 200 residues, growing with L² (3.5 CPU-s measured at 300 residues
         and 21 at 900 with the compiled terms, on a busy core; 0.25 without numba: the torch terms take 5 times
         that)."""
         per_protein = 0.05 if compiled_kernels() else 0.25
         fold = sum(per_protein * (int(length) / 200) ** 2 for length in lengths) if self.fold == "distogram" else 0.0
-        return int(10 + 2 * sum(self.network_calls(int(length)) for length in lengths) + fold)
+        per_call = 2.0 * (self.window / 300) ** 2
+        return int(10 + per_call * sum(self.network_calls(int(length)) for length in lengths) + fold)
 
 
 @dataclasses.dataclass(frozen=True)
