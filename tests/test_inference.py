@@ -36,6 +36,7 @@ from workflow_lib.schemas.prediction import PREDICTED_RESIDUES, PREDICTION, PRED
 from workflow_lib.inference.predict import (
     PredictOptions,
     collate,
+    crop_passes,
     model_inputs,
     plan_batches,
     predict_features,
@@ -391,6 +392,30 @@ def test_batched_proteins_match_single_runs(model, features):
         np.testing.assert_allclose(batched[name].probs["dist"], single[name].probs["dist"], atol=1e-5)
         np.testing.assert_allclose(batched[name].backbone, single[name].backbone, atol=1e-3)
         np.testing.assert_allclose(batched[name].plddt, single[name].plddt, atol=1e-3)
+
+
+def test_batched_crops_match_one_by_one(model, features):
+    """A protein longer than the window: its crops share passes within batch_size / max_tokens, and the stitched
+    outputs equal one crop per pass to float rounding."""
+    item = [("long", sliced(features, 64))]
+    one = dict(predict_many(model, item, PredictOptions(max_msa=16, window=24)))["long"]
+    assert one.n_crops == len(crop_plan(64, 24)) > 8
+    for batch_size, max_tokens in ((4, 0), (64, 60)):
+        many = dict(predict_many(model, item, PredictOptions(max_msa=16, window=24, batch_size=batch_size,
+                                                             max_tokens=max_tokens)))["long"]
+        assert many.n_crops == one.n_crops
+        for head in ("dist", "omega", "theta", "phi"):
+            np.testing.assert_allclose(many.probs[head], one.probs[head], atol=1e-5)
+        np.testing.assert_allclose(many.backbone, one.backbone, atol=1e-3)
+        np.testing.assert_allclose(many.plddt, one.plddt, atol=1e-3)
+
+
+def test_crop_passes_keep_order_and_budgets():
+    sizes = [24, 24, 24, 24, 20, 24, 24]
+    assert crop_passes(sizes, PredictOptions()) == [[i] for i in range(7)]
+    assert crop_passes(sizes, PredictOptions(batch_size=3)) == [[0, 1, 2], [3, 4, 5], [6]]
+    assert crop_passes(sizes, PredictOptions(batch_size=8, max_tokens=50)) == [[0, 1], [2, 3], [4, 5], [6]]
+    assert crop_passes(sizes, PredictOptions(batch_size=8, max_tokens=10)) == [[i] for i in range(7)]
 
 
 def test_plan_batches_sorts_by_length_and_keeps_token_and_size_budgets():

@@ -54,7 +54,7 @@ DEFAULT_WINDOW = 128
 """Residues per network call; longer proteins are cropped and stitched. 128 is the crop length the shipped
 checkpoint was trained on, and on held-out PDB chains of 130-500 residues it folds better than larger windows
 (RoseTTAFold's 300) and than one pass over the whole chain, at about the same CPU (benchmarks/RESULTS.md,
-"crop-and-stitch against one pass")."""
+"the crop-and-stitch window")."""
 DEFAULT_MAX_MSA = 64
 """MSA rows (query included) given to the network per call: the rows the shipped checkpoint was trained with.
 On 40 validation chains, 32, 64 and 128 rows fold equally well (benchmarks/RESULTS.md, "MSA rows at
@@ -346,6 +346,10 @@ def _predict_cropped(model: ThreeTrackNetwork, features: Mapping[str, np.ndarray
     Coordinates, pLDDT and the single embedding come from the contiguous crops only, so when neither 6D maps
     nor the pair embedding are asked for (``pair_heads`` empty, no ``embeddings``) only those run: ``n - 1``
     network calls for ``n`` segments instead of ``n (n - 1) / 2``, with the same backbone and pLDDT.
+
+    The crops share forward passes within ``batch_size`` and ``max_tokens`` (:func:`crop_passes`), as proteins
+    do: on a GPU one 128-residue crop leaves the device mostly idle. Padding is masked, so a batched crop gives
+    its unbatched outputs to float rounding.
     """
     length = features["msa"].shape[1]
     pair_keys = tuple(options.pair_heads) + (("pair",) if options.embeddings else ())
@@ -355,24 +359,46 @@ def _predict_cropped(model: ThreeTrackNetwork, features: Mapping[str, np.ndarray
     chained: list[np.ndarray] = []
     chained_coords: list[np.ndarray] = []
     chained_1d: list[list[np.ndarray]] = [[], []]
-    for crop in crops:
-        inputs = model_inputs(features, model.config, columns=crop.indices, max_msa=options.max_msa,
-                              seed=options.seed)
-        (result,) = run_network(model, [inputs], device, chunk_size=options.chunk_size, precision=options.precision,
-                                embeddings=options.embeddings, heads=options.pair_heads)
-        if pair_keys:
-            pair_mean.add(crop.indices, {key: result[key] for key in pair_keys})
-        if crop.contiguous:
-            chained.append(crop.indices)
-            chained_coords.append(result["coords"])
-            chained_1d[0].append(result["plddt"])
-            if options.embeddings:
-                chained_1d[1].append(result["single"])
+    for group in crop_passes([len(crop.indices) for crop in crops], options):
+        inputs = [model_inputs(features, model.config, columns=crops[i].indices, max_msa=options.max_msa,
+                               seed=options.seed) for i in group]
+        results = run_network(model, inputs, device, chunk_size=options.chunk_size, precision=options.precision,
+                              embeddings=options.embeddings, heads=options.pair_heads)
+        for crop, result in zip((crops[i] for i in group), results):
+            _add_crop(crop, result, pair_keys, pair_mean, chained, chained_coords, chained_1d, options.embeddings)
     backbone_3, means = stitch_backbone(length, chained, chained_coords,
                                         chained_1d if options.embeddings else chained_1d[:1])
     stitched = pair_mean.mean() if options.pair_heads or options.embeddings else {}
     return _finish(features, backbone_3, means[0], stitched, len(crops),
                    means[1] if options.embeddings else None, stitched.get("pair"))
+
+
+def crop_passes(sizes: Sequence[int], options: PredictOptions) -> list[list[int]]:
+    """Crops (``sizes``: residues of each, in crop-plan order) grouped into forward passes of at most
+    ``options.batch_size`` crops and ``options.max_tokens`` padded residues (0: no limit), in order."""
+    groups: list[list[int]] = []
+    for i, size in enumerate(sizes):
+        if groups and len(groups[-1]) < options.batch_size and (
+                not options.max_tokens
+                or (len(groups[-1]) + 1) * max(size, *(sizes[j] for j in groups[-1])) <= options.max_tokens):
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    return groups
+
+
+def _add_crop(crop: Crop, result: dict[str, np.ndarray], pair_keys: Sequence[str], pair_mean: PairMean,
+              chained: list[np.ndarray], chained_coords: list[np.ndarray], chained_1d: list[list[np.ndarray]],
+              embeddings: bool) -> None:
+    """Fold one crop's outputs into the running stitch."""
+    if pair_keys:
+        pair_mean.add(crop.indices, {key: result[key] for key in pair_keys})
+    if crop.contiguous:
+        chained.append(crop.indices)
+        chained_coords.append(result["coords"])
+        chained_1d[0].append(result["plddt"])
+        if embeddings:
+            chained_1d[1].append(result["single"])
 
 
 def predict_features(model: ThreeTrackNetwork, features: Mapping[str, np.ndarray],
