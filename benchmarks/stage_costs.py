@@ -1,7 +1,8 @@
 """What a workflow run cost per stage, from its rules' `benchmark:` files, and what the whole proteome would cost.
 
     python benchmarks/stage_costs.py --results RESULTS --proteome ecoli --chunks 7,13|finished \\
-        [--logs LOGS [--logs LOGS2]] [--machine "AMD EPYC, 2 cores"] [--results-md benchmarks/RESULTS.md]
+        [--logs LOGS [--logs LOGS2]] [--receipt-window W] [--project-receipts] [--machine "AMD EPYC, 2 cores"]
+        [--results-md benchmarks/RESULTS.md]
 
 Reads ``RESULTS/benchmarks/{rule}/{proteome}/...`` of the given chunks (a chunk's jobs are those whose benchmark
 file names it: ``0007.tsv``, ``0007_2_013.tsv``, ...), sums CPU and wall seconds per stage, takes the peak
@@ -18,8 +19,12 @@ of a few tens of seconds can lose much of theirs.
 
 For the template, feature and inference stages, the proteins finished inside chunks that have not finished
 (their per-protein receipts ``*.done.json``) are counted too, in a line under the table: how many, their
-residues and their own seconds (wall time per protein, start-up excluded); they are not projected, since a job
-runs its proteins shortest first.
+residues and their own seconds (wall time per protein, start-up excluded). ``--receipt-window W`` keeps only the
+inference receipts of window ``W`` (and of proteins that fit it), e.g. after the window was changed mid-run.
+``--project-receipts`` also projects those stages' unfinished chunks from the receipts by length (seconds
+interpolated linearly between the finished proteins' lengths, in proportion to L² beyond the longest): a job
+runs the proteins that fit one pass (or one window) shortest first and the others in input order, so use it
+only once the finished proteins span the lengths.
 
 Writes the section "Proteome end to end: E. coli against UniProt-2014, per stage" (given chunks) or "Proteome
 end to end: every finished chunk of PROTEOME, per stage" (``--chunks finished``).
@@ -33,6 +38,7 @@ import re
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,6 +63,9 @@ def main() -> int:
     parser.add_argument("--logs", type=Path, action="append", default=[],
                         help="a logs folder of the workflow (exact CPU per job); may be repeated")
     parser.add_argument("--machine", default="AMD EPYC, 2 cores")
+    parser.add_argument("--receipt-window", type=int, help="count only inference receipts of this window")
+    parser.add_argument("--project-receipts", action="store_true",
+                        help="project unfinished chunks from the finished proteins' receipts by length")
     parser.add_argument("--results-md", type=Path, help="write the table into this Markdown file")
     args = parser.parse_args()
     finished = args.chunks == "finished"
@@ -95,7 +104,8 @@ def main() -> int:
                      f"{group['seconds'].sum():,.0f} | {group['max_rss_mb'].max():,.0f} | "
                      f"{'-' if stage == 'database' else f'{cpu / max(len(members), 1):.1f}'} | "
                      f"{projected / 3600:.1f} |")
-    notes = in_progress(args.results, args.proteome, planned, stage_chunks) if finished else []
+    notes = in_progress(args.results, args.proteome, planned, stage_chunks, window=args.receipt_window,
+                        project=args.project_receipts) if finished else []
     missing = [stage for stage in RECEIPT_FOLDERS if finished and stage not in stage_chunks]
     unfinished = f" without {', '.join(missing)} (no finished chunk yet)" if missing else ""
     if finished:
@@ -106,7 +116,9 @@ def main() -> int:
                  "end")
     body = "\n".join([
         f"`python benchmarks/stage_costs.py --results RESULTS --proteome {args.proteome} --chunks {args.chunks}"
-        + " --logs LOGS" * len(args.logs) + f"`: {which}, of the "
+        + " --logs LOGS" * len(args.logs)
+        + (f" --receipt-window {args.receipt_window}" if args.receipt_window else "")
+        + (" --project-receipts" if args.project_receipts else "") + f"`: {which}, of the "
         f"{len(planned):,}-protein proteome through the workflow. {args.machine}; wall seconds "
         "from the rules' `benchmark:` files, CPU seconds and peak memory from "
         + (f"the jobs' own logs ({int(jobs['from_log'].sum())} of {len(jobs)} jobs; the others' from their "
@@ -132,29 +144,56 @@ RECEIPT_FOLDERS = {"templates": ("templates", "templates"), "features": ("featur
 """Stage -> (results sub-folder, receipt stage) of the per-protein receipts ``{protein}.{stage}.done.json``."""
 
 
-def in_progress(results: Path, proteome: str, planned: pd.DataFrame, stage_chunks: dict) -> list[str]:
-    """Lines on the proteins finished (receipts) inside chunks a stage has not finished. Not projected: a chunk
-    job runs its proteins shortest first, so those done early are not a sample of the chunk."""
+def in_progress(results: Path, proteome: str, planned: pd.DataFrame, stage_chunks: dict, *,
+                window: int | None = None, project: bool = False) -> list[str]:
+    """Lines on the proteins finished (receipts) inside chunks a stage has not finished, and with ``project``
+    the stage's unfinished chunks projected from them by length (module docstring)."""
     lines = []
     for stage, (folder, receipt) in RECEIPT_FOLDERS.items():
         open_chunks = planned[~planned["chunk"].isin(stage_chunks.get(stage, set()))]
         if open_chunks.empty:
             continue
         lengths = dict(zip(open_chunks["safe_id"], open_chunks["length"]))
-        seconds, residues, count = 0.0, 0, 0
+        done: dict[str, float] = {}
         for path in (results / proteome / folder).glob(f"*.{receipt}.done.json"):
             name = path.name[: -len(f".{receipt}.done.json")]
             if name not in lengths:
                 continue
-            seconds += float(json.loads(path.read_text())["row"]["seconds"])
-            residues += int(lengths[name])
-            count += 1
+            content = json.loads(path.read_text())
+            if stage == "predict" and window is not None \
+                    and content["key"]["settings"].get("window") not in (None, window):
+                continue
+            done[name] = float(content["row"]["seconds"])
+        seconds, count = sum(done.values()), len(done)
+        residues = sum(int(lengths[name]) for name in done)
         lines.append(f"- {stage}: {count:,} of the {len(open_chunks):,} proteins of its unfinished chunks are done "
                      f"({residues:,} residues, {seconds:,.0f} s of their own, "
                      f"{seconds / max(count, 1):.1f} s per protein)" if count else
                      f"- {stage}: none of the {len(open_chunks):,} proteins of its unfinished chunks is done yet")
+        if project and count >= 2:
+            total = project_by_length(done, lengths)
+            lines.append(f"  - projected from them by length: {total / 3600:,.1f} CPU-h for the "
+                         f"{len(open_chunks):,} proteins ({total / len(open_chunks):.1f} s per protein; finished "
+                         f"proteins of {min(lengths[n] for n in done)}-{max(lengths[n] for n in done)} residues)")
     return lines
 
+
+def project_by_length(done: dict[str, float], lengths: dict[str, int]) -> float:
+    """Seconds of every protein of ``lengths``: its own where done, else interpolated over length from the done
+    ones (linear between their lengths, in proportion to L² beyond the longest; the shortest's below it)."""
+    xs = np.array([lengths[name] for name in done], dtype=float)
+    ys = np.array(list(done.values()))
+    order = np.argsort(xs, kind="stable")
+    xs, ys = xs[order], ys[order]
+    total = 0.0
+    for name, length in lengths.items():
+        if name in done:
+            total += done[name]
+        elif length > xs[-1]:
+            total += ys[-1] * (length / xs[-1]) ** 2
+        else:
+            total += float(np.interp(length, xs, ys))
+    return total
 
 if __name__ == "__main__":
     raise SystemExit(main())
