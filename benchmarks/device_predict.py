@@ -4,15 +4,13 @@
         [--settings 1:0:float32,16:40000:float32,16:40000:bfloat16] [--checkpoint models/trackfold_small_v4.pt]
         [--out OUT.json] [--results-md benchmarks/RESULTS.md]
 
-On a lent GPU machine, with the sample and the chunk table made here and carried
-(``benchmarks/_work/device_predict/{sample,chunks.parquet}``, 25 MB for every 200th *E. coli* protein)::
+On a GPU node, with a sample and the chunk table copied there (every 200th *E. coli* protein: 25 MB)::
 
-    python3 benchmarks/device_predict.py --features-dir benchmarks/_work/device_predict/sample \
-        --lengths benchmarks/_work/device_predict/chunks.parquet --out $OUT/device_predict.json
+    python3 benchmarks/device_predict.py --features-dir sample --lengths chunks.parquet --out device_predict.json
 
 ``SAMPLE``: feature files (``*.npz`` as the workflow writes them) spanning the proteome's lengths, e.g. every
 150th file of a proteome run by length (``--pick-from RESULTS/ecoli/features --every 150`` copies such a sample
-into ``--features-dir`` first, so that it can be carried to a GPU machine). ``--lengths``: the proteome's chunk
+into ``--features-dir`` first, to be copied to a GPU node). ``--lengths``: the proteome's chunk
 table (``trackfold chunk``'s ``chunks.parquet``, its ``length`` column).
 
 Each setting ``batch_size:max_tokens:precision`` predicts the whole sample the way a proteome run does
@@ -20,7 +18,8 @@ Each setting ``batch_size:max_tokens:precision`` predicts the whole sample the w
 warm-up protein, timing every forward pass and fold in wall seconds (the device synchronised). A protein's
 seconds are its pass's seconds shared by residues, as ``trackfold predict --stats`` reports them. The whole
 proteome is projected by interpolating seconds over length (linear between the sample's lengths; beyond the
-longest, in proportion to the network calls of the crop plan). Reports per setting the sample's seconds, the
+longest, in proportion to the network calls of the crop plan; with ``batch_size`` above 1 the crops of a long
+protein share passes, so this overestimates it a little). Reports per setting the sample's seconds, the
 projected proteome hours and structures per day, and the largest memory the device allocated.
 """
 
@@ -45,8 +44,8 @@ sys.path.insert(0, str(ROOT))
 from search_bench.report import publish  # noqa: E402
 from workflow_lib.features.build import read_features  # noqa: E402
 from workflow_lib.inference.predict import PredictOptions, plan_batches, predict_group, resolve_device  # noqa: E402
-from workflow_lib.inference.stitch import crop_plan  # noqa: E402
 from workflow_lib.model.checkpoint import load_checkpoint  # noqa: E402
+from workflow_lib.workflow.config import PredictConfig  # noqa: E402
 
 SECTION = "## Three-track inference on a device: throughput and the whole proteome"
 
@@ -103,10 +102,9 @@ def project(sample_lengths: np.ndarray, sample_seconds: np.ndarray, lengths: np.
     order = np.argsort(sample_lengths, kind="stable")
     xs, ys = sample_lengths[order].astype(float), sample_seconds[order]
     out = np.interp(lengths, xs, ys)
-    longest = xs[-1]
-    calls_longest = len(crop_plan(int(longest), window))
-    beyond = lengths > longest
-    out[beyond] = [ys[-1] * len(crop_plan(int(length), window)) / calls_longest for length in lengths[beyond]]
+    calls = PredictConfig(window=window).network_calls
+    beyond = lengths > xs[-1]
+    out[beyond] = [ys[-1] * calls(int(length)) / calls(int(xs[-1])) for length in lengths[beyond]]
     return out
 
 

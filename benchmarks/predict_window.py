@@ -18,7 +18,8 @@ chain's usable template hits: never the chain itself and none above 90% sequence
 answer). Each window setting predicts the chain the way a proteome run does (``fold: distogram``, no 6D maps
 kept) in one process on one torch thread; CPU seconds (``time.process_time``), lDDT-Cα and TM-score of the
 folded backbone against the chain's PDB backbone, and mean pLDDT are reported. Writes the section
-"Structure prediction: the crop-and-stitch window (validation chains)".
+"Structure prediction: crop-and-stitch windows W on validation chains of L residues" (one per run; the section
+"the crop-and-stitch window" of RESULTS.md is put together from several runs).
 """
 
 from __future__ import annotations
@@ -49,8 +50,9 @@ from workflow_lib.schemas.templates import TEMPLATE_HITS  # noqa: E402
 from workflow_lib.structure.backbones import read_backbone_archive  # noqa: E402
 from workflow_lib.structure.metrics import lddt_ca, tm_score  # noqa: E402
 from workflow_lib.templates.database import load_template_db  # noqa: E402
+from workflow_lib.workflow.config import FeaturesConfig  # noqa: E402
 
-SECTION = "## Structure prediction: the crop-and-stitch window (validation chains)"
+SECTION = "## Structure prediction: crop-and-stitch windows {windows} on validation chains of {span} residues"
 MAX_TEMPLATE_IDENTITY = 0.9
 
 
@@ -94,6 +96,8 @@ def main() -> int:
     parser.add_argument("--max-length", type=int, default=0, help="longest chain (0: any)")
     parser.add_argument("--every", type=int, default=1, help="every N-th of those chains by length")
     parser.add_argument("--windows", default="128,300,512", help="comma-separated predict.window settings")
+    parser.add_argument("--max-templates", type=int, default=FeaturesConfig().max_templates,
+                        help="template hits per chain (default: the workflow's features.max_templates)")
     parser.add_argument("--checkpoint", type=Path, default=ROOT / "models" / "trackfold_small_v4.pt")
     parser.add_argument("--results-md", type=Path)
     args = parser.parse_args()
@@ -111,7 +115,8 @@ def main() -> int:
             native = natives.get(name)
             if native is None:
                 raise SystemExit(f"predict_window: {name} is not in {args.structures}")
-            features = build_features(a3m, templates=database, template_hits=usable_hits(hits, name, Path(scratch)))
+            features = build_features(a3m, templates=database, template_hits=usable_hits(hits, name, Path(scratch)),
+                                      max_templates=args.max_templates)
             if features["msa"].shape[1] != len(native.sequence):
                 raise SystemExit(f"predict_window: {name}: the A3M query has {features['msa'].shape[1]} residues, "
                                  f"the structure {len(native.sequence)}")
@@ -143,18 +148,17 @@ def main() -> int:
               + " | ".join(f"lDDT-Cα / TM, window {w}" for w in windows) + " | "
               + " | ".join(f"pLDDT, window {w}" for w in windows) + " | "
               + " | ".join(f"CPU s, window {w}" for w in windows) + " |")
+    span = f"{args.min_length}-{args.max_length}" if args.max_length else f"at least {args.min_length}"
     body = "\n".join([
         f"`python benchmarks/predict_window.py --a3m-dir MSAS --hits-dir HITS --templates TEMPLATE_DB --structures "
-        f"pdb_chains_promod3/backbone.npz --chains CHAINS.parquet --min-length {args.min_length} --max-length {args.max_length} --every "
-        f"{args.every} "
-        f"--windows {args.windows}`, written {datetime.now():%Y-%m-%d %H:%M}: {len(rows)} validation chains of "
-        f"the PDB-scale training run (`config/train_pdb.yaml`; at most 30% identical to any training chain) with "
-        f"{args.min_length} to {args.max_length or 'any number of'} residues{'' if args.every == 1 else f' (every {args.every}th by length)'}, their MSAs from that run (UniProt-2014 + Swiss-Prot subsets), up to 4 "
-        f"template hits from the 19,887-chain PDB template database (never the chain itself, none above "
+        f"STRUCTURES --chains CHAINS.parquet --min-length {args.min_length} --max-length {args.max_length} --every "
+        f"{args.every} --max-templates {args.max_templates} --windows {args.windows}`, written "
+        f"{datetime.now():%Y-%m-%d %H:%M}: {len(rows)} validation chains of {span} residues"
+        + ("" if args.every == 1 else f" (every {args.every}th by length)")
+        + f", up to {args.max_templates} template hits each (never the chain itself, none above "
         f"{MAX_TEMPLATE_IDENTITY:.0%} identity), checkpoint `{args.checkpoint.name}`, `fold: distogram`, no 6D maps "
         f"kept; lDDT-Cα and TM-score of the folded backbone against the chain's PDB backbone over its whole length; "
-        f"one torch thread, {platform.machine()}, torch {torch.__version__}; CPU seconds of one process (the "
-        "machine's other core was busy).",
+        f"one torch thread, {platform.machine()}, torch {torch.__version__}; CPU seconds of one process.",
         "",
         header,
         "|" + "---|" * (3 + 4 * len(windows)),
@@ -167,7 +171,7 @@ def main() -> int:
         f"- Window {last} against {first}: lDDT-Cα higher on {better} of {len(rows)} chains; CPU "
         f"{total[first] / total[last]:.2f}x of window {last}'s for window {first}.",
     ])
-    publish(body, args.results_md, SECTION)
+    publish(body, args.results_md, SECTION.format(windows=", ".join(str(w) for w in windows), span=span))
     return 0
 
 

@@ -78,6 +78,8 @@ def test_predict_memory_and_runtime_follow_the_chunk():
     for length in (1, 300, 301, 450, 451, 1000, 2358):
         assert settings.network_calls(length) == len(crop_plan(length, 300)), length
     assert settings.runtime_min([100, 300, 1000]) == 10 + 2 * (1 + 1 + len(crop_plan(1000, 300)))
+    small = PredictConfig(window=128, fold="network")      # a pass of 128 residues asks (128 / 300)² of 2 minutes
+    assert small.runtime_min([1000]) == int(10 + 2 * (128 / 300) ** 2 * len(crop_plan(1000, 128)))
     # folding from the distogram: its float64 [L, L, 37] potential three times, and minutes growing with L²
     folding = PredictConfig(window=300, fold="distogram")
     assert folding.memory_mb(1000) == settings.memory_mb(1000) + int(3 * 1000 * 1000 * 37 * 8 / 10**6)

@@ -210,9 +210,9 @@ def run_predict(args: argparse.Namespace) -> int:
                    "seconds": seconds * length / residues, "device": device.type}
             write_receipt(out_dir, name, key, list(paths.values()), row)
             stats.append(row)
-            print(f"{paths['pdb']}: L={length} crops={prediction.n_crops} pass {batch + 1}/{len(groups)} "
+            print(f"{paths['pdb']}: L={length} crops={prediction.n_crops} batch {batch + 1}/{len(groups)} "
                   f"({len(group)} proteins) mean pLDDT={float(prediction.plddt.mean()):.1f} "
-                  f"({seconds:.1f} s this pass, {time.perf_counter() - start:.0f} s since the start, {device})")
+                  f"({seconds:.1f} s this batch, {time.perf_counter() - start:.0f} s since the start, {device})")
     if args.stats:
         write_table(args.stats, pd.DataFrame(stats, columns=PREDICTION_STATS.schema.names), PREDICTION_STATS)
     return 0

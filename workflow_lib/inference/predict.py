@@ -52,8 +52,9 @@ LOG = logging.getLogger(__name__)
 
 DEFAULT_WINDOW = 128
 """Residues per network call; longer proteins are cropped and stitched. 128 is the crop length the shipped
-checkpoint was trained on, and on held-out PDB chains of 130-500 residues it folds better than larger windows
-(RoseTTAFold's 300) and than one pass over the whole chain, at about the same CPU (benchmarks/RESULTS.md,
+checkpoint was trained on, and on held-out PDB chains of 130-500 residues, with the fold from the distogram (the
+workflow's ``predict.fold``), it folds better than larger windows (RoseTTAFold's 300) and than one pass over the
+whole chain, at about the same CPU (benchmarks/RESULTS.md,
 "the crop-and-stitch window")."""
 DEFAULT_MAX_MSA = 64
 """MSA rows (query included) given to the network per call: the rows the shipped checkpoint was trained with.
