@@ -50,7 +50,7 @@ from workflow_lib.schemas.templates import TEMPLATE_HITS  # noqa: E402
 from workflow_lib.structure.backbones import read_backbone_archive  # noqa: E402
 from workflow_lib.structure.metrics import lddt_ca, tm_score  # noqa: E402
 from workflow_lib.templates.database import load_template_db  # noqa: E402
-from workflow_lib.workflow.config import FeaturesConfig  # noqa: E402
+from workflow_lib.workflow.config import FeatureConfig  # noqa: E402
 
 SECTION = "## Structure prediction: crop-and-stitch windows {windows} on validation chains of {span} residues"
 MAX_TEMPLATE_IDENTITY = 0.9
@@ -96,7 +96,7 @@ def main() -> int:
     parser.add_argument("--max-length", type=int, default=0, help="longest chain (0: any)")
     parser.add_argument("--every", type=int, default=1, help="every N-th of those chains by length")
     parser.add_argument("--windows", default="128,300,512", help="comma-separated predict.window settings")
-    parser.add_argument("--max-templates", type=int, default=FeaturesConfig().max_templates,
+    parser.add_argument("--max-templates", type=int, default=FeatureConfig().max_templates,
                         help="template hits per chain (default: the workflow's features.max_templates)")
     parser.add_argument("--checkpoint", type=Path, default=ROOT / "models" / "trackfold_small_v4.pt")
     parser.add_argument("--results-md", type=Path)
