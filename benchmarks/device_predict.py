@@ -1,7 +1,8 @@
 """Inference throughput on one device (a GPU when there is one), projected to a whole proteome.
 
     python benchmarks/device_predict.py --features-dir SAMPLE --lengths CHUNKS.parquet [--device cuda]
-        [--settings 1:0:float32,16:40000:float32,16:40000:bfloat16] [--checkpoint models/trackfold_small_v4.pt]
+        [--window 128] [--settings 1:0:float32,16:40000:float32,16:40000:bfloat16]
+        [--checkpoint models/trackfold_small_v4.pt]
         [--out OUT.json] [--results-md benchmarks/RESULTS.md]
 
 On a GPU node, with a sample and the chunk table copied there (every 200th *E. coli* protein: 25 MB)::
@@ -43,7 +44,13 @@ sys.path.insert(0, str(ROOT))
 
 from search_bench.report import publish  # noqa: E402
 from workflow_lib.features.build import read_features  # noqa: E402
-from workflow_lib.inference.predict import PredictOptions, plan_batches, predict_group, resolve_device  # noqa: E402
+from workflow_lib.inference.predict import (  # noqa: E402
+    DEFAULT_WINDOW,
+    PredictOptions,
+    plan_batches,
+    predict_group,
+    resolve_device,
+)
 from workflow_lib.model.checkpoint import load_checkpoint  # noqa: E402
 from workflow_lib.workflow.config import PredictConfig  # noqa: E402
 
@@ -115,6 +122,7 @@ def main() -> int:
     parser.add_argument("--pick-from", type=Path, help="copy a sample of this folder's feature files first")
     parser.add_argument("--every", type=int, default=150)
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--window", type=int, default=DEFAULT_WINDOW, help="predict.window")
     parser.add_argument("--settings", default="1:0:float32,16:40000:float32,16:40000:bfloat16")
     parser.add_argument("--checkpoint", type=Path, default=ROOT / "models" / "trackfold_small_v4.pt")
     parser.add_argument("--out", type=Path)
@@ -136,7 +144,7 @@ def main() -> int:
               "settings": []}
     lines = []
     for batch_size, max_tokens, precision in parse_settings(args.settings):
-        options = PredictOptions(device=args.device, batch_size=batch_size, max_tokens=max_tokens,
+        options = PredictOptions(device=args.device, window=args.window, batch_size=batch_size, max_tokens=max_tokens,
                                  precision=precision, fold="distogram", pair_heads=())
         predict_group(model, [items[shortest]], options)   # warm-up: kernels, allocator, autotuning
         if device.type == "cuda":
@@ -158,7 +166,7 @@ def main() -> int:
         args.out.write_text(json.dumps(report, indent=1))
     body = "\n".join([
         f"`python benchmarks/device_predict.py --features-dir SAMPLE --lengths CHUNKS.parquet --device "
-        f"{args.device} --settings {args.settings}`, written {datetime.now():%Y-%m-%d %H:%M}: {len(items)} feature "
+        f"{args.device} --window {args.window} --settings {args.settings}`, written {datetime.now():%Y-%m-%d %H:%M}: {len(items)} feature "
         f"files spanning the lengths of a {lengths.size:,}-protein proteome run (lengths "
         f"{sample_lengths.min()}-{sample_lengths.max()}), checkpoint `{args.checkpoint.name}`, `fold: distogram`, "
         f"no 6D maps kept, on {name}, torch {torch.__version__}; wall seconds, the device synchronised after each "
