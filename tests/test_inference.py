@@ -23,6 +23,7 @@ from workflow_lib.cli import main
 from workflow_lib.errors import InputError
 from workflow_lib.features import build_features, write_features
 from workflow_lib.model import ThreeTrackNetwork, preset
+from workflow_lib.inference.confidence import CALIBRATION_KEY, PlddtCalibration
 from workflow_lib.model.checkpoint import save_checkpoint
 from workflow_lib.schemas.features import (
     C_TEMPLATE_1D,
@@ -493,6 +494,32 @@ def test_pair_heads_choose_the_6d_maps_written(tmp_path, checkpoint, features):
         main(["predict", "--model", str(checkpoint), "--out-dir", str(tmp_path / "bad"), "--pair-heads", "psi",
               str(npz)])
     assert stopped.value.code == 2
+
+
+def test_the_checkpoint_calibration_maps_the_folded_plddt(tmp_path, model, features):
+    """With ``--fold distogram`` the pLDDT written is the checkpoint's calibration of the expected lDDT (the same
+    backbone); the confidence JSON and the stats follow it; without a calibration it is the expected lDDT."""
+    npz = tmp_path / "in" / "p40.npz"
+    write_features(npz, sliced(features, 40))
+    calibration = PlddtCalibration((0.0, 0.2, 0.4, 1.0), (0.05, 0.5, 0.8, 0.98))
+    plain = save_checkpoint(tmp_path / "plain.pt", model)
+    calibrated = save_checkpoint(tmp_path / "calibrated.pt", model,
+                                 extra={CALIBRATION_KEY: calibration.to_extra()})
+    runs = {}
+    for run, path in (("plain", plain), ("calibrated", calibrated)):
+        out = tmp_path / run
+        assert main(["predict", "--model", str(path), "--out-dir", str(out), "--device", "cpu", "--window", "48",
+                     "--max-msa", "16", "--fold", "distogram", "--pair-heads", "none", "--stats",
+                     str(out / "stats.parquet"), str(npz)]) == 0
+        runs[run] = read_npz(out / "p40.pred.npz", PREDICTION)
+    assert runs["plain"]["backbone"].tobytes() == runs["calibrated"]["backbone"].tobytes()
+    expected = runs["plain"]["plddt"] / 100.0
+    np.testing.assert_allclose(runs["calibrated"]["plddt"], 100.0 * calibration(expected), atol=1e-3)
+    assert not np.allclose(runs["calibrated"]["plddt"], runs["plain"]["plddt"], atol=1.0)
+    confidence = json.loads((tmp_path / "calibrated" / "p40.confidence.json").read_text())
+    np.testing.assert_allclose(confidence["confidenceScore"], runs["calibrated"]["plddt"], atol=0.01)
+    stats = read_frame(tmp_path / "calibrated" / "stats.parquet", PREDICTION_STATS)
+    assert abs(float(stats["mean_plddt"].iloc[0]) - float(runs["calibrated"]["plddt"].mean())) < 1e-3
 
 
 def test_killed_predict_resumes_from_receipts(tmp_path, checkpoint, features, monkeypatch, capsys):

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from workflow_lib.inference.confidence import expected_lddt
+from workflow_lib.errors import SchemaError
+from workflow_lib.inference.confidence import CALIBRATION_KEY, PlddtCalibration, expected_lddt, fit_calibration
 from workflow_lib.structure.cbeta import virtual_cb
 from workflow_lib.structure.geometry import DIST_BINS, DIST_EDGES, bin_pair_geometry, pair_geometry
 from workflow_lib.structure.metrics import lddt_ca
@@ -29,6 +30,13 @@ def myoglobin() -> np.ndarray:
 def one_hot(coords: np.ndarray) -> np.ndarray:
     bins = bin_pair_geometry(pair_geometry(coords[:, 0], coords[:, 1], coords[:, 2]))["dist"].astype(int)
     return np.eye(DIST_BINS)[bins]
+
+
+def softened(probs: np.ndarray, scale: float) -> np.ndarray:
+    """The one-hot distogram spread over neighbouring bins (weights exp(-|bin distance| / scale))."""
+    centre = np.arange(DIST_BINS)
+    soft = np.exp(-np.abs(centre[None, None, :] - probs.argmax(-1)[..., None]) / scale)
+    return soft / soft.sum(-1, keepdims=True)
 
 
 def cb_of(coords: np.ndarray) -> np.ndarray:
@@ -80,9 +88,7 @@ def test_it_follows_the_true_lddt_of_worse_models(myoglobin):
     assert all(a > b for a, b in zip(expected, expected[1:]))
     assert np.corrcoef(expected, real)[0, 1] > 0.95
     # a softened (less certain) distogram lowers the native's own expected lDDT
-    centre = np.arange(DIST_BINS)
-    soft = np.exp(-np.abs(centre[None, None, :] - probs.argmax(-1)[..., None]) / 1.5)
-    soft /= soft.sum(-1, keepdims=True)
+    soft = softened(probs, 1.5)
     assert 0.3 < expected_lddt(soft, native_cb).mean() < expected_lddt(probs, native_cb).mean()
 
 
@@ -91,3 +97,54 @@ def test_bad_shapes_are_rejected():
         expected_lddt(np.zeros((3, 3, 10)), np.zeros((3, 3)))
     with pytest.raises(ValueError, match="cb"):
         expected_lddt(np.zeros((3, 3, DIST_BINS)), np.zeros((3, 2)))
+
+
+# --- the calibration stored with a checkpoint ----------------------------------------------------------------
+def test_fit_calibration_is_monotone_and_follows_the_relation(myoglobin):
+    """Real per-residue pairs: the expected lDDT of ever more distorted myoglobin models under the native's own
+    softened distogram against their real lDDT-Cα. The fit never decreases and tracks the real lDDT of
+    residues with a similar expected lDDT."""
+    rng = np.random.default_rng(0)
+    distogram = softened(one_hot(myoglobin), 1.0)
+    expected, real = [], []
+    for noise in (0.3, 0.6, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0):
+        model = myoglobin + rng.normal(0.0, noise, size=(90, 1, 3))
+        expected.append(expected_lddt(distogram, cb_of(model)))
+        real.append(lddt_ca(model[:, 1], myoglobin[:, 1]).per_residue)
+    expected, real = np.concatenate(expected), np.concatenate(real)
+    calibration = fit_calibration(expected, real, bins=12)
+    assert np.all(np.diff(calibration.expected) > 0) and np.all(np.diff(calibration.lddt) >= 0)
+    checked = 0
+    for low, high in ((0.2, 0.4), (0.4, 0.6), (0.6, 0.9)):
+        inside = (expected >= low) & (expected < high)
+        if inside.sum() > 20:
+            assert abs(float(calibration(expected[inside]).mean()) - float(real[inside].mean())) < 0.05
+            checked += 1
+    assert checked >= 2
+    np.testing.assert_allclose(calibration(np.array([-1.0, 2.0])), [calibration.lddt[0], calibration.lddt[-1]],
+                               rtol=1e-6)
+
+
+def test_fit_calibration_pools_violators_and_needs_enough_residues():
+    expected = np.repeat(np.linspace(0.1, 0.9, 4), 10)
+    real = np.repeat([0.3, 0.5, 0.4, 0.8], 10)            # the third group breaks the order: pooled with the second
+    calibration = fit_calibration(expected, real, bins=4)
+    np.testing.assert_allclose(calibration.lddt, [0.3, 0.45, 0.45, 0.8])
+    with pytest.raises(ValueError, match="at least 8 residues"):
+        fit_calibration(expected[:5], real[:5], bins=4)
+    with pytest.raises(ValueError, match="all alike"):
+        fit_calibration(np.full(40, 0.5), real, bins=4)
+
+
+def test_calibration_round_trips_through_checkpoint_metadata_and_rejects_bad_knots():
+    calibration = PlddtCalibration((0.0, 0.5, 1.0), (0.1, 0.7, 0.95))
+    assert PlddtCalibration.from_extra({CALIBRATION_KEY: calibration.to_extra()}) == calibration
+    assert PlddtCalibration.from_extra({"steps": "1000"}) is None
+    np.testing.assert_allclose(calibration(np.array([0.25, 0.5, 0.75])), [0.4, 0.7, 0.825], rtol=1e-6)
+    with pytest.raises(SchemaError, match=CALIBRATION_KEY):
+        PlddtCalibration.from_extra({CALIBRATION_KEY: {"expected": [0.0, 0.5], "lddt": [0.9, 0.1]}})
+    with pytest.raises(SchemaError, match=CALIBRATION_KEY):
+        PlddtCalibration.from_extra({CALIBRATION_KEY: {"expected": [0.0]}})
+    for knots in (((0.5, 0.5), (0.1, 0.2)), ((0.0, 1.5), (0.1, 0.2)), ((0.0,), (0.1,))):
+        with pytest.raises(ValueError):
+            PlddtCalibration(*knots)

@@ -16,6 +16,9 @@ A rerun resumes: after a protein's files, a receipt ``{protein}.predict.done.jso
 and its stats row; a pass whose proteins all have a matching receipt (and their files) is not run again, so a
 chunk job killed after hours keeps what it finished. ``--no-resume`` recomputes everything.
 
+pLDDT (with ``--fold distogram``) goes through the pLDDT calibration the checkpoint carries, when it carries
+one (:class:`~workflow_lib.inference.confidence.PlddtCalibration`).
+
 A3M inputs are turned into features on the fly with the feature stage's defaults
 (:func:`~workflow_lib.features.build.build_features`).
 """
@@ -35,6 +38,7 @@ import torch
 from workflow_lib.cli_args import add_chunk_options, chunk_inputs, non_negative_int, positive_int, unique_outputs
 from workflow_lib.errors import SchemaError
 from workflow_lib.features.build import build_features, read_features
+from workflow_lib.inference.confidence import PlddtCalibration
 from workflow_lib.inference.outputs import write_prediction
 from workflow_lib.inference.predict import (
     DEFAULT_MAX_MSA,
@@ -172,7 +176,8 @@ def run_predict(args: argparse.Namespace) -> int:
                              embeddings=args.embeddings, pair_heads=args.pair_heads, fold=args.fold,
                              precision=args.precision)
     device = resolve_device(options.device)
-    model, _ = load_checkpoint(args.model, map_location=device)
+    model, extra = load_checkpoint(args.model, map_location=device)
+    calibration = PlddtCalibration.from_extra(extra)
     check_feature_widths(model.config, where=str(args.model))
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -199,7 +204,7 @@ def run_predict(args: argparse.Namespace) -> int:
             drop_receipt(out_dir, named[i][0], RECEIPT_STAGE)
         items = [(named[i][0], load_inputs(named[i][1])) for i in group]
         began = time.perf_counter()
-        predictions = predict_group(model, items, options)
+        predictions = predict_group(model, items, options, calibration=calibration)
         seconds = time.perf_counter() - began
         residues = sum(len(prediction.sequence) for _, prediction in predictions)
         for (name, prediction), key in zip(predictions, (keys[i] for i in group)):

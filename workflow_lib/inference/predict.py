@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from workflow_lib.errors import InputError, SchemaError
-from workflow_lib.inference.confidence import expected_lddt
+from workflow_lib.inference.confidence import PlddtCalibration, expected_lddt
 from workflow_lib.inference.fold import FoldOptions, fold_from_distogram
 from workflow_lib.inference.stitch import MIN_WINDOW, Crop, PairMean, crop_plan, stitch_backbone
 from workflow_lib.model.checkpoint import network_device
@@ -403,9 +403,10 @@ def _add_crop(crop: Crop, result: dict[str, np.ndarray], pair_keys: Sequence[str
 
 
 def predict_features(model: ThreeTrackNetwork, features: Mapping[str, np.ndarray],
-                     options: PredictOptions = PredictOptions()) -> Prediction:
-    """Predict one protein (crop-and-stitch when ``L > options.window``)."""
-    return next(iter(predict_many(model, [("protein", features)], options)))[1]
+                     options: PredictOptions = PredictOptions(), *,
+                     calibration: PlddtCalibration | None = None) -> Prediction:
+    """Predict one protein (crop-and-stitch when ``L > options.window``); ``calibration``: :func:`predict_group`."""
+    return next(iter(predict_many(model, [("protein", features)], options, calibration=calibration)))[1]
 
 
 def plan_batches(lengths: Sequence[int], options: PredictOptions) -> list[list[int]]:
@@ -432,13 +433,18 @@ def plan_batches(lengths: Sequence[int], options: PredictOptions) -> list[list[i
 
 
 def predict_group(model: ThreeTrackNetwork, items: Sequence[tuple[str, Mapping[str, np.ndarray]]],
-                  options: PredictOptions = PredictOptions()) -> list[tuple[str, Prediction]]:
+                  options: PredictOptions = PredictOptions(), *,
+                  calibration: PlddtCalibration | None = None) -> list[tuple[str, Prediction]]:
     """One entry of :func:`plan_batches`: proteins that fit the window in one forward pass, or one protein
-    longer than the window, cropped and stitched."""
+    longer than the window, cropped and stitched.
+
+    ``calibration`` (the checkpoint's, :meth:`PlddtCalibration.from_extra`) maps the folded backbone's expected
+    lDDT to its pLDDT with ``fold: distogram``; None keeps the expected lDDT itself."""
     if options.fold == "distogram":
         heads = tuple(options.pair_heads) + (() if "dist" in options.pair_heads else ("dist",))
         predictions = predict_group(model, items, dataclasses.replace(options, fold="network", pair_heads=heads))
-        return [(name, _fold(prediction, keep_dist="dist" in options.pair_heads, seed=options.seed))
+        return [(name, _fold(prediction, keep_dist="dist" in options.pair_heads, seed=options.seed,
+                             calibration=calibration))
                 for name, prediction in predictions]
     device = next(model.parameters()).device
     check_feature_widths(model.config)
@@ -462,26 +468,30 @@ def predict_group(model: ThreeTrackNetwork, items: Sequence[tuple[str, Mapping[s
                 for (name, features), result in zip(items, outputs)]
 
 
-def _fold(prediction: Prediction, *, keep_dist: bool, seed: int) -> Prediction:
+def _fold(prediction: Prediction, *, keep_dist: bool, seed: int,
+          calibration: PlddtCalibration | None = None) -> Prediction:
     """The prediction with its backbone folded from its distogram and its pLDDT the lDDT that backbone expects
     under the distogram (:func:`~workflow_lib.inference.confidence.expected_lddt`; the network's pLDDT head
     scored the structure module's backbone, and on held-out chains does not follow the folded one's accuracy:
-    benchmarks/RESULTS.md); ``dist`` dropped unless kept. The fold's mirror-image choice reads the ω / θ / φ
-    distributions when ``pair_heads`` kept them, else the helix rule (:func:`~workflow_lib.inference.fold.hand_score`)."""
+    benchmarks/RESULTS.md), through ``calibration`` when given; ``dist`` dropped unless kept. The fold's
+    mirror-image choice reads the ω / θ / φ distributions when ``pair_heads`` kept them, else the helix rule
+    (:func:`~workflow_lib.inference.fold.hand_score`)."""
     orientations = ({head: prediction.probs[head] for head in ("omega", "theta", "phi")}
                     if {"omega", "theta", "phi"} <= set(prediction.probs) else None)   # they choose the hand
     backbone_3, _ = fold_from_distogram(prediction.probs["dist"], FoldOptions(seed=seed), orientations=orientations)
     prediction.backbone = complete_backbone(prediction.sequence, backbone_3).astype(np.float32)
     cb = virtual_cb(backbone_3[:, 0], backbone_3[:, 1], backbone_3[:, 2])
-    prediction.plddt = (100.0 * expected_lddt(prediction.probs["dist"], cb)).astype(np.float32)
+    expected = expected_lddt(prediction.probs["dist"], cb)
+    prediction.plddt = (100.0 * (expected if calibration is None else calibration(expected))).astype(np.float32)
     if not keep_dist:
         prediction.probs = {head: value for head, value in prediction.probs.items() if head != "dist"}
     return prediction
 
 
 def predict_many(model: ThreeTrackNetwork, items: Sequence[tuple[str, Mapping[str, np.ndarray]]],
-                 options: PredictOptions = PredictOptions()) -> Iterator[tuple[str, Prediction]]:
+                 options: PredictOptions = PredictOptions(), *,
+                 calibration: PlddtCalibration | None = None) -> Iterator[tuple[str, Prediction]]:
     """Predict named proteins; yields ``(name, Prediction)`` pass by pass (:func:`plan_batches`: batches of
     similar length first, then the proteins longer than the window)."""
     for group in plan_batches([features["msa"].shape[1] for _, features in items], options):
-        yield from predict_group(model, [items[i] for i in group], options)
+        yield from predict_group(model, [items[i] for i in group], options, calibration=calibration)

@@ -240,6 +240,7 @@ def model_card(*, data_dir: str | Path, run_dir: str | Path, msa_stats: Sequence
                benchmarks: str | None = None, pack: str | Path | None = None) -> str:
     """The Markdown card of a training run (module docstring); ``pack``: the run's training pack, if it used
     one (``trackfold train --pack``)."""
+    from workflow_lib.inference.confidence import PlddtCalibration
     from workflow_lib.model.checkpoint import load_checkpoint
     from workflow_lib.model.network import count_parameters
     from workflow_lib.schemas.training import TRAINING_CHAINS, TRAINING_METRICS, VALIDATION_CHAINS
@@ -398,6 +399,18 @@ def model_card(*, data_dir: str | Path, run_dir: str | Path, msa_stats: Sequence
                         [[int(r.step), _fmt(r.lddt_ca), _fmt(r.dist_top1), _fmt(r.contact_precision_long),
                           _fmt(r.contact_precision_medlong)] for r in curve.itertuples()])
     lines.append("")
+
+    # ------------------------------------------------------------------ pLDDT calibration (when stored)
+    calibration = PlddtCalibration.from_extra(extra)
+    if calibration is not None:
+        lines += ["## pLDDT calibration", "",
+                  "`trackfold predict` (`fold: distogram`) writes as pLDDT the expected lDDT of the folded backbone "
+                  "under the distogram mapped through this monotone calibration, fitted on held-out chains of known "
+                  "structure (`benchmarks/plddt_calibration.py`; `workflow_lib.inference.confidence."
+                  "PlddtCalibration`). Knots, expected lDDT → lDDT-Cα:", ""]
+        lines += _table(["expected lDDT", "lDDT-Cα"],
+                        [[_fmt(x), _fmt(y)] for x, y in zip(calibration.expected, calibration.lddt)])
+        lines.append("")
 
     # ------------------------------------------------------------------ evaluation
     lines += ["## Evaluation of whole-chain predictions", ""]
