@@ -164,7 +164,7 @@ def main() -> int:
         f"--structures STRUCTURES --chains CHAINS.parquet --work WORK --every {args.every} --knots {args.knots} "
         f"--checkpoint {args.checkpoint.name}`, written {datetime.now():%Y-%m-%d %H:%M}: {len(rows)} validation "
         f"chains of {min(r['length'] for r in rows)}-{max(r['length'] for r in rows)} residues at full length "
-        f"(every {args.every}th by length; {sum(r['regime'] == 'remote' for r in rows)} with remote templates only "
+        f"(every {args.every}-th by length; {sum(r['regime'] == 'remote' for r in rows)} with remote templates only "
         f"(never the chain itself, none above {MAX_TEMPLATE_IDENTITY:.0%} identity), the others with their hits as "
         f"searched, own chain included; up to {args.max_templates} templates), the predict path's defaults "
         f"(`fold: distogram`). Held out: each half of the chains scored with the calibration fitted on the other "
