@@ -536,11 +536,11 @@ def test_killed_predict_resumes_from_receipts(tmp_path, checkpoint, features, mo
     real = predict_cli.predict_group
     ran: list[str] = []
 
-    def counting(model, items, options):
+    def counting(model, items, options, **keywords):
         if len(ran) >= budget[0]:
             raise KeyboardInterrupt("killed")
         ran.extend(name for name, _ in items)
-        return real(model, items, options)
+        return real(model, items, options, **keywords)
 
     monkeypatch.setattr(predict_cli, "predict_group", counting)
 
