@@ -2,7 +2,8 @@
 
     python benchmarks/plddt_calibration.py --a3m-dir MSAS --hits-dir HITS --templates TEMPLATE_DB
         --structures pdb_chains_promod3/backbone.npz --chains CHAINS.parquet --work WORK [--every 2]
-        [--checkpoint models/trackfold_small_v4.pt] [--write-checkpoint OUT.pt] [--results-md benchmarks/RESULTS.md]
+        [--checkpoint models/trackfold_small_v4.pt] [--write-checkpoint OUT.pt] [--name NAME]
+        [--results-md benchmarks/RESULTS.md]
 
 With ``fold: distogram`` a prediction's confidence is the lDDT its folded backbone expects under the predicted
 distogram (:func:`workflow_lib.inference.confidence.expected_lddt`). It ranks residues and chains by accuracy
@@ -17,7 +18,7 @@ proteome run meets: *remote* (the chain's hits without itself and none above 90%
 (its hits as the template search returned them: a solved protein finds its own chain). Each goes through the
 product's predict path (default window, ``fold: distogram``, no calibration); per residue the expected lDDT and
 the real lDDT-Cα of the folded backbone against the PDB backbone are kept in ``WORK/{chain}.npz`` (a rerun
-reuses them).
+reuses them when the checkpoint, the regime and the template count are the same).
 
 Cross-validation: chains at even and odd positions form two halves; a calibration fitted on one half is scored on
 the other (mean absolute error per residue and of the per-chain mean, and the real lDDT-Cα of the residues in
@@ -28,6 +29,7 @@ each of AlphaFold DB's pLDDT bands). The calibration written is fitted on all ch
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 import tempfile
 from datetime import datetime
@@ -60,6 +62,7 @@ REGIMES = ("remote", "as searched")
 def collect(args: argparse.Namespace, model) -> list[dict]:
     """Per chain: name, regime, half, expected lDDT and real lDDT-Cα per residue (cached in ``--work``)."""
     chains = chains_to_run(args.chains, args.a3m_dir, args.hits_dir, args.min_length, 0, args.every)
+    fingerprint = weights_fingerprint(model)
     args.work.mkdir(parents=True, exist_ok=True)
     database = None
     natives = None
@@ -68,6 +71,12 @@ def collect(args: argparse.Namespace, model) -> list[dict]:
         for k, (name, length, a3m, hits) in enumerate(chains):
             regime = REGIMES[(k // 2) % 2]
             cache = args.work / f"{name}.npz"
+            stamp = f"{fingerprint} {regime} {args.max_templates}"
+            if cache.exists():
+                with np.load(cache) as data:
+                    stale = "stamp" not in data or str(data["stamp"]) != stamp   # other weights, regime, templates
+                if stale:
+                    cache.unlink()
             if not cache.exists():
                 if database is None:
                     database = load_template_db(args.templates)
@@ -85,7 +94,8 @@ def collect(args: argparse.Namespace, model) -> list[dict]:
                 present = np.isfinite(true_ca).all(axis=1)
                 lddt = lddt_ca(prediction.backbone[:, 1].astype(np.float64), true_ca, present).per_residue
                 with atomic_path(cache) as tmp, open(tmp, "wb") as handle:
-                    np.savez(handle, expected=prediction.plddt.astype(np.float64) / 100.0, lddt=lddt)
+                    np.savez(handle, expected=prediction.plddt.astype(np.float64) / 100.0, lddt=lddt,
+                             stamp=np.array(stamp))
                 print(f"{name} L={length} {regime}: expected {prediction.plddt.mean() / 100:.3f}, "
                       f"real {np.nanmean(lddt):.3f}", flush=True)
             with np.load(cache) as data:
@@ -127,10 +137,12 @@ def main() -> int:
     parser.add_argument("--max-templates", type=int, default=FeatureConfig().max_templates)
     parser.add_argument("--checkpoint", type=Path, default=ROOT / "models" / "trackfold_small_v4.pt")
     parser.add_argument("--write-checkpoint", type=Path, help="write the checkpoint with the calibration here")
+    parser.add_argument("--name", help="the checkpoint's name in the section heading (default: its file name)")
     parser.add_argument("--results-md", type=Path)
     args = parser.parse_args()
     torch.set_num_threads(1)
     model, extra = load_checkpoint(args.checkpoint)
+    name = args.name or args.checkpoint.name
     rows = collect(args, model)
     halves = [[row for row in rows if row["half"] == h] for h in (0, 1)]
     cross = []
@@ -153,8 +165,8 @@ def main() -> int:
         raw, calibrated = held_out(regime)
         label = "all" if regime is None else regime
         count = sum(1 for row in rows if regime in (None, row["regime"]))
-        for name, result in (("expected lDDT", raw), ("calibrated", calibrated)):
-            lines.append(f"| {label} | {count} | {name} | {result['real']:.3f} | {result['mean']:.3f} | "
+        for kind, result in (("expected lDDT", raw), ("calibrated", calibrated)):
+            lines.append(f"| {label} | {count} | {kind} | {result['real']:.3f} | {result['mean']:.3f} | "
                          f"{result['residue_mae']:.3f} | {result['chain_mae']:.3f} | "
                          + " | ".join(f"{share:.0%}: {value:.2f}" if share else "-" for share, value in result["bands"])
                          + " |")
@@ -162,9 +174,9 @@ def main() -> int:
     body = "\n".join([
         f"`python benchmarks/plddt_calibration.py --a3m-dir MSAS --hits-dir HITS --templates TEMPLATE_DB "
         f"--structures STRUCTURES --chains CHAINS.parquet --work WORK --every {args.every} --knots {args.knots} "
-        f"--checkpoint {args.checkpoint.name}`, written {datetime.now():%Y-%m-%d %H:%M}: {len(rows)} validation "
+        f"--checkpoint {name}`, written {datetime.now():%Y-%m-%d %H:%M}: {len(rows)} validation "
         f"chains of {min(r['length'] for r in rows)}-{max(r['length'] for r in rows)} residues at full length "
-        f"(every {args.every}-th by length; {sum(r['regime'] == 'remote' for r in rows)} with remote templates only "
+        f"(every {ordinal(args.every)} by length; {sum(r['regime'] == 'remote' for r in rows)} with remote templates only "
         f"(never the chain itself, none above {MAX_TEMPLATE_IDENTITY:.0%} identity), the others with their hits as "
         f"searched, own chain included; up to {args.max_templates} templates), the predict path's defaults "
         f"(`fold: distogram`). Held out: each half of the chains scored with the calibration fitted on the other "
@@ -178,11 +190,35 @@ def main() -> int:
         f"- The calibration stored (fitted on all {len(rows)} chains, {calibration_residues(rows):,} residues, "
         f"{len(calibration.expected)} knots; every 4th shown, expected → real): {knots}.",
     ])
-    publish(body, args.results_md, SECTION.format(checkpoint=args.checkpoint.name))
+    publish(body, args.results_md, SECTION.format(checkpoint=name))
     if args.write_checkpoint:
-        save_checkpoint(args.write_checkpoint, model, extra={**extra, CALIBRATION_KEY: calibration.to_extra()})
+        metadata = {key: repo_relative(value) for key, value in extra.items()}
+        save_checkpoint(args.write_checkpoint, model, extra={**metadata, CALIBRATION_KEY: calibration.to_extra()})
         print(f"wrote {args.write_checkpoint} with its pLDDT calibration")
     return 0
+
+
+def weights_fingerprint(model) -> str:
+    """BLAKE2b-128 of the network's config and weights: the same for a checkpoint with or without a calibration."""
+    digest = hashlib.blake2b(model.config.to_json().encode(), digest_size=16)
+    for key, value in sorted(model.state_dict().items()):
+        digest.update(key.encode())
+        digest.update(value.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, ..., 21st."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def repo_relative(value):
+    """Checkpoint metadata with this repository's absolute path dropped from its strings (a training run's
+    ``init_model``, say, becomes ``models/…``), so that the checkpoint written names no machine's folders."""
+    if isinstance(value, str):
+        return value.replace(f"{ROOT}/", "")
+    return value
 
 
 def calibration_residues(rows: list[dict]) -> int:

@@ -23,7 +23,7 @@ from workflow_lib.cli import main
 from workflow_lib.errors import InputError
 from workflow_lib.features import build_features, write_features
 from workflow_lib.model import ThreeTrackNetwork, preset
-from workflow_lib.inference.confidence import CALIBRATION_KEY, PlddtCalibration
+from workflow_lib.inference.confidence import CALIBRATION_KEY, PlddtCalibration, expected_lddt
 from workflow_lib.model.checkpoint import save_checkpoint
 from workflow_lib.schemas.features import (
     C_TEMPLATE_1D,
@@ -52,6 +52,7 @@ from workflow_lib.model.primitives import explicit_attention, fused_attention, m
 from workflow_lib.report.compare import compare_results
 from workflow_lib.schemas.io import read_frame, read_npz
 from workflow_lib.structure import read_chain
+from workflow_lib.structure.cbeta import virtual_cb
 
 DATA = Path(__file__).parent / "data"
 A3M = DATA / "predict" / "t1078_head64.a3m"
@@ -506,14 +507,18 @@ def test_the_checkpoint_calibration_maps_the_folded_plddt(tmp_path, model, featu
     calibrated = save_checkpoint(tmp_path / "calibrated.pt", model,
                                  extra={CALIBRATION_KEY: calibration.to_extra()})
     runs = {}
-    for run, path in (("plain", plain), ("calibrated", calibrated)):
+    for run, path, heads in (("plain", plain, "dist"), ("calibrated", calibrated, "none")):
         out = tmp_path / run
         assert main(["predict", "--model", str(path), "--out-dir", str(out), "--device", "cpu", "--window", "48",
-                     "--max-msa", "16", "--fold", "distogram", "--pair-heads", "none", "--stats",
+                     "--max-msa", "16", "--fold", "distogram", "--pair-heads", heads, "--stats",
                      str(out / "stats.parquet"), str(npz)]) == 0
         runs[run] = read_npz(out / "p40.pred.npz", PREDICTION)
     assert runs["plain"]["backbone"].tobytes() == runs["calibrated"]["backbone"].tobytes()
     expected = runs["plain"]["plddt"] / 100.0
+    backbone = runs["plain"]["backbone"].astype(np.float64)
+    np.testing.assert_allclose(expected, expected_lddt(runs["plain"]["dist"],
+                                                       virtual_cb(backbone[:, 0], backbone[:, 1], backbone[:, 2])),
+                               atol=2e-3)
     np.testing.assert_allclose(runs["calibrated"]["plddt"], 100.0 * calibration(expected), atol=1e-3)
     assert not np.allclose(runs["calibrated"]["plddt"], runs["plain"]["plddt"], atol=1.0)
     confidence = json.loads((tmp_path / "calibrated" / "p40.confidence.json").read_text())

@@ -100,20 +100,25 @@ def test_bad_shapes_are_rejected():
 
 
 # --- the calibration stored with a checkpoint ----------------------------------------------------------------
-def test_fit_calibration_is_monotone_and_follows_the_relation(myoglobin):
-    """Real per-residue pairs: the expected lDDT of ever more distorted myoglobin models under the native's own
-    softened distogram against their real lDDT-Cα. The fit never decreases and tracks the real lDDT of
-    residues with a similar expected lDDT."""
-    rng = np.random.default_rng(0)
+def _distorted_pairs(myoglobin: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per residue, (expected lDDT under the native's softened distogram, real lDDT-Cα) of myoglobin models
+    distorted ever more (each residue moved as a rigid unit)."""
+    rng = np.random.default_rng(seed)
     distogram = softened(one_hot(myoglobin), 1.0)
     expected, real = [], []
     for noise in (0.3, 0.6, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0):
         model = myoglobin + rng.normal(0.0, noise, size=(90, 1, 3))
         expected.append(expected_lddt(distogram, cb_of(model)))
         real.append(lddt_ca(model[:, 1], myoglobin[:, 1]).per_residue)
-    expected, real = np.concatenate(expected), np.concatenate(real)
-    calibration = fit_calibration(expected, real, bins=12)
-    assert np.all(np.diff(calibration.expected) > 0) and np.all(np.diff(calibration.lddt) >= 0)
+    return np.concatenate(expected), np.concatenate(real)
+
+
+def test_a_fitted_calibration_predicts_the_real_lddt_of_other_models(myoglobin):
+    """Real per-residue pairs: fitted on one set of distorted myoglobin models, the calibration brings the pLDDT
+    of another set (other distortions) close to its real lDDT-Cα, in every range of expected lDDT and much
+    closer than the expected lDDT itself; the ends are anchored at (0, 0) and (1, 1)."""
+    calibration = fit_calibration(*_distorted_pairs(myoglobin, 0), bins=12)
+    expected, real = _distorted_pairs(myoglobin, 1)
     checked = 0
     for low, high in ((0.2, 0.4), (0.4, 0.6), (0.6, 0.9)):
         inside = (expected >= low) & (expected < high)
@@ -121,19 +126,29 @@ def test_fit_calibration_is_monotone_and_follows_the_relation(myoglobin):
             assert abs(float(calibration(expected[inside]).mean()) - float(real[inside].mean())) < 0.05
             checked += 1
     assert checked >= 2
-    np.testing.assert_allclose(calibration(np.array([-1.0, 2.0])), [calibration.lddt[0], calibration.lddt[-1]],
-                               rtol=1e-6)
+    assert np.abs(calibration(expected) - real).mean() < 0.6 * np.abs(expected - real).mean()
+    np.testing.assert_allclose(calibration(np.array([0.0, 1.0])), [0.0, 1.0])
+    assert calibration.expected[0] == 0.0 and calibration.expected[-1] == 1.0
 
 
-def test_fit_calibration_pools_violators_and_needs_enough_residues():
+def test_fit_calibration_pools_violators_weighs_ties_and_needs_enough_residues():
     expected = np.repeat(np.linspace(0.1, 0.9, 4), 10)
     real = np.repeat([0.3, 0.5, 0.4, 0.8], 10)            # the third group breaks the order: pooled with the second
     calibration = fit_calibration(expected, real, bins=4)
-    np.testing.assert_allclose(calibration.lddt, [0.3, 0.45, 0.45, 0.8])
+    np.testing.assert_allclose(calibration.lddt, [0.0, 0.3, 0.45, 0.45, 0.8, 1.0])
+    np.testing.assert_allclose(calibration.expected, [0.0, 0.1, 0.1 + 0.8 / 3, 0.1 + 1.6 / 3, 0.9, 1.0], atol=1e-6)
+    cascade = fit_calibration(expected, np.repeat([0.5, 0.4, 0.3, 0.9], 10), bins=4)   # three groups pooled
+    np.testing.assert_allclose(cascade.lddt[1:-1], [0.4, 0.4, 0.4, 0.9])
+    # groups with the same expected lDDT are one knot at their size-weighted value; no anchor at 0 then
+    ties = fit_calibration(np.repeat([0.0, 0.5], 20), np.repeat([0.1, 0.5, 0.7, 0.7], 10), bins=4)
+    np.testing.assert_allclose(ties.expected, [0.0, 0.5, 1.0])
+    np.testing.assert_allclose(ties.lddt, [0.3, 0.7, 1.0])
     with pytest.raises(ValueError, match="at least 8 residues"):
         fit_calibration(expected[:5], real[:5], bins=4)
     with pytest.raises(ValueError, match="all alike"):
         fit_calibration(np.full(40, 0.5), real, bins=4)
+    with pytest.raises(ValueError, match="at least 2 groups"):
+        fit_calibration(expected, real, bins=1)
 
 
 def test_calibration_round_trips_through_checkpoint_metadata_and_rejects_bad_knots():

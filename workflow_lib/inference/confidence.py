@@ -88,8 +88,9 @@ class PlddtCalibration:
 
     The expected lDDT ranks residues and chains by accuracy but reads low: the predicted distance distributions
     are wider than the folded model's real errors, so on the default checkpoint's validation chains a residue at
-    expected lDDT 0.5 is at about 0.7 in truth. Calibrated, pLDDT reads on the scale AlphaFold DB's bands assume
-    (≥ 70 confident, ≥ 90 very high). ``expected`` and ``lddt`` are the knots (both in [0, 1], ``expected``
+    expected lDDT 0.5 is at about 0.7 in truth. Calibrated, pLDDT reads on the lDDT-Cα scale that AlphaFold's
+    pLDDT predicts and AlphaFold DB's bands assume (Jumper et al. 2021, *Nature* 596:583: below 50 very low,
+    50–70 low, 70–90 confident, above 90 very high). ``expected`` and ``lddt`` are the knots (both in [0, 1], ``expected``
     strictly increasing, ``lddt`` non-decreasing); values between knots are interpolated linearly, beyond them held.
     """
 
@@ -132,12 +133,18 @@ CALIBRATION_KEY = "plddt_calibration"
 
 
 def fit_calibration(expected: np.ndarray, lddt: np.ndarray, *, bins: int = 40) -> PlddtCalibration:
-    """Isotonic fit of the real lDDT on the expected lDDT, per residue, reduced to at most ``bins`` knots.
+    """Isotonic fit of the real lDDT on the expected lDDT, per residue, reduced to at most ``bins`` knots plus the
+    two end anchors.
 
     Residues are sorted by expected lDDT and cut into ``bins`` groups of equal size; the groups' mean real lDDT is
-    made non-decreasing by pool-adjacent-violators (weighted by group size), and each group gives one knot at its
-    mean expected lDDT. Non-finite pairs are ignored.
+    made non-decreasing by pool-adjacent-violators (Ayer et al. 1955, *Ann. Math. Stat.* 26:641; weighted by group
+    size), the isotonic calibration of Zadrozny & Elkan (2002, *KDD*), and each group gives one knot at its mean
+    expected lDDT (groups with the same mean: one knot, their size-weighted value). Beyond the groups the map runs
+    linearly to the anchors (0, 0) and (1, 1): a residue the distogram places near nothing is not confident, and a
+    backbone that satisfies a one-hot distogram exactly is exact if the distogram is. Knots are rounded to 6 decimals, as stored. Non-finite pairs are ignored.
     """
+    if bins < 2:
+        raise ValueError(f"a pLDDT calibration needs at least 2 groups of residues, got bins={bins}")
     x = np.asarray(expected, dtype=np.float64).ravel()
     y = np.asarray(lddt, dtype=np.float64).ravel()
     keep = np.isfinite(x) & np.isfinite(y)
@@ -146,26 +153,33 @@ def fit_calibration(expected: np.ndarray, lddt: np.ndarray, *, bins: int = 40) -
         raise ValueError(f"a pLDDT calibration with {bins} knots needs at least {2 * bins} residues, got {x.size}")
     order = np.argsort(x, kind="stable")
     groups = np.array_split(order, bins)
-    means_x = [float(x[g].mean()) for g in groups]
-    blocks = [[float(y[g].mean()), float(len(g)), [k]] for k, g in enumerate(groups)]   # value, weight, members
-    merged: list[list] = []
-    for block in blocks:
-        merged.append(block)
-        while len(merged) > 1 and merged[-2][0] > merged[-1][0]:
-            value2, weight2, members2 = merged.pop()
-            value1, weight1, members1 = merged.pop()
-            weight = weight1 + weight2
-            merged.append([(value1 * weight1 + value2 * weight2) / weight, weight, members1 + members2])
-    fitted = np.empty(bins)
-    for value, _, members in merged:
-        fitted[members] = value
-    knots_x, knots_y = [], []
-    for mx, fy in zip(means_x, fitted):
-        if knots_x and mx <= knots_x[-1]:      # ties in expected lDDT: one knot, the larger value
-            knots_y[-1] = max(knots_y[-1], fy)
-            continue
-        knots_x.append(mx)
-        knots_y.append(fy)
-    if len(knots_x) < 2:
+    # groups with the same mean expected lDDT (rounded as stored) are one group
+    merged_groups: list[tuple[float, float, float]] = []       # (mean expected, mean real, size)
+    for group in groups:
+        mx, my, size = round(float(x[group].mean()), 6), float(y[group].mean()), float(len(group))
+        if merged_groups and mx <= merged_groups[-1][0]:
+            px, py, psize = merged_groups.pop()
+            mx, my, size = px, (py * psize + my * size) / (psize + size), psize + size
+        merged_groups.append((mx, my, size))
+    if len(merged_groups) < 2:
         raise ValueError("the expected lDDT values are all alike: nothing to calibrate")
-    return PlddtCalibration(tuple(knots_x), tuple(float(v) for v in np.maximum.accumulate(knots_y)))
+    blocks: list[list] = []                                     # [value, weight, first group, last group]
+    for k, (_, value, size) in enumerate(merged_groups):
+        blocks.append([value, size, k, k])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            value2, weight2, _, last = blocks.pop()
+            value1, weight1, first, _ = blocks.pop()
+            blocks.append([(value1 * weight1 + value2 * weight2) / (weight1 + weight2), weight1 + weight2,
+                           first, last])
+    fitted = np.empty(len(merged_groups))
+    for value, _, first, last in blocks:
+        fitted[first:last + 1] = value
+    knots_x = [group[0] for group in merged_groups]
+    knots_y = [round(float(v), 6) for v in fitted]
+    if knots_x[0] > 0.0:
+        knots_x.insert(0, 0.0)
+        knots_y.insert(0, 0.0)
+    if knots_x[-1] < 1.0:
+        knots_x.append(1.0)
+        knots_y.append(1.0)
+    return PlddtCalibration(tuple(knots_x), tuple(knots_y))
