@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from search_bench.report import publish  # noqa: E402
 from workflow_lib.features.build import read_features  # noqa: E402
+from workflow_lib.inference.confidence import PlddtCalibration  # noqa: E402
 from workflow_lib.inference.predict import PredictOptions, predict_group  # noqa: E402
 from workflow_lib.model.checkpoint import load_checkpoint  # noqa: E402
 from workflow_lib.structure.metrics import tm_score  # noqa: E402
@@ -58,7 +59,8 @@ def main() -> int:
     args = parser.parse_args()
     settings = [int(value) for value in args.rows.split(",")]
     torch.set_num_threads(1)
-    model, _ = load_checkpoint(args.checkpoint)
+    model, extra = load_checkpoint(args.checkpoint)
+    calibration = PlddtCalibration.from_extra(extra)   # pLDDT as `trackfold predict` writes it
     lines = []
     totals = {rows: 0.0 for rows in settings}
     for length, depth, path in sample(args.features_dir, args.every):
@@ -67,7 +69,8 @@ def main() -> int:
         for rows in settings:
             start = time.process_time()
             ((_, prediction),) = predict_group(model, [(path.stem, features)],
-                                               PredictOptions(max_msa=rows, fold="distogram", pair_heads=()))
+                                               PredictOptions(max_msa=rows, fold="distogram", pair_heads=()),
+                                               calibration=calibration)
             runs[rows] = (time.process_time() - start, prediction)
             totals[rows] += runs[rows][0]
         first, last = runs[settings[0]][1], runs[settings[-1]][1]

@@ -42,6 +42,7 @@ sys.path.insert(0, str(ROOT))
 from search_bench.report import publish  # noqa: E402
 from workflow_lib.features.build import build_features  # noqa: E402
 from workflow_lib.features.templates import read_hits  # noqa: E402
+from workflow_lib.inference.confidence import PlddtCalibration  # noqa: E402
 from workflow_lib.inference.predict import PredictOptions, predict_group  # noqa: E402
 from workflow_lib.inference.stitch import crop_plan  # noqa: E402
 from workflow_lib.model.checkpoint import load_checkpoint  # noqa: E402
@@ -103,7 +104,8 @@ def main() -> int:
     args = parser.parse_args()
     windows = [int(value) for value in args.windows.split(",")]
     torch.set_num_threads(1)
-    model, _ = load_checkpoint(args.checkpoint)
+    model, extra = load_checkpoint(args.checkpoint)
+    calibration = PlddtCalibration.from_extra(extra)   # pLDDT as `trackfold predict` writes it
     database = load_template_db(args.templates)
     chains = chains_to_run(args.chains, args.a3m_dir, args.hits_dir, args.min_length, args.max_length,
                            args.every)
@@ -126,7 +128,8 @@ def main() -> int:
             for window in windows:
                 start = time.process_time()
                 ((_, prediction),) = predict_group(model, [(name, features)],
-                                                   PredictOptions(window=window, fold="distogram", pair_heads=()))
+                                                   PredictOptions(window=window, fold="distogram", pair_heads=()),
+                                                   calibration=calibration)
                 seconds = time.process_time() - start
                 ca = prediction.backbone[:, 1].astype(np.float64)
                 row[window] = {"calls": len(crop_plan(length, window)), "seconds": seconds,
