@@ -90,8 +90,9 @@ class PlddtCalibration:
     are wider than the folded model's real errors, so on the default checkpoint's validation chains a residue at
     expected lDDT 0.5 is at about 0.7 in truth. Calibrated, pLDDT reads on the lDDT-Cα scale that AlphaFold's
     pLDDT predicts and AlphaFold DB's bands assume (Jumper et al. 2021, *Nature* 596:583: below 50 very low,
-    50–70 low, 70–90 confident, above 90 very high). ``expected`` and ``lddt`` are the knots (both in [0, 1], ``expected``
-    strictly increasing, ``lddt`` non-decreasing); values between knots are interpolated linearly, beyond them held.
+    50–70 low, 70–90 confident, above 90 very high). ``expected`` and ``lddt`` are the knots (both in [0, 1],
+    ``expected`` strictly increasing, ``lddt`` non-decreasing); values between knots are interpolated linearly,
+    beyond them held (a fitted calibration's knots run from 0 to 1).
     """
 
     expected: tuple[float, ...]
@@ -141,7 +142,8 @@ def fit_calibration(expected: np.ndarray, lddt: np.ndarray, *, bins: int = 40) -
     size), the isotonic calibration of Zadrozny & Elkan (2002, *KDD*), and each group gives one knot at its mean
     expected lDDT (groups with the same mean: one knot, their size-weighted value). Beyond the groups the map runs
     linearly to the anchors (0, 0) and (1, 1): a residue the distogram places near nothing is not confident, and a
-    backbone that satisfies a one-hot distogram exactly is exact if the distogram is. Knots are rounded to 6 decimals, as stored. Non-finite pairs are ignored.
+    backbone that satisfies a one-hot distogram exactly is exact if the distogram is. Knots are rounded to 6
+    decimals, as stored. Non-finite pairs are ignored.
     """
     if bins < 2:
         raise ValueError(f"a pLDDT calibration needs at least 2 groups of residues, got bins={bins}")
