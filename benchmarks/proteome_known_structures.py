@@ -1,7 +1,8 @@
 """A proteome run's predictions against the proteins' own PDB structures, and how well pLDDT ranks them.
 
     python benchmarks/proteome_known_structures.py --results RESULTS --proteome ecoli [--templates TEMPLATE_DB]
-        [--receipt-window 128] [--checkpoint CKPT] [--min-identity 0.95] [--min-coverage 0.5] [--results-md benchmarks/RESULTS.md]
+        [--receipt-window 128] [--checkpoint CKPT] [--min-identity 0.95] [--min-coverage 0.5]
+        [--results-md benchmarks/RESULTS.md]
 
 A proteome has no answer key, but some of its proteins were solved: the template search finds their own chain
 among the PDB chains. For every protein with a finished prediction (its ``{protein}.predict.done.json`` receipt;
