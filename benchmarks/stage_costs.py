@@ -1,7 +1,8 @@
 """What a workflow run cost per stage, from its rules' `benchmark:` files, and what the whole proteome would cost.
 
     python benchmarks/stage_costs.py --results RESULTS --proteome ecoli --chunks 7,13|finished \\
-        [--logs LOGS [--logs LOGS2]] [--receipt-window W] [--project-receipts] [--machine "AMD EPYC, 2 cores"]
+        [--logs LOGS [--logs LOGS2]] [--receipt-window W] [--receipt-checkpoint CKPT] [--project-receipts]
+        [--machine "AMD EPYC, 2 cores"]
         [--results-md benchmarks/RESULTS.md]
 
 Reads ``RESULTS/benchmarks/{rule}/{proteome}/...`` of the given chunks (a chunk's jobs are those whose benchmark
@@ -20,7 +21,8 @@ of a few tens of seconds can lose much of theirs.
 For the template, feature and inference stages, the proteins finished inside chunks that have not finished
 (their per-protein receipts ``*.done.json``) are counted too, in a line under the table: how many, their
 residues and their own seconds (wall time per protein, start-up excluded). ``--receipt-window W`` keeps only the
-inference receipts of window ``W`` (and of proteins that fit it), e.g. after the window was changed mid-run.
+inference receipts of window ``W`` (and of proteins that fit it), e.g. after the window was changed mid-run;
+``--receipt-checkpoint CKPT`` only those of that checkpoint (the others are predicted again).
 ``--project-receipts`` also projects those stages' unfinished chunks from the receipts by length (seconds
 interpolated linearly between the finished proteins' lengths, in proportion to L² beyond the longest): a job
 runs the proteins that fit one pass (or one window) shortest first and the others in input order, so use it
@@ -48,6 +50,7 @@ from search_bench.report import publish  # noqa: E402
 from workflow_lib.report.collect import job_log, read_benchmark, stage_of_rule  # noqa: E402
 from workflow_lib.schemas.db import CHUNKS  # noqa: E402
 from workflow_lib.schemas.io import read_frame  # noqa: E402
+from workflow_lib.seqio.receipts import file_fingerprint  # noqa: E402
 
 SECTION = "## Proteome end to end: E. coli against UniProt-2014, per stage"
 FINISHED_SECTION = "## Proteome end to end: every finished chunk of {proteome}, per stage"
@@ -64,6 +67,7 @@ def main() -> int:
                         help="a logs folder of the workflow (exact CPU per job); may be repeated")
     parser.add_argument("--machine", default="AMD EPYC, 2 cores")
     parser.add_argument("--receipt-window", type=int, help="count only inference receipts of this window")
+    parser.add_argument("--receipt-checkpoint", type=Path, help="count only inference receipts of this checkpoint")
     parser.add_argument("--project-receipts", action="store_true",
                         help="project unfinished chunks from the finished proteins' receipts by length")
     parser.add_argument("--results-md", type=Path, help="write the table into this Markdown file")
@@ -104,8 +108,9 @@ def main() -> int:
                      f"{group['seconds'].sum():,.0f} | {group['max_rss_mb'].max():,.0f} | "
                      f"{'-' if stage == 'database' else f'{cpu / max(len(members), 1):.1f}'} | "
                      f"{projected / 3600:.1f} |")
+    model = None if args.receipt_checkpoint is None else file_fingerprint(args.receipt_checkpoint)
     notes = in_progress(args.results, args.proteome, planned, stage_chunks, window=args.receipt_window,
-                        project=args.project_receipts) if finished else []
+                        model=model, project=args.project_receipts) if finished else []
     missing = [stage for stage in RECEIPT_FOLDERS if finished and stage not in stage_chunks]
     unfinished = f" without {', '.join(missing)} (no finished chunk yet)" if missing else ""
     if finished:
@@ -118,6 +123,7 @@ def main() -> int:
         f"`python benchmarks/stage_costs.py --results RESULTS --proteome {args.proteome} --chunks {args.chunks}"
         + " --logs LOGS" * len(args.logs)
         + (f" --receipt-window {args.receipt_window}" if args.receipt_window else "")
+        + (f" --receipt-checkpoint {args.receipt_checkpoint.name}" if args.receipt_checkpoint else "")
         + (" --project-receipts" if args.project_receipts else "") + f"`: {which}, of the "
         f"{len(planned):,}-protein proteome through the workflow. {args.machine}; wall seconds "
         "from the rules' `benchmark:` files, CPU seconds and peak memory from "
@@ -145,7 +151,7 @@ RECEIPT_FOLDERS = {"templates": ("templates", "templates"), "features": ("featur
 
 
 def in_progress(results: Path, proteome: str, planned: pd.DataFrame, stage_chunks: dict, *,
-                window: int | None = None, project: bool = False) -> list[str]:
+                window: int | None = None, model: str | None = None, project: bool = False) -> list[str]:
     """Lines on the proteins finished (receipts) inside chunks a stage has not finished, and with ``project``
     the stage's unfinished chunks projected from them by length (module docstring)."""
     lines = []
@@ -162,6 +168,8 @@ def in_progress(results: Path, proteome: str, planned: pd.DataFrame, stage_chunk
             content = json.loads(path.read_text())
             if stage == "predict" and window is not None \
                     and content["key"]["settings"].get("window") not in (None, window):
+                continue
+            if stage == "predict" and model is not None and content["key"]["inputs"].get("model") != model:
                 continue
             done[name] = float(content["row"]["seconds"])
         seconds, count = sum(done.values()), len(done)
