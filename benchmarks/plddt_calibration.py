@@ -41,7 +41,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from predict_window import MAX_TEMPLATE_IDENTITY, chains_to_run, usable_hits  # noqa: E402
+from predict_window import MAX_TEMPLATE_IDENTITY, add_chain_arguments, chains_to_run, usable_hits  # noqa: E402
 from search_bench.report import publish  # noqa: E402
 from workflow_lib.features.build import build_features  # noqa: E402
 from workflow_lib.inference.confidence import CALIBRATION_KEY, PlddtCalibration, fit_calibration  # noqa: E402
@@ -125,11 +125,7 @@ def score(rows: list[dict], calibration: PlddtCalibration | None) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--a3m-dir", type=Path, required=True)
-    parser.add_argument("--hits-dir", type=Path, required=True)
-    parser.add_argument("--templates", type=Path, required=True, help="template database (trackfold templates build)")
-    parser.add_argument("--structures", type=Path, required=True, help="backbone archive of the chains")
-    parser.add_argument("--chains", type=Path, required=True, help="a training run's chains.parquet")
+    add_chain_arguments(parser)
     parser.add_argument("--work", type=Path, required=True, help="folder for the per-chain results (resumable)")
     parser.add_argument("--min-length", type=int, default=40)
     parser.add_argument("--every", type=int, default=2, help="every N-th validation chain by length")

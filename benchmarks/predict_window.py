@@ -86,13 +86,18 @@ def usable_hits(path: Path, name: str, out_dir: Path) -> Path:
     return out
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_chain_arguments(parser: argparse.ArgumentParser) -> None:
+    """The inputs that pick validation chains and build their features (:func:`chains_to_run`)."""
     parser.add_argument("--a3m-dir", type=Path, required=True)
     parser.add_argument("--hits-dir", type=Path, required=True)
     parser.add_argument("--templates", type=Path, required=True, help="template database (trackfold templates build)")
     parser.add_argument("--structures", type=Path, required=True, help="backbone archive of the chains")
     parser.add_argument("--chains", type=Path, required=True, help="a training run's chains.parquet")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_chain_arguments(parser)
     parser.add_argument("--min-length", type=int, default=330)
     parser.add_argument("--max-length", type=int, default=0, help="longest chain (0: any)")
     parser.add_argument("--every", type=int, default=1, help="every N-th of those chains by length")
