@@ -53,7 +53,9 @@ class OuterProductMean(nn.Module):
             stop = min(n_res, start + step)
             outer = torch.einsum("...nic,...njd->...ijcd", a[..., start:stop, :], b).flatten(-2)
             norm = torch.einsum("...ni,...nj->...ij", weights[..., start:stop], mask)[..., None]
-            outs.append(self.linear_out(outer / (norm + 1e-3)))
+            # Linear(outer / norm) = (outer W^T) / norm + bias: divide the C_z outputs, not the c*c products
+            projected = torch.nn.functional.linear(outer, self.linear_out.weight)
+            outs.append(projected / (norm + 1e-3) + self.linear_out.bias)
         return torch.cat(outs, dim=-3) if len(outs) > 1 else outs[0]
 
 
