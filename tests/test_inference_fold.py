@@ -17,15 +17,16 @@ from workflow_lib.features import build_features
 from workflow_lib.aligner.compiled import KERNELS_ENV, available
 from workflow_lib.inference.confidence import expected_lddt
 from workflow_lib.inference.fold import (BIN_CENTRES, CLASH_DISTANCE, TAIL_SLOPE, FoldOptions, _dihedral,
-                                         _interpolate, _planar, fold_from_distogram, helix_handedness,
+                                         _interpolate, _planar, fold_from_distogram, graph_energy, helix_handedness,
                                          orientation_energy, orientation_hand_energy, orientation_potentials,
                                          prefer_mirror, restraint_potential, rotation_to_quaternion)
-from workflow_lib.inference.fold_compiled import CompiledTerms, pair_tables
+from workflow_lib.inference.fold_compiled import ChainEnergy, CompiledTerms, pair_tables
 from workflow_lib.inference.predict import PredictOptions, predict_features
 from workflow_lib.model import ThreeTrackNetwork, preset
 from workflow_lib.structure.cbeta import virtual_cb
 from workflow_lib.structure.parse import read_structure
-from workflow_lib.model.structure import cb_from_backbone, quaternion_to_rotation, random_rotation
+from workflow_lib.model.structure import (Frames, backbone_from_frames, bond_violation_loss, cb_from_backbone,
+                                          quaternion_to_rotation, random_rotation)
 from workflow_lib.structure.geometry import (DIST_BINS, OMEGA_BINS, PHI_BINS, bin_pair_geometry, dihedral,
                                              pair_geometry, planar_angle)
 from workflow_lib.structure.metrics import lddt_ca, tm_score
@@ -118,6 +119,56 @@ def test_compiled_terms_match_the_torch_terms(myoglobin):
     assert tables[5] == 0.5
     bisected, _ = CompiledTerms.apply(cb, ca, tables[:5] + (0.0,) + tables[6:], CLASH_DISTANCE)
     torch.testing.assert_close(bisected, got, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.skipif(not available(), reason="numba not importable")
+def test_compiled_chain_energy_matches_the_torch_graph(myoglobin):
+    """The one-call energy (frames -> atoms -> Cβ -> restraints, clash and chain terms) and its gradients on the
+    frames against autograd through the torch expressions, in float64, on starts near, squeezed and unnormalised."""
+    length = 70
+    probs = native_distogram(myoglobin)
+    potential, weight = restraint_potential(probs)
+    pairs = np.argwhere(np.triu(weight > 0.05, k=1))
+    pot, w = potential[pairs[:, 0], pairs[:, 1]], weight[pairs[:, 0], pairs[:, 1]]
+    generator = torch.Generator().manual_seed(2)
+    native = torch.as_tensor(myoglobin[:, 1], dtype=torch.float64)
+    trans = torch.stack([native + torch.randn(length, 3, generator=generator, dtype=torch.float64),
+                         0.3 * native, 2.0 * native]).requires_grad_(True)                  # [3, 70, 3]
+    quat = (3.0 * torch.randn(3, length, 4, generator=generator, dtype=torch.float64)).requires_grad_(True)
+    bond_weight, clash_weight = 7.0, 1.5
+
+    backbone = backbone_from_frames(Frames(quaternion_to_rotation(quat), trans))
+    bonds, _ = bond_violation_loss(backbone, torch.ones(3, length - 1, dtype=torch.bool), tolerance=0.0)
+    cb, ca = cb_from_backbone(backbone), backbone[:, :, 1]
+    d = (cb[:, pairs[:, 0]] - cb[:, pairs[:, 1]]).norm(dim=-1)
+    restraint = (torch.as_tensor(w) * _interpolate(torch.as_tensor(pot), d)).sum() / length
+    far = torch.triu(torch.ones(length, length, dtype=torch.float64), diagonal=2)
+    clash = ((torch.relu(CLASH_DISTANCE - torch.cdist(ca, ca)) ** 2) * far).sum() / length
+    expected = restraint + bond_weight * 3 * bonds + clash_weight * clash
+    assert clash > 0 and bonds > 0
+    grad_trans, grad_quat = torch.autograd.grad(expected, (trans, quat))
+
+    tables = pair_tables(pairs, pot, w, BIN_CENTRES, TAIL_SLOPE)
+    got = ChainEnergy.apply(trans, quat, tables, CLASH_DISTANCE, bond_weight, clash_weight)
+    assert got.shape == (3,)
+    torch.testing.assert_close(got.sum(), expected.detach(), rtol=1e-9, atol=1e-9)
+    got_trans, got_quat = torch.autograd.grad(got.sum(), (trans, quat))
+    torch.testing.assert_close(got_trans, grad_trans, rtol=1e-8, atol=1e-9)
+    torch.testing.assert_close(got_quat, grad_quat, rtol=1e-8, atol=1e-9)
+    # each start's energy is its own: the second start alone gives the second entry
+    alone = ChainEnergy.apply(trans[1:2], quat[1:2], tables, CLASH_DISTANCE, bond_weight, clash_weight)
+    torch.testing.assert_close(alone[0], got[1])
+
+
+def test_graph_energy_folds_as_well(myoglobin):
+    """The fold with the torch graph (graph_energy) and with the compiled energy reach the native alike."""
+    probs = native_distogram(myoglobin)
+    options = FoldOptions(starts=2, iterations=300)
+    compiled, _ = fold_from_distogram(probs, options)
+    with graph_energy():
+        graph, _ = fold_from_distogram(probs, options)
+    for backbone in (compiled, graph):
+        assert lddt_ca(backbone[:, 1], myoglobin[:, 1]).score > 0.6
 
 
 def test_restraints_skip_close_and_unlikely_pairs(myoglobin):

@@ -16,8 +16,10 @@ energy adds the peptide-bond and Cα–Cα terms of :func:`~workflow_lib.model.s
 shape the fold first and the chain is made physical last, then ``polish`` more steps at the full weight and a
 fifth of the step size) and a Cα clash term ``max(0, 3.8 − d)²`` for ``|i − j| ≥ 2``. Adam minimises it from
 ``starts`` random-walk chains (seeded), run as one batch; the lowest-energy result wins. Cost: O(L²) per
-iteration; the restraint and clash terms run as one compiled pass over the pairs where numba is available
-(:mod:`workflow_lib.inference.fold_compiled`), as torch tensor expressions otherwise.
+iteration; where numba is available the whole energy and its gradient (frames, atoms, Cβ, restraints, clash
+and chain terms) are one compiled call per step (:mod:`workflow_lib.inference.fold_compiled`; with orientation
+restraints the restraint and clash terms are compiled and the rest is a torch graph), torch tensor expressions
+otherwise.
 
 **Orientation restraints** (trRosetta's other five maps; seed 000's 6D representation), with
 ``orientation_weight > 0`` and the ω / θ / φ distributions given: for pairs predicted within 20 Å with
@@ -38,6 +40,8 @@ steps against the same energy.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -181,6 +185,22 @@ def orientation_energy(backbone: torch.Tensor, cb: torch.Tensor, pairs: torch.Te
     return (weight * total).sum()
 
 
+_CHAIN_KERNEL = [True]
+
+
+@contextlib.contextmanager
+def graph_energy() -> Iterator[None]:
+    """Within this block the fold's frames, atoms, Cβ and chain terms run as a torch autograd graph around the
+    compiled restraint and clash terms, as they do with orientation restraints, instead of the one compiled
+    call of :class:`~workflow_lib.inference.fold_compiled.ChainEnergy` (the reference for tests and
+    ``benchmarks/fold_speed.py``)."""
+    _CHAIN_KERNEL.append(False)
+    try:
+        yield
+    finally:
+        _CHAIN_KERNEL.pop()
+
+
 @torch.enable_grad()   # the minimisation needs autograd, also when called under torch.no_grad()
 def fold_from_distogram(dist_probs: np.ndarray, options: FoldOptions = FoldOptions(),
                         orientations: dict[str, np.ndarray] | None = None) -> tuple[np.ndarray, float]:
@@ -212,8 +232,9 @@ def fold_from_distogram(dist_probs: np.ndarray, options: FoldOptions = FoldOptio
         if len(o_pairs):
             oriented = (torch.as_tensor(o_pairs), orientation_potentials(orientations, o_pairs),
                         options.orientation_weight * torch.as_tensor(weight[keep], dtype=torch.float32))
+    chain_kernel = compiled and oriented is None and _CHAIN_KERNEL[-1]
     if compiled:
-        from workflow_lib.inference.fold_compiled import CompiledTerms, pair_tables
+        from workflow_lib.inference.fold_compiled import ChainEnergy, CompiledTerms, pair_tables
 
         tables = pair_tables(pairs, pair_potential, pair_weight, BIN_CENTRES, TAIL_SLOPE)
     else:
@@ -235,6 +256,8 @@ def fold_from_distogram(dist_probs: np.ndarray, options: FoldOptions = FoldOptio
 
     def energy(trans: torch.Tensor, quat: torch.Tensor, bond_weight: float) -> torch.Tensor:
         """The summed energy of the starts in ``trans [S', L, 3]``, ``quat [S', L, 4]``."""
+        if chain_kernel:   # the whole energy and its gradient in one compiled call
+            return ChainEnergy.apply(trans, quat, tables, CLASH_DISTANCE, bond_weight, options.clash_weight).sum()
         backbone = backbone_from_frames(Frames(quaternion_to_rotation(quat), trans))     # [S', L, 3, 3]
         n = backbone.shape[0]
         bonded = torch.ones(n, max(0, length - 1), dtype=torch.bool)

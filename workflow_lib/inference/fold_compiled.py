@@ -1,5 +1,7 @@
-"""Compiled (numba) restraint and clash terms of :func:`workflow_lib.inference.fold.fold_from_distogram`, with
-their gradients, in one pass over the pairs.
+"""Compiled (numba) energy of :func:`workflow_lib.inference.fold.fold_from_distogram`, with its gradients: the
+restraint and clash terms in one pass over the pairs (:class:`CompiledTerms`), and the whole energy of a
+minimisation step, frames to atoms to Cβ to every term and back by the chain rule, in one call
+(:class:`ChainEnergy`).
 
 The torch expressions they replace (:func:`workflow_lib.inference.fold._interpolate` on gathered pair distances,
 and the Cα clash on a dense distance matrix) run a dozen full-size tensor operations per step and as many in
@@ -16,6 +18,12 @@ accumulated in float64; the result is the same energy to float rounding (tested 
 The two kernels repeat the six-line gradient accumulation of a pair on purpose, as the search's compiled
 kernels do (:mod:`workflow_lib.search.gapped_compiled`): numba is imported lazily, so a shared jitted helper
 could not live at module level.
+
+* Whole energy (:class:`ChainEnergy`): unit quaternions and translations -> rotation -> ideal N, CA, C -> virtual
+  Cβ (trRosetta's) -> restraints / L + clash weight × clashes / L + bond weight × the C(i)–N(i+1) and
+  Cα(i)–Cα(i+1) deviations / (L − 1), as the torch graph of the fold computes it, and the gradient on the
+  quaternions through their normalisation. A minimisation step was a graph of about a hundred small tensor
+  operations forward and back; at 100 residues that graph cost three times the restraints themselves.
 
 Used when :func:`workflow_lib.aligner.compiled.available` (numba importable, ``TRACKFOLD_KERNELS`` not
 ``numpy``); otherwise the torch terms run, with the same results.
@@ -120,7 +128,158 @@ def _kernels():
             energy[s] = total
         return energy, grad
 
-    return restraints, clashes
+    @jit
+    def chain_energy(trans, quat, ideal, cb_abc, pair_i, pair_j, pot, w, centres, step, tail_slope, cut,
+                     bond_weight, clash_weight, peptide_bond, ca_ca):
+        """Per-start energies ``[S]`` of the whole fold energy (restraints / L + clash weight x clashes / L + bond
+        weight x chain deviations / (L - 1)) and their gradients with respect to ``trans [S, L, 3]`` and the
+        unnormalised ``quat [S, L, 4]``: frames -> N, CA, C -> virtual CB -> terms, and back by the chain rule."""
+        n_starts, length = trans.shape[0], trans.shape[1]
+        rot = np.empty((n_starts, length, 3, 3))
+        qhat = np.empty((n_starts, length, 4))
+        norm = np.empty((n_starts, length))
+        atoms = np.empty((n_starts, length, 3, 3))        # N, CA, C
+        cb = np.empty((n_starts, length, 3))
+        ca_a, ca_b, ca_c = cb_abc[0], cb_abc[1], cb_abc[2]
+        for s in range(n_starts):
+            for i in range(length):
+                q0, q1, q2, q3 = quat[s, i, 0], quat[s, i, 1], quat[s, i, 2], quat[s, i, 3]
+                r = np.sqrt(q0 * q0 + q1 * q1 + q2 * q2 + q3 * q3)
+                norm[s, i] = r
+                w_, x, y, z = q0 / r, q1 / r, q2 / r, q3 / r
+                qhat[s, i, 0], qhat[s, i, 1], qhat[s, i, 2], qhat[s, i, 3] = w_, x, y, z
+                rot[s, i, 0, 0] = 1 - 2 * (y * y + z * z)
+                rot[s, i, 0, 1] = 2 * (x * y - w_ * z)
+                rot[s, i, 0, 2] = 2 * (x * z + w_ * y)
+                rot[s, i, 1, 0] = 2 * (x * y + w_ * z)
+                rot[s, i, 1, 1] = 1 - 2 * (x * x + z * z)
+                rot[s, i, 1, 2] = 2 * (y * z - w_ * x)
+                rot[s, i, 2, 0] = 2 * (x * z - w_ * y)
+                rot[s, i, 2, 1] = 2 * (y * z + w_ * x)
+                rot[s, i, 2, 2] = 1 - 2 * (x * x + y * y)
+                for a in range(3):
+                    for k in range(3):
+                        atoms[s, i, a, k] = (rot[s, i, k, 0] * ideal[a, 0] + rot[s, i, k, 1] * ideal[a, 1]
+                                             + rot[s, i, k, 2] * ideal[a, 2] + trans[s, i, k])
+                bx = atoms[s, i, 1, 0] - atoms[s, i, 0, 0]
+                by = atoms[s, i, 1, 1] - atoms[s, i, 0, 1]
+                bz = atoms[s, i, 1, 2] - atoms[s, i, 0, 2]
+                cx = atoms[s, i, 2, 0] - atoms[s, i, 1, 0]
+                cy = atoms[s, i, 2, 1] - atoms[s, i, 1, 1]
+                cz = atoms[s, i, 2, 2] - atoms[s, i, 1, 2]
+                cb[s, i, 0] = ca_a * (by * cz - bz * cy) + ca_b * bx + ca_c * cx + atoms[s, i, 1, 0]
+                cb[s, i, 1] = ca_a * (bz * cx - bx * cz) + ca_b * by + ca_c * cy + atoms[s, i, 1, 1]
+                cb[s, i, 2] = ca_a * (bx * cy - by * cx) + ca_b * bz + ca_c * cz + atoms[s, i, 1, 2]
+        restraint, g_cb = restraints(cb, pair_i, pair_j, pot, w, centres, step, tail_slope)
+        ca = np.ascontiguousarray(atoms[:, :, 1, :])
+        clash, g_ca = clashes(ca, cut)
+        energy = np.empty(n_starts)
+        g_atoms = np.zeros((n_starts, length, 3, 3))
+        inv_len = 1.0 / length
+        bond_scale = bond_weight / max(1, length - 1)
+        for s in range(n_starts):
+            bonds = 0.0
+            for i in range(length - 1):
+                # C(i)-N(i+1) and CA(i)-CA(i+1): |d - d0| with d = sqrt(|diff|^2 + 1e-8), as the torch loss
+                for first, second, target in ((2, 0, peptide_bond), (1, 1, ca_ca)):
+                    dx = atoms[s, i + 1, second, 0] - atoms[s, i, first, 0]
+                    dy = atoms[s, i + 1, second, 1] - atoms[s, i, first, 1]
+                    dz = atoms[s, i + 1, second, 2] - atoms[s, i, first, 2]
+                    d = np.sqrt(dx * dx + dy * dy + dz * dz + 1e-8)
+                    dev = d - target
+                    bonds += abs(dev)
+                    sign = 1.0 if dev > 0.0 else (-1.0 if dev < 0.0 else 0.0)
+                    coef = bond_scale * sign / d
+                    g_atoms[s, i + 1, second, 0] += coef * dx
+                    g_atoms[s, i + 1, second, 1] += coef * dy
+                    g_atoms[s, i + 1, second, 2] += coef * dz
+                    g_atoms[s, i, first, 0] -= coef * dx
+                    g_atoms[s, i, first, 1] -= coef * dy
+                    g_atoms[s, i, first, 2] -= coef * dz
+            energy[s] = restraint[s] * inv_len + clash_weight * clash[s] * inv_len + bond_scale * bonds
+            for i in range(length):
+                # CB = a (b x c) + b' b + c' c + CA with b = CA - N, c = C - CA
+                gx, gy, gz = g_cb[s, i, 0] * inv_len, g_cb[s, i, 1] * inv_len, g_cb[s, i, 2] * inv_len
+                bx = atoms[s, i, 1, 0] - atoms[s, i, 0, 0]
+                by = atoms[s, i, 1, 1] - atoms[s, i, 0, 1]
+                bz = atoms[s, i, 1, 2] - atoms[s, i, 0, 2]
+                cx = atoms[s, i, 2, 0] - atoms[s, i, 1, 0]
+                cy = atoms[s, i, 2, 1] - atoms[s, i, 1, 1]
+                cz = atoms[s, i, 2, 2] - atoms[s, i, 1, 2]
+                # d/db of g . (b x c) = c x g; d/dc = g x b
+                db0 = ca_a * (cy * gz - cz * gy) + ca_b * gx
+                db1 = ca_a * (cz * gx - cx * gz) + ca_b * gy
+                db2 = ca_a * (cx * gy - cy * gx) + ca_b * gz
+                dc0 = ca_a * (gy * bz - gz * by) + ca_c * gx
+                dc1 = ca_a * (gz * bx - gx * bz) + ca_c * gy
+                dc2 = ca_a * (gx * by - gy * bx) + ca_c * gz
+                g_atoms[s, i, 0, 0] -= db0
+                g_atoms[s, i, 0, 1] -= db1
+                g_atoms[s, i, 0, 2] -= db2
+                g_atoms[s, i, 1, 0] += gx + db0 - dc0 + clash_weight * g_ca[s, i, 0] * inv_len
+                g_atoms[s, i, 1, 1] += gy + db1 - dc1 + clash_weight * g_ca[s, i, 1] * inv_len
+                g_atoms[s, i, 1, 2] += gz + db2 - dc2 + clash_weight * g_ca[s, i, 2] * inv_len
+                g_atoms[s, i, 2, 0] += dc0
+                g_atoms[s, i, 2, 1] += dc1
+                g_atoms[s, i, 2, 2] += dc2
+        g_trans = np.zeros((n_starts, length, 3))
+        g_quat = np.zeros((n_starts, length, 4))
+        g_rot = np.zeros((3, 3))
+        for s in range(n_starts):
+            for i in range(length):
+                # atom = R ideal + t: dE/dt = sum of the atoms' gradients, dE/dR_kl = sum_a g_ak ideal_al
+                for k in range(3):
+                    g_trans[s, i, k] = g_atoms[s, i, 0, k] + g_atoms[s, i, 1, k] + g_atoms[s, i, 2, k]
+                    for m in range(3):
+                        g_rot[k, m] = (g_atoms[s, i, 0, k] * ideal[0, m] + g_atoms[s, i, 1, k] * ideal[1, m]
+                                       + g_atoms[s, i, 2, k] * ideal[2, m])
+                w_, x, y, z = qhat[s, i, 0], qhat[s, i, 1], qhat[s, i, 2], qhat[s, i, 3]
+                gw = 2 * (-z * g_rot[0, 1] + y * g_rot[0, 2] + z * g_rot[1, 0] - x * g_rot[1, 2]
+                          - y * g_rot[2, 0] + x * g_rot[2, 1])
+                gx_ = 2 * (y * g_rot[0, 1] + z * g_rot[0, 2] + y * g_rot[1, 0] - 2 * x * g_rot[1, 1]
+                           - w_ * g_rot[1, 2] + z * g_rot[2, 0] + w_ * g_rot[2, 1] - 2 * x * g_rot[2, 2])
+                gy_ = 2 * (-2 * y * g_rot[0, 0] + x * g_rot[0, 1] + w_ * g_rot[0, 2] + x * g_rot[1, 0]
+                           + z * g_rot[1, 2] - w_ * g_rot[2, 0] + z * g_rot[2, 1] - 2 * y * g_rot[2, 2])
+                gz_ = 2 * (-2 * z * g_rot[0, 0] - w_ * g_rot[0, 1] + x * g_rot[0, 2] + w_ * g_rot[1, 0]
+                           - 2 * z * g_rot[1, 1] + y * g_rot[1, 2] + x * g_rot[2, 0] + y * g_rot[2, 1])
+                # through the normalisation q / |q|: (g - qhat (qhat . g)) / |q|
+                dot = w_ * gw + x * gx_ + y * gy_ + z * gz_
+                r = norm[s, i]
+                g_quat[s, i, 0] = (gw - w_ * dot) / r
+                g_quat[s, i, 1] = (gx_ - x * dot) / r
+                g_quat[s, i, 2] = (gy_ - y * dot) / r
+                g_quat[s, i, 3] = (gz_ - z * dot) / r
+        return energy, g_trans, g_quat
+
+    return restraints, clashes, chain_energy
+
+
+class ChainEnergy(torch.autograd.Function):
+    """Per-start fold energies ``[S]`` of frames ``trans [S, L, 3]``, ``quat [S, L, 4]`` (the distance restraints,
+    the clash and the chain terms of :func:`workflow_lib.inference.fold.fold_from_distogram` without orientation
+    restraints), the whole energy and its gradient in one compiled call: at 100 residues the torch graph of the
+    frames, atoms, Cβ and chain terms costs more per minimisation step than the restraints themselves."""
+
+    @staticmethod
+    def forward(ctx, trans: torch.Tensor, quat: torch.Tensor, pairs: tuple, cut: float, bond_weight: float,
+                clash_weight: float):
+        from workflow_lib.model.structure import (CA_CA_TRANS, CB_A, CB_B, CB_C, IDEAL_BACKBONE,
+                                                  PEPTIDE_BOND)
+
+        _, _, chain_energy = _kernels()
+        energy, g_trans, g_quat = chain_energy(
+            trans.detach().double().numpy(), quat.detach().double().numpy(),
+            np.asarray(IDEAL_BACKBONE, dtype=np.float64), np.array([CB_A, CB_B, CB_C]), *pairs, float(cut),
+            float(bond_weight), float(clash_weight), PEPTIDE_BOND, CA_CA_TRANS)
+        ctx.save_for_backward(torch.from_numpy(g_trans).to(trans.dtype), torch.from_numpy(g_quat).to(quat.dtype))
+        return torch.from_numpy(energy).to(trans.dtype)
+
+    @staticmethod
+    def backward(ctx, grad_energy: torch.Tensor):
+        """The saved per-start gradients scaled by the incoming ones; none for the tables and the settings."""
+        g_trans, g_quat = ctx.saved_tensors
+        scale = grad_energy[:, None, None]
+        return scale * g_trans, scale * g_quat, None, None, None, None
 
 
 class CompiledTerms(torch.autograd.Function):
@@ -130,7 +289,7 @@ class CompiledTerms(torch.autograd.Function):
     @staticmethod
     def forward(ctx, cb: torch.Tensor, ca: torch.Tensor, pairs: tuple, cut: float):
         """Both terms and their gradients in one call of each kernel (``pairs``: :func:`pair_tables`)."""
-        restraints, clashes = _kernels()
+        restraints, clashes, _ = _kernels()
         energy, g_cb = restraints(cb.detach().double().numpy(), *pairs)
         clash, g_ca = clashes(ca.detach().double().numpy(), cut)
         ctx.save_for_backward(torch.from_numpy(g_cb).to(cb.dtype), torch.from_numpy(g_ca).to(ca.dtype))
