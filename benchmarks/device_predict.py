@@ -54,7 +54,8 @@ from workflow_lib.inference.predict import (  # noqa: E402
 from workflow_lib.model.checkpoint import load_checkpoint  # noqa: E402
 from workflow_lib.workflow.config import PredictConfig  # noqa: E402
 
-SECTION = "## Three-track inference on a device: throughput and the whole proteome"
+SECTION = "## Three-track inference on the {device}: batching, throughput and the whole proteome"
+"""One section per kind of device (``CPU``, ``GPU``), so that the two are read side by side."""
 
 
 def pick(source: Path, every: int, target: Path) -> None:
@@ -159,17 +160,22 @@ def main() -> int:
                "per_protein": {protein: float(value) for (protein, _), value in zip(items, per)}}
         report["settings"].append(row)
         lines.append(f"| {batch_size} | {max_tokens or 'no limit'} | {precision} | {row['sample_seconds']:.1f} | "
-                     f"{row['proteome_hours']:.2f} | {row['structures_per_day']:,.0f} | {peak:.1f} |")
+                     f"{row['proteome_hours']:.2f} | {row['structures_per_day']:,.0f} | "
+                     f"{'-' if np.isnan(peak) else f'{peak:.1f}'} |")
         print(lines[-1], flush=True)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=1))
+    threads = torch.get_num_threads()
+    plural = "" if threads == 1 else "s"
     body = "\n".join([
         f"`python benchmarks/device_predict.py --features-dir SAMPLE --lengths CHUNKS.parquet --device "
         f"{args.device} --window {args.window} --settings {args.settings}`, written {datetime.now():%Y-%m-%d %H:%M}: {len(items)} feature "
         f"files spanning the lengths of a {lengths.size:,}-protein proteome run (lengths "
         f"{sample_lengths.min()}-{sample_lengths.max()}), checkpoint `{args.checkpoint.name}`, `fold: distogram`, "
-        f"no 6D maps kept, on {name}, torch {torch.__version__}; wall seconds, the device synchronised after each "
+        f"no 6D maps kept, on {name}"
+        f"{'' if device.type == 'cuda' else f' ({threads} torch thread{plural})'}, torch {torch.__version__}; "
+        "wall seconds, the device synchronised after each "
         "pass, the fold from the distogram included; the proteome projected from the sample by length.",
         "",
         "| batch size | max tokens | precision | sample, s | proteome, h (projected) | structures per day | "
@@ -177,7 +183,7 @@ def main() -> int:
         "|---|---|---|---|---|---|---|",
         *lines,
     ])
-    publish(body, args.results_md, SECTION)
+    publish(body, args.results_md, SECTION.format(device="GPU" if device.type == "cuda" else "CPU"))
     return 0
 
 

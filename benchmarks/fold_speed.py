@@ -1,7 +1,8 @@
 """The fold from the distogram: one compiled energy call per step against the torch graph, on real PDB chains.
 
     python benchmarks/fold_speed.py --archive pdb_chains_promod3/backbone.npz [--chains 40] [--min-length 40]
-        [--max-length 500] [--proteome UP000000625_83333.fasta.gz] [--results-md benchmarks/RESULTS.md]
+        [--max-length 500] [--proteome UP000000625_83333.fasta.gz] [--features-dir RESULTS/P/features]
+        [--checkpoint models/trackfold_small_v4.pt] [--results-md benchmarks/RESULTS.md]
 
 Chains: ``--chains`` chains of a backbone archive (``pdb_chains_promod3``) with ``--min-length`` to
 ``--max-length`` residues and no chain break (every Cα–Cα step under 4.2 Å), evenly spaced over the archive's
@@ -17,12 +18,15 @@ previous default). Reported per length band: CPU seconds (``time.process_time``)
 backbone's lDDT-Cα and TM-score against the chain. The minimisation is chaotic (two float roundings part the
 trajectories after a few dozen steps), so single chains differ either way and the means are what compare. With
 ``--proteome``, each path's seconds are fitted as ``a + b L + c L²`` and summed over that proteome's lengths.
+With ``--features-dir``, the distograms the checkpoint predicts from those feature files (a proteome run's) are
+folded both ways too, beside the network's own CPU seconds for them: what the new path saves of inference.
 Writes the section "Structure prediction: the fold's compiled energy" of ``--results-md``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import platform
 import sys
 import time
@@ -36,7 +40,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from search_bench.report import publish  # noqa: E402
+from workflow_lib.features.build import read_features  # noqa: E402
 from workflow_lib.inference.fold import fold_from_distogram, graph_energy  # noqa: E402
+from workflow_lib.inference.predict import DEFAULT_WINDOW, PredictOptions, predict_features  # noqa: E402
+from workflow_lib.model.checkpoint import load_checkpoint  # noqa: E402
 from workflow_lib.seqio.fasta import iter_fasta  # noqa: E402
 from workflow_lib.structure.backbones import read_backbone_archive  # noqa: E402
 from workflow_lib.structure.geometry import DIST_BINS, bin_pair_geometry, pair_geometry  # noqa: E402
@@ -85,6 +92,28 @@ def fit_cost(lengths: np.ndarray, seconds: np.ndarray) -> np.ndarray:
     return coef
 
 
+def predicted_rows(features_dir: Path, checkpoint: Path) -> list[dict]:
+    """Per feature file: the network's CPU seconds for the distogram (every crop), and each fold path's CPU
+    seconds and final energy per residue on it."""
+    model, _ = load_checkpoint(checkpoint)
+    options = PredictOptions(window=DEFAULT_WINDOW, pair_heads=("dist",), fold="network")
+    rows = []
+    for path in sorted(features_dir.glob("*.npz")):
+        features = read_features(path)
+        start = time.process_time()
+        probs = predict_features(model, features, options).probs["dist"]
+        row = {"name": path.stem, "length": len(probs), "network_s": time.process_time() - start}
+        for label in ("compiled", "graph"):
+            start = time.process_time()
+            with graph_energy() if label == "graph" else contextlib.nullcontext():
+                _, row[f"{label}_e"] = fold_from_distogram(probs)
+            row[f"{label}_s"] = time.process_time() - start
+        rows.append(row)
+        print(f"{path.stem} L={row['length']} network {row['network_s']:.2f} s, fold: compiled "
+              f"{row['compiled_s']:.2f} s, graph {row['graph_s']:.2f} s", flush=True)
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--archive", type=Path, required=True)
@@ -95,6 +124,9 @@ def main() -> int:
     parser.add_argument("--noise", type=float, default=0.3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--proteome", type=Path, help="FASTA whose lengths the fitted costs are summed over")
+    parser.add_argument("--features-dir", type=Path,
+                        help="also fold the distograms the checkpoint predicts from these feature files")
+    parser.add_argument("--checkpoint", type=Path, default=ROOT / "models" / "trackfold_small_v4.pt")
     parser.add_argument("--results-md", type=Path)
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -109,10 +141,7 @@ def main() -> int:
         row = {"name": name, "length": len(coords)}
         for label in ("compiled", "graph"):
             start = time.process_time()
-            if label == "graph":
-                with graph_energy():
-                    backbone, _ = fold_from_distogram(probs)
-            else:
+            with graph_energy() if label == "graph" else contextlib.nullcontext():
                 backbone, _ = fold_from_distogram(probs)
             row[f"{label}_s"] = time.process_time() - start
             row[f"{label}_lddt"] = lddt_ca(backbone[:, 1], coords[:, 1]).score
@@ -142,10 +171,30 @@ def main() -> int:
         notes.append(f"- Summed over the {proteome.size:,} proteins of `{args.proteome.name}` (each path's seconds "
                      f"fitted as a + b L + c L² on the sample): the fold costs {hours['graph']:.1f} CPU-hours with "
                      f"the torch graph and {hours['compiled']:.1f} with the compiled energy.")
+    predicted = predicted_rows(args.features_dir, args.checkpoint) if args.features_dir is not None else []
+    if predicted:
+        totals = {key: sum(row[key] for row in predicted) for key in ("network_s", "graph_s", "compiled_s")}
+        energies = {key: float(np.mean([row[key] for row in predicted])) for key in ("graph_e", "compiled_e")}
+        notes += [""] * bool(notes) + [
+            f"Predicted distograms (`--features-dir`): the {len(predicted)} feature files of "
+            f"`{args.features_dir.name}` ({min(row['length'] for row in predicted)}-"
+            f"{max(row['length'] for row in predicted)} residues), each protein's distogram predicted by "
+            f"`{args.checkpoint.name}` (every crop, window 128) and folded both ways; CPU seconds summed over the "
+            "proteins, and the final energy per residue (the minimised objective) averaged.",
+            "",
+            "| network, CPU s | fold, torch graph | fold, compiled energy | inference, torch graph | "
+            "inference, compiled energy | energy per residue, graph / compiled |",
+            "|---|---|---|---|---|---|",
+            f"| {totals['network_s']:.1f} | {totals['graph_s']:.1f} | {totals['compiled_s']:.1f} | "
+            f"{totals['network_s'] + totals['graph_s']:.1f} | {totals['network_s'] + totals['compiled_s']:.1f} "
+            f"({(totals['network_s'] + totals['graph_s']) / (totals['network_s'] + totals['compiled_s']):.2f}x "
+            f"less) | {energies['graph_e']:.2f} / {energies['compiled_e']:.2f} |",
+        ]
     body = "\n".join([
         f"`python benchmarks/fold_speed.py --archive pdb_chains_promod3/backbone.npz --chains {args.chains} "
         f"--min-length {args.min_length} --max-length {args.max_length} --sharpness {args.sharpness} --noise "
-        f"{args.noise}{' --proteome ' + args.proteome.name if args.proteome else ''}`, written "
+        f"{args.noise}{' --proteome ' + args.proteome.name if args.proteome else ''}"
+        f"{' --features-dir ' + args.features_dir.name if args.features_dir else ''}`, written "
         f"{datetime.now():%Y-%m-%d %H:%M}: {len(rows)} unbroken PDB chains of {int(lengths.min())}-"
         f"{int(lengths.max())} residues, each folded from its own Cβ distogram made noisy (blurred over "
         f"{args.sharpness:g} bins, {args.noise:.0%} of the pairs half flattened) with the default fold options, "

@@ -86,14 +86,19 @@ def test_a_native_distogram_folds_back_to_the_native(myoglobin, kernels, monkeyp
     assert lddt_ca(random_fold[:, 1], myoglobin[:, 1]).score < 0.4
 
 
+def restrained_pairs(coords: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(pairs [P, 2], potential rows [P, bins], weights [P])`` of the chain's native distogram, as the fold
+    restrains them (contact probability above 0.05)."""
+    potential, weight = restraint_potential(native_distogram(coords))
+    pairs = np.argwhere(np.triu(weight > 0.05, k=1))
+    return pairs, potential[pairs[:, 0], pairs[:, 1]], weight[pairs[:, 0], pairs[:, 1]]
+
+
 @pytest.mark.skipif(not available(), reason="numba not importable")
 def test_compiled_terms_match_the_torch_terms(myoglobin):
     """Energies and gradients of the compiled restraint and clash pass against the torch expressions, on chains
     with clashes, pairs beyond the last bin centre and pairs below the first."""
-    probs = native_distogram(myoglobin)
-    potential, weight = restraint_potential(probs)
-    pairs = np.argwhere(np.triu(weight > 0.05, k=1))
-    pot, w = potential[pairs[:, 0], pairs[:, 1]], weight[pairs[:, 0], pairs[:, 1]]
+    pairs, pot, w = restrained_pairs(myoglobin)
     generator = torch.Generator().manual_seed(1)
     native = torch.as_tensor(myoglobin[:, 1], dtype=torch.float32)
     cb = torch.stack([native + 1.5 * torch.randn(70, 3, generator=generator),
@@ -126,10 +131,7 @@ def test_compiled_chain_energy_matches_the_torch_graph(myoglobin):
     """The one-call energy (frames -> atoms -> Cβ -> restraints, clash and chain terms) and its gradients on the
     frames against autograd through the torch expressions, in float64, on starts near, squeezed and unnormalised."""
     length = 70
-    probs = native_distogram(myoglobin)
-    potential, weight = restraint_potential(probs)
-    pairs = np.argwhere(np.triu(weight > 0.05, k=1))
-    pot, w = potential[pairs[:, 0], pairs[:, 1]], weight[pairs[:, 0], pairs[:, 1]]
+    pairs, pot, w = restrained_pairs(myoglobin)
     generator = torch.Generator().manual_seed(2)
     native = torch.as_tensor(myoglobin[:, 1], dtype=torch.float64)
     trans = torch.stack([native + torch.randn(length, 3, generator=generator, dtype=torch.float64),

@@ -140,6 +140,8 @@ def _kernels():
         norm = np.empty((n_starts, length))
         atoms = np.empty((n_starts, length, 3, 3))        # N, CA, C
         cb = np.empty((n_starts, length, 3))
+        b_vec = np.empty((n_starts, length, 3))           # CA - N
+        c_vec = np.empty((n_starts, length, 3))           # C - CA
         ca_a, ca_b, ca_c = cb_abc[0], cb_abc[1], cb_abc[2]
         for s in range(n_starts):
             for i in range(length):
@@ -161,12 +163,11 @@ def _kernels():
                     for k in range(3):
                         atoms[s, i, a, k] = (rot[s, i, k, 0] * ideal[a, 0] + rot[s, i, k, 1] * ideal[a, 1]
                                              + rot[s, i, k, 2] * ideal[a, 2] + trans[s, i, k])
-                bx = atoms[s, i, 1, 0] - atoms[s, i, 0, 0]
-                by = atoms[s, i, 1, 1] - atoms[s, i, 0, 1]
-                bz = atoms[s, i, 1, 2] - atoms[s, i, 0, 2]
-                cx = atoms[s, i, 2, 0] - atoms[s, i, 1, 0]
-                cy = atoms[s, i, 2, 1] - atoms[s, i, 1, 1]
-                cz = atoms[s, i, 2, 2] - atoms[s, i, 1, 2]
+                for k in range(3):
+                    b_vec[s, i, k] = atoms[s, i, 1, k] - atoms[s, i, 0, k]
+                    c_vec[s, i, k] = atoms[s, i, 2, k] - atoms[s, i, 1, k]
+                bx, by, bz = b_vec[s, i, 0], b_vec[s, i, 1], b_vec[s, i, 2]
+                cx, cy, cz = c_vec[s, i, 0], c_vec[s, i, 1], c_vec[s, i, 2]
                 cb[s, i, 0] = ca_a * (by * cz - bz * cy) + ca_b * bx + ca_c * cx + atoms[s, i, 1, 0]
                 cb[s, i, 1] = ca_a * (bz * cx - bx * cz) + ca_b * by + ca_c * cy + atoms[s, i, 1, 1]
                 cb[s, i, 2] = ca_a * (bx * cy - by * cx) + ca_b * bz + ca_c * cz + atoms[s, i, 1, 2]
@@ -200,12 +201,8 @@ def _kernels():
             for i in range(length):
                 # CB = a (b x c) + b' b + c' c + CA with b = CA - N, c = C - CA
                 gx, gy, gz = g_cb[s, i, 0] * inv_len, g_cb[s, i, 1] * inv_len, g_cb[s, i, 2] * inv_len
-                bx = atoms[s, i, 1, 0] - atoms[s, i, 0, 0]
-                by = atoms[s, i, 1, 1] - atoms[s, i, 0, 1]
-                bz = atoms[s, i, 1, 2] - atoms[s, i, 0, 2]
-                cx = atoms[s, i, 2, 0] - atoms[s, i, 1, 0]
-                cy = atoms[s, i, 2, 1] - atoms[s, i, 1, 1]
-                cz = atoms[s, i, 2, 2] - atoms[s, i, 1, 2]
+                bx, by, bz = b_vec[s, i, 0], b_vec[s, i, 1], b_vec[s, i, 2]
+                cx, cy, cz = c_vec[s, i, 0], c_vec[s, i, 1], c_vec[s, i, 2]
                 # d/db of g . (b x c) = c x g; d/dc = g x b
                 db0 = ca_a * (cy * gz - cz * gy) + ca_b * gx
                 db1 = ca_a * (cz * gx - cx * gz) + ca_b * gy
