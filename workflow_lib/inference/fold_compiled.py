@@ -37,6 +37,12 @@ import numpy as np
 import torch
 
 from workflow_lib.aligner.compiled import numba_module
+from workflow_lib.model.structure import CA_CA_TRANS, CB_A, CB_B, CB_C, IDEAL_BACKBONE, PEPTIDE_BOND
+
+_IDEAL = np.asarray(IDEAL_BACKBONE, dtype=np.float64)
+"""Ideal N, CA, C in a residue's frame, as :func:`~workflow_lib.model.structure.backbone_from_frames` places them."""
+_CB_ABC = np.array([CB_A, CB_B, CB_C], dtype=np.float64)
+"""trRosetta's virtual-Cβ coefficients, as :func:`~workflow_lib.model.structure.cb_from_backbone` uses them."""
 
 
 @lru_cache(maxsize=None)
@@ -260,13 +266,9 @@ class ChainEnergy(torch.autograd.Function):
     @staticmethod
     def forward(ctx, trans: torch.Tensor, quat: torch.Tensor, pairs: tuple, cut: float, bond_weight: float,
                 clash_weight: float):
-        from workflow_lib.model.structure import (CA_CA_TRANS, CB_A, CB_B, CB_C, IDEAL_BACKBONE,
-                                                  PEPTIDE_BOND)
-
         _, _, chain_energy = _kernels()
         energy, g_trans, g_quat = chain_energy(
-            trans.detach().double().numpy(), quat.detach().double().numpy(),
-            np.asarray(IDEAL_BACKBONE, dtype=np.float64), np.array([CB_A, CB_B, CB_C]), *pairs, float(cut),
+            trans.detach().double().numpy(), quat.detach().double().numpy(), _IDEAL, _CB_ABC, *pairs, float(cut),
             float(bond_weight), float(clash_weight), PEPTIDE_BOND, CA_CA_TRANS)
         ctx.save_for_backward(torch.from_numpy(g_trans).to(trans.dtype), torch.from_numpy(g_quat).to(quat.dtype))
         return torch.from_numpy(energy).to(trans.dtype)
