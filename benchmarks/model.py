@@ -102,7 +102,7 @@ def worker_inference(length: int, depth: int, window: int, threads: int) -> dict
     cpu_start = cpu_seconds()
     start = time.perf_counter()
     if len(crops) == 1:
-        predict_features(model, features, PredictOptions(window=window, max_msa=depth))
+        predict_features(model, features, PredictOptions(window=window, max_msa=depth, fold="network"))
         seconds = time.perf_counter() - start
         crop_seconds, extrapolated = seconds, False
     else:

@@ -116,10 +116,10 @@ def main() -> int:
         with np.load(path) as data:
             features = {key: data[key] for key in data.files}
         seconds = {}
-        explicit, seconds[MODES[0]] = timed(model, features, PredictOptions(pair_heads=("dist",)), True)
-        fused, seconds[MODES[1]] = timed(model, features, PredictOptions(pair_heads=("dist",)), False)
-        lean, seconds[MODES[2]] = timed(model, features, PredictOptions(pair_heads=()), False)
-        half, seconds[MODES[3]] = timed(model, features, PredictOptions(pair_heads=("dist",), precision="bfloat16"),
+        explicit, seconds[MODES[0]] = timed(model, features, PredictOptions(pair_heads=("dist",), fold="network"), True)
+        fused, seconds[MODES[1]] = timed(model, features, PredictOptions(pair_heads=("dist",), fold="network"), False)
+        lean, seconds[MODES[2]] = timed(model, features, PredictOptions(pair_heads=(), fold="network"), False)
+        half, seconds[MODES[3]] = timed(model, features, PredictOptions(pair_heads=("dist",), precision="bfloat16", fold="network"),
                                         False)
         d_half = np.abs(half.probs["dist"] - fused.probs["dist"])
         worst_half, mean_half = max(worst_half, float(d_half.max())), mean_half + [float(d_half.mean())]

@@ -209,7 +209,7 @@ def test_single_window_equals_the_full_forward_pass(model, features):
     length = features["msa"].shape[1]
     direct = run_network(model, [model_inputs(features, model.config, max_msa=16)], torch.device("cpu"))[0]
     for window in (length, 4 * length):
-        got = predict_features(model, features, PredictOptions(window=window, max_msa=16))
+        got = predict_features(model, features, PredictOptions(fold="network", window=window, max_msa=16))
         assert got.n_crops == 1
         for head in ("dist", "omega", "theta", "phi"):
             assert np.array_equal(got.probs[head], direct[head])
@@ -221,7 +221,7 @@ def test_cropped_prediction_stays_within_the_window(model, features):
     seen: list[int] = []
     handle = model.register_forward_pre_hook(lambda module, args: seen.append(args[0]["msa"].shape[-1]))
     try:
-        got = predict_features(model, features, PredictOptions(window=32, max_msa=16, embeddings=True))
+        got = predict_features(model, features, PredictOptions(fold="network", window=32, max_msa=16, embeddings=True))
     finally:
         handle.remove()
     length = features["msa"].shape[1]
@@ -240,11 +240,11 @@ def test_cropped_prediction_stays_within_the_window(model, features):
 
 
 def test_cropped_prediction_without_pair_outputs_runs_only_the_contiguous_crops(model, features):
-    full = predict_features(model, features, PredictOptions(window=32, max_msa=16))
+    full = predict_features(model, features, PredictOptions(fold="network", window=32, max_msa=16))
     seen: list[int] = []
     handle = model.register_forward_pre_hook(lambda module, args: seen.append(args[0]["msa"].shape[-1]))
     try:
-        lean = predict_features(model, features, PredictOptions(window=32, max_msa=16, pair_heads=()))
+        lean = predict_features(model, features, PredictOptions(fold="network", window=32, max_msa=16, pair_heads=()))
     finally:
         handle.remove()
     plan = crop_plan(features["msa"].shape[1], 32)
@@ -264,9 +264,9 @@ def test_a_model_reading_msa_statistics_gets_them_from_the_feature_file(features
     np.testing.assert_array_equal(inputs["deletion_matrix"], features["deletion_matrix"][rows][:, columns])
     np.testing.assert_array_equal(inputs["profile"], features["profile"][columns])
     assert inputs["deletion_matrix"].max() > 0
-    got = predict_features(model, features, PredictOptions(window=32, max_msa=16))
+    got = predict_features(model, features, PredictOptions(fold="network", window=32, max_msa=16))
     flat = dict(features, deletion_matrix=np.zeros_like(features["deletion_matrix"]))
-    other = predict_features(model, flat, PredictOptions(window=32, max_msa=16))
+    other = predict_features(model, flat, PredictOptions(fold="network", window=32, max_msa=16))
     assert np.abs(got.probs["dist"] - other.probs["dist"]).max() > 1e-4      # the deletions reach the output
     assert "deletion_matrix" not in model_inputs(features, tiny_model().config)
 
@@ -323,7 +323,7 @@ def test_inference_reads_exactly_the_keys_the_network_reads_and_each_changes_the
     assert {key for key, reader in NETWORK_READERS.items() if reader == "always"} <= keys
     full = _with_two_templates(features) if "template_mask" in keys else features
     recording = _Recording(full)
-    opts = PredictOptions(window=32, max_msa=16)
+    opts = PredictOptions(fold="network", window=32, max_msa=16)
     reference = predict_features(model, recording, opts)
     assert recording.read == keys
     for key in sorted(keys - {"msa", "residue_index"}):
@@ -336,11 +336,11 @@ def test_inference_reads_exactly_the_keys_the_network_reads_and_each_changes_the
 
 
 def test_bfloat16_inference_stays_close_to_float32(model, features):
-    options = PredictOptions(window=32, max_msa=16)
+    options = PredictOptions(fold="network", window=32, max_msa=16)
     reference = predict_features(model, features, options)
-    half = predict_features(model, features, PredictOptions(window=32, max_msa=16, precision="bfloat16"))
+    half = predict_features(model, features, PredictOptions(fold="network", window=32, max_msa=16, precision="bfloat16"))
     assert half.n_crops == reference.n_crops > 1
-    again = predict_features(model, features, PredictOptions(window=32, max_msa=16, precision="bfloat16"))
+    again = predict_features(model, features, PredictOptions(fold="network", window=32, max_msa=16, precision="bfloat16"))
     np.testing.assert_array_equal(again.probs["dist"], half.probs["dist"])                 # deterministic too
     for head in ("dist", "omega", "theta", "phi"):
         assert half.probs[head].dtype == np.float32
@@ -388,8 +388,8 @@ def test_inference_attention_matches_the_training_path(model, features):
 
 def test_batched_proteins_match_single_runs(model, features):
     items = [("a", sliced(features, 40)), ("b", sliced(features, 38))]
-    single = dict(predict_many(model, items, PredictOptions(max_msa=16)))
-    batched = dict(predict_many(model, items, PredictOptions(max_msa=16, batch_size=2)))
+    single = dict(predict_many(model, items, PredictOptions(fold="network", max_msa=16)))
+    batched = dict(predict_many(model, items, PredictOptions(fold="network", max_msa=16, batch_size=2)))
     for name in ("a", "b"):
         np.testing.assert_allclose(batched[name].probs["dist"], single[name].probs["dist"], atol=1e-5)
         np.testing.assert_allclose(batched[name].backbone, single[name].backbone, atol=1e-3)
@@ -400,10 +400,10 @@ def test_batched_crops_match_one_by_one(model, features):
     """A protein longer than the window: its crops share passes within batch_size / max_tokens, and the stitched
     outputs equal one crop per pass to float rounding."""
     item = [("long", sliced(features, 64))]
-    one = dict(predict_many(model, item, PredictOptions(max_msa=16, window=24)))["long"]
+    one = dict(predict_many(model, item, PredictOptions(fold="network", max_msa=16, window=24)))["long"]
     assert one.n_crops == len(crop_plan(64, 24)) > 8
     for batch_size, max_tokens in ((4, 0), (64, 60)):
-        many = dict(predict_many(model, item, PredictOptions(max_msa=16, window=24, batch_size=batch_size,
+        many = dict(predict_many(model, item, PredictOptions(fold="network", max_msa=16, window=24, batch_size=batch_size,
                                                              max_tokens=max_tokens)))["long"]
         assert many.n_crops == one.n_crops
         for head in ("dist", "omega", "theta", "phi"):
@@ -414,21 +414,21 @@ def test_batched_crops_match_one_by_one(model, features):
 
 def test_crop_passes_keep_order_and_budgets():
     sizes = [24, 24, 24, 24, 20, 24, 24]
-    assert crop_passes(sizes, PredictOptions()) == [[i] for i in range(7)]
-    assert crop_passes(sizes, PredictOptions(batch_size=3)) == [[0, 1, 2], [3, 4, 5], [6]]
-    assert crop_passes(sizes, PredictOptions(batch_size=8, max_tokens=50)) == [[0, 1], [2, 3], [4, 5], [6]]
-    assert crop_passes(sizes, PredictOptions(batch_size=8, max_tokens=10)) == [[i] for i in range(7)]
+    assert crop_passes(sizes, PredictOptions(fold="network")) == [[i] for i in range(7)]
+    assert crop_passes(sizes, PredictOptions(fold="network", batch_size=3)) == [[0, 1, 2], [3, 4, 5], [6]]
+    assert crop_passes(sizes, PredictOptions(fold="network", batch_size=8, max_tokens=50)) == [[0, 1], [2, 3], [4, 5], [6]]
+    assert crop_passes(sizes, PredictOptions(fold="network", batch_size=8, max_tokens=10)) == [[i] for i in range(7)]
 
 
 def test_plan_batches_sorts_by_length_and_keeps_token_and_size_budgets():
     lengths = [50, 300, 48, 400, 52, 100, 49, 51, 700]
     # window 300: 400 and 700 run alone after the batches, in input order
-    plan = plan_batches(lengths, PredictOptions(batch_size=4))
+    plan = plan_batches(lengths, PredictOptions(fold="network", batch_size=4))
     assert plan == [[2, 6, 0, 7], [4], [5], [1], [3], [8]]
-    plan = plan_batches(lengths, PredictOptions(batch_size=10, max_tokens=160))
+    plan = plan_batches(lengths, PredictOptions(fold="network", batch_size=10, max_tokens=160))
     assert plan == [[2, 6, 0], [7, 4], [5], [1], [3], [8]]
     for batch_size, max_tokens in ((1, 0), (3, 0), (8, 200), (64, 1000)):
-        plan = plan_batches(lengths, PredictOptions(batch_size=batch_size, max_tokens=max_tokens))
+        plan = plan_batches(lengths, PredictOptions(fold="network", batch_size=batch_size, max_tokens=max_tokens))
         assert sorted(i for group in plan for i in group) == list(range(len(lengths)))
         for group in plan:
             longest = max(lengths[i] for i in group)
@@ -449,7 +449,7 @@ def test_token_batched_cli_equals_one_by_one(tmp_path, checkpoint, features):
     for run, extra in (("single", []), ("batched", ["--batch-size", "8", "--max-tokens", "130"])):
         out = tmp_path / run
         assert main(["predict", "--model", str(checkpoint), "--out-dir", str(out), "--device", "cpu",
-                     "--window", "48", "--max-msa", "16", "--stats", str(out / "stats.parquet"), *extra,
+                     "--window", "48", "--max-msa", "16", "--fold", "network", "--stats", str(out / "stats.parquet"), *extra,
                      *inputs]) == 0
         runs[run] = read_frame(out / "stats.parquet", PREDICTION_STATS).set_index("protein")
     assert runs["single"]["batch_size"].tolist() == [1, 1, 1, 1]
@@ -551,7 +551,7 @@ def test_killed_predict_resumes_from_receipts(tmp_path, checkpoint, features, mo
 
     def predict(out, *extra):
         return main(["predict", "--model", str(checkpoint), "--out-dir", str(out), "--device", "cpu",
-                     "--window", "48", "--max-msa", "16", "--stats", str(out / "stats.parquet"), *extra, *inputs])
+                     "--window", "48", "--max-msa", "16", "--fold", "network", "--stats", str(out / "stats.parquet"), *extra, *inputs])
 
     budget = [99]
     assert predict(tmp_path / "whole") == 0

@@ -188,7 +188,7 @@ def test_predict_fold_distogram_replaces_the_backbone():
     torch.manual_seed(0)
     model = ThreeTrackNetwork(preset("tiny", c_coevolution=2)).eval()
     features = build_features(DATA / "predict" / "t1078_head64.a3m")
-    network = predict_features(model, features, PredictOptions(pair_heads=("omega",)))
+    network = predict_features(model, features, PredictOptions(pair_heads=("omega",), fold="network"))
     folded = predict_features(model, features, PredictOptions(pair_heads=("omega",), fold="distogram"))
     assert set(folded.probs) == {"omega"}                                  # dist used, not kept
     # pLDDT: the folded backbone's expected lDDT under the distogram, not the network head's

@@ -1,7 +1,7 @@
 """Sub-command ``trackfold predict``.
 
-``trackfold predict --model CKPT --out-dir DIR [--device auto|cpu|cuda] [--window N] [--seed N]
-[--max-msa N] [--batch-size N] [--max-tokens N] [--threads N] [--embeddings] [--fold network|distogram]
+``trackfold predict --out-dir DIR [--model CKPT] [--device auto|cpu|cuda] [--window N] [--seed N]
+[--max-msa N] [--batch-size N] [--max-tokens N] [--threads N] [--embeddings] [--fold distogram|network]
 [--precision float32|bfloat16] [--stats TABLE]
 FEATURES.npz|A3M...`` writes per protein (the file stem: ``X.npz`` / ``X.a3m`` -> ``X``) the files of
 :mod:`workflow_lib.inference.outputs` and, last, with ``--stats``, one
@@ -16,7 +16,11 @@ A rerun resumes: after a protein's files, a receipt ``{protein}.predict.done.jso
 and its stats row; a pass whose proteins all have a matching receipt (and their files) is not run again, so a
 chunk job killed after hours keeps what it finished. ``--no-resume`` recomputes everything.
 
-pLDDT (with ``--fold distogram``) goes through the pLDDT calibration the checkpoint carries, when it carries
+Every option that decides a prediction has the default of the workflow's config section ``predict``
+(:class:`~workflow_lib.inference.settings.PredictSettings`), and ``--model`` defaults to the shipped
+checkpoint, so a protein predicted by hand gets the structure the workflow gives it.
+
+pLDDT (with ``--fold distogram``, the default) goes through the pLDDT calibration the checkpoint carries, when it carries
 one (:class:`~workflow_lib.inference.confidence.PlddtCalibration`).
 
 A3M inputs are turned into features on the fly with the feature stage's defaults
@@ -41,16 +45,21 @@ from workflow_lib.features.build import build_features, read_features
 from workflow_lib.inference.confidence import PlddtCalibration
 from workflow_lib.inference.outputs import write_prediction
 from workflow_lib.inference.predict import (
-    DEFAULT_MAX_MSA,
-    DEFAULT_WINDOW,
-    FOLD_MODES,
-    HEADS_6D,
-    PRECISIONS,
     PredictOptions,
     check_feature_widths,
     plan_batches,
     predict_group,
     resolve_device,
+)
+from workflow_lib.inference.settings import (
+    DEFAULT_MAX_MSA,
+    DEFAULT_MODEL,
+    DEFAULT_WINDOW,
+    FOLD_MODES,
+    HEADS_6D,
+    PRECISIONS,
+    PredictSettings,
+    default_model_path,
 )
 from workflow_lib.inference.stitch import MIN_WINDOW
 from workflow_lib.model.checkpoint import load_checkpoint
@@ -106,6 +115,9 @@ def _window(text: str) -> int:
     return value
 
 
+DEFAULTS = PredictSettings()
+"""The defaults of every option that decides a prediction: those of the workflow's config section ``predict``."""
+
 RECEIPT_STAGE = "predict"
 """Receipts ``{protein}.predict.done.json`` (:mod:`workflow_lib.seqio.receipts`): a rerun skips those proteins."""
 
@@ -128,7 +140,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     predict = subparsers.add_parser("predict", help="feature files or A3Ms -> predicted structures (PDB, 6D, pLDDT)")
     predict.add_argument("inputs", nargs="+", help="feature files ({protein}.npz) or A3M alignments, or with "
                                                    "--chunk-plan the folder of feature files")
-    predict.add_argument("--model", required=True, help="checkpoint (.pt) written by trackfold train")
+    predict.add_argument("--model", default=None,
+                         help=f"checkpoint (.pt) written by trackfold train (default: the shipped {DEFAULT_MODEL})")
     predict.add_argument("--out-dir", required=True, help="directory for {protein}.pdb, .pred.npz, .residues.parquet")
     predict.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                          help="auto: CUDA when present, else CPU (default auto)")
@@ -137,26 +150,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               f"(default {DEFAULT_WINDOW})")
     predict.add_argument("--max-msa", type=positive_int, default=DEFAULT_MAX_MSA,
                          help=f"MSA rows per network call, query included (default {DEFAULT_MAX_MSA})")
-    predict.add_argument("--seed", type=int, default=0, help="seed of the MSA row sample and of torch")
-    predict.add_argument("--batch-size", type=positive_int, default=1,
-                         help="at most this many proteins of similar length per forward pass (default 1)")
-    predict.add_argument("--max-tokens", type=non_negative_int, default=0,
-                         help="at most this many padded residues (proteins x longest length) per forward pass; "
-                              "0: no limit (default 0)")
+    predict.add_argument("--seed", type=int, default=DEFAULTS.seed,
+                         help=f"seed of the MSA row sample and of torch (default {DEFAULTS.seed})")
+    predict.add_argument("--batch-size", type=positive_int, default=DEFAULTS.batch_size,
+                         help=f"at most this many proteins of similar length per forward pass "
+                              f"(default {DEFAULTS.batch_size})")
+    predict.add_argument("--max-tokens", type=non_negative_int, default=DEFAULTS.max_tokens,
+                         help=f"at most this many padded residues (proteins x longest length) per forward pass; "
+                              f"0: no limit (default {DEFAULTS.max_tokens})")
     predict.add_argument("--chunk-size", type=positive_int, default=None,
                          help="attention chunk size (less memory, same result); default: the checkpoint's")
     predict.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's)")
     predict.add_argument("--embeddings", action="store_true",
                          help="also write {protein}.embeddings.npz (single and pair representations)")
-    predict.add_argument("--pair-heads", type=_pair_heads, default=HEADS_6D,
+    predict.add_argument("--pair-heads", type=_pair_heads, default=DEFAULTS.pair_heads,
                          help="6D probabilities written to .pred.npz: comma-separated among dist, omega, theta, "
                               "phi, or 'none' (about 260 bytes per residue pair for all four; default all)")
-    predict.add_argument("--fold", choices=FOLD_MODES, default="network",
-                         help="backbone from the network's structure module (network, default) or folded from the "
-                              "predicted distogram (distogram: several seconds per protein, O(L^2))")
-    predict.add_argument("--precision", choices=PRECISIONS, default="float32",
-                         help="network precision: bfloat16 runs it under autocast (1.2x less CPU on a CPU with "
-                              "AVX512-BF16, faster on GPUs; frame geometry stays float32) (default float32)")
+    predict.add_argument("--fold", choices=FOLD_MODES, default=DEFAULTS.fold,
+                         help=f"backbone folded from the predicted distogram by restraint minimisation (distogram: "
+                              f"O(L^2), calibrated pLDDT) or the network's structure module (network) "
+                              f"(default {DEFAULTS.fold})")
+    predict.add_argument("--precision", choices=PRECISIONS, default=DEFAULTS.precision,
+                         help=f"network precision: bfloat16 runs it under autocast (faster on CPUs with "
+                              f"AVX512-BF16 and on GPUs; frame geometry stays float32) (default {DEFAULTS.precision})")
     add_chunk_options(predict, "{protein}.npz")
     predict.add_argument("--stats", help="also write this table: one row per protein (length, mean pLDDT, "
                                          "crops, pass, seconds), after every prediction's files")
@@ -176,15 +192,16 @@ def run_predict(args: argparse.Namespace) -> int:
                              embeddings=args.embeddings, pair_heads=args.pair_heads, fold=args.fold,
                              precision=args.precision)
     device = resolve_device(options.device)
-    model, extra = load_checkpoint(args.model, map_location=device)
+    model_path = args.model or default_model_path()
+    model, extra = load_checkpoint(model_path, map_location=device)
     calibration = PlddtCalibration.from_extra(extra)
-    check_feature_widths(model.config, where=str(args.model))
+    check_feature_widths(model.config, where=str(model_path))
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     named = list(names.items())
     lengths = [input_length(path) for _, path in named]
     groups = plan_batches(lengths, options)
-    model_print = file_fingerprint(args.model)
+    model_print = file_fingerprint(model_path)
     keys = [work_key(RECEIPT_STAGE, {"inputs": file_fingerprint(path), "model": model_print},
                      _receipt_settings(options, device, length))
             for (_, path), length in zip(named, lengths)]

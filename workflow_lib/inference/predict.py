@@ -39,6 +39,14 @@ import torch
 from workflow_lib.errors import InputError, SchemaError
 from workflow_lib.inference.confidence import PlddtCalibration, expected_lddt
 from workflow_lib.inference.fold import FoldOptions, fold_from_distogram
+from workflow_lib.inference.settings import (  # noqa: F401  (re-exported: the library's names)
+    DEFAULT_MAX_MSA,
+    DEFAULT_WINDOW,
+    FOLD_MODES,
+    HEADS_6D,
+    PRECISIONS,
+    PredictSettings,
+)
 from workflow_lib.inference.stitch import MIN_WINDOW, Crop, PairMean, crop_plan, stitch_backbone
 from workflow_lib.model.checkpoint import network_device
 from workflow_lib.model.config import ModelConfig
@@ -50,57 +58,27 @@ from workflow_lib.structure.pdb_writer import complete_backbone
 
 LOG = logging.getLogger(__name__)
 
-DEFAULT_WINDOW = 128
-"""Residues per network call; longer proteins are cropped and stitched. 128 is the crop length the shipped
-checkpoint was trained on, and on held-out PDB chains of 130-500 residues, with the fold from the distogram (the
-workflow's ``predict.fold``), it folds better than larger windows (RoseTTAFold's 300) and than one pass over the
-whole chain, at about the same CPU (benchmarks/RESULTS.md,
-"the crop-and-stitch window")."""
-DEFAULT_MAX_MSA = 64
-"""MSA rows (query included) given to the network per call: the rows the shipped checkpoint was trained with.
-On 40 validation chains, 32, 64 and 128 rows fold equally well (benchmarks/RESULTS.md, "MSA rows at
-inference"): the network reads the whole MSA through the co-evolution maps and the profile, which the feature
-stage computes from every row; more rows only cost time (1.4x for a 300-residue protein with 600 rows)."""
 GAPPY_ROW_FRACTION = 0.5
 """In a crop, rows with at least this fraction of gaps in the crop's columns are dropped (RoseTTAFold)."""
-HEADS_6D = ("dist", "omega", "theta", "phi")
 BATCH_LENGTH_SLACK = 0.1
 """Proteins share a batch when the longest is at most 10% (and 8 residues) longer than the shortest."""
 
 
-FOLD_MODES = ("network", "distogram")
-
-PRECISIONS = ("float32", "bfloat16")
-"""Network precision at inference: float32, or bfloat16 autocast (matrix products and attention in bfloat16;
-layer norms, softmax statistics and all frame geometry stay float32, :func:`~workflow_lib.model.primitives.
-float32_island`)."""
-
-
 @dataclass(frozen=True)
-class PredictOptions:
-    """How a prediction is run; every field is a ``trackfold predict`` option.
+class PredictOptions(PredictSettings):
+    """How a prediction is run; every field is a ``trackfold predict`` option. The settings that decide the
+    prediction, and their defaults, are :class:`~workflow_lib.inference.settings.PredictSettings` (shared with the
+    workflow's config section ``predict``); the fields here only say where and how it runs.
 
     ``device`` is where the caller loads the model (:func:`resolve_device`); :func:`predict_many` runs on the
-    device the model's parameters are on.
+    device the model's parameters are on. ``fold`` is where the backbone comes from: ``distogram`` (folded from
+    the predicted Cβ distogram, :mod:`workflow_lib.inference.fold`, with the pLDDT that distogram expects of it,
+    :mod:`workflow_lib.inference.confidence`) or ``network`` (the structure module's frames).
     """
 
-    window: int = DEFAULT_WINDOW
-    max_msa: int = DEFAULT_MAX_MSA
-    seed: int = 0
     device: str = "auto"
-    batch_size: int = 1
-    max_tokens: int = 0
     chunk_size: int | None = None
     embeddings: bool = False
-    pair_heads: tuple[str, ...] = ("dist", "omega", "theta", "phi")
-    fold: str = "network"
-    """Where the backbone comes from: ``network`` (the structure module's frames) or ``distogram`` (folded from
-    the predicted Cβ distogram, :mod:`workflow_lib.inference.fold`, with the pLDDT that distogram expects of it,
-    :mod:`workflow_lib.inference.confidence`)."""
-    precision: str = "float32"
-    """:data:`PRECISIONS`: ``bfloat16`` runs the network under autocast (1.2x less CPU on 17 *E. coli*
-    proteins on a CPU with AVX512-BF16: 1.1-1.4x per protein above 150 residues, slower below; faster on GPUs;
-    slower on CPUs without native bfloat16)."""
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:

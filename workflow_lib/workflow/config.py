@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from workflow_lib.aligner.compiled import available as compiled_kernels
 from workflow_lib.db.chunks import ChunkSettings
 from workflow_lib.errors import InputError
+from workflow_lib.inference.settings import DEFAULT_MODEL, PredictSettings
 from workflow_lib.search.settings import SETTING_NAMES, WORKFLOW_MAX_EVALUE, Settings, cli_options, setting_error
 from workflow_lib.training.settings import TrainSettings
 
@@ -198,18 +199,12 @@ class FeatureConfig(StageConfig):
 
 
 @dataclasses.dataclass(frozen=True)
-class PredictConfig(StageConfig):
-    """Structure prediction (config section ``predict``; see workflow_lib.inference.predict)."""
+class PredictConfig(StageConfig, PredictSettings):
+    """Structure prediction (config section ``predict``; see workflow_lib.inference.predict): the settings and
+    defaults of :class:`~workflow_lib.inference.settings.PredictSettings`, which ``trackfold predict`` shares, and
+    the checkpoint."""
 
-    model: str = "models/trackfold_small_v4.pt"
-    window: int = 128
-    seed: int = 0
-    max_msa: int = 64
-    batch_size: int = 1
-    max_tokens: int = 0
-    pair_heads: tuple[str, ...] = ("dist", "omega", "theta", "phi")
-    fold: str = "distogram"
-    precision: str = "float32"
+    model: str = DEFAULT_MODEL
 
     def __post_init__(self) -> None:
         if self.fold not in ("network", "distogram"):

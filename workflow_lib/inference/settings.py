@@ -1,0 +1,71 @@
+"""Prediction settings shared (names and defaults) by :class:`workflow_lib.inference.predict.PredictOptions`
+(the library and ``trackfold predict``) and :class:`workflow_lib.workflow.config.PredictConfig` (config section
+``predict``), which both inherit :class:`PredictSettings`: a prediction run by hand with no options is the
+prediction the workflow makes.
+
+Torch-free, like the package's ``__init__``: the workflow's config (read by every ``snakemake`` invocation,
+``-n`` included) imports it without importing torch; ``tests/test_inference_settings.py`` also checks these
+against ``config/schema.yaml`` and the command-line parser.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_MODEL = "models/trackfold_small_v4.pt"
+"""The shipped checkpoint, relative to the repository (the workflow's directory); :func:`default_model_path`
+resolves it for a command run from anywhere."""
+
+DEFAULT_WINDOW = 128
+"""Residues per network call; longer proteins are cropped and stitched. 128 is the crop length the shipped
+checkpoint was trained on; on held-out PDB chains longer than that it folds better than larger windows
+(RoseTTAFold's 300) and than one pass over the whole chain, at about the same CPU (benchmarks/RESULTS.md,
+"the crop-and-stitch window")."""
+
+DEFAULT_MAX_MSA = 64
+"""MSA rows (query included) given to the network per call: the rows the shipped checkpoint was trained with
+(benchmarks/RESULTS.md, "MSA rows at inference"). The co-evolution maps and the profile are computed by the
+feature stage from every row, whatever this cap."""
+
+FOLD_MODES = ("network", "distogram")
+"""Where the backbone comes from: the structure module's frames (``network``) or restraint minimisation on the
+predicted Cβ distogram (``distogram``, :mod:`workflow_lib.inference.fold`)."""
+
+DEFAULT_FOLD = "distogram"
+"""The fold that gives the better structures with the shipped checkpoint (benchmarks/RESULTS.md, "fold from
+the distogram"), and the only one whose pLDDT the checkpoint's calibration maps
+(:mod:`workflow_lib.inference.confidence`)."""
+
+PRECISIONS = ("float32", "bfloat16")
+"""Network precision at inference: float32, or bfloat16 autocast (matrix products and attention in bfloat16;
+layer norms, softmax statistics and all frame geometry stay float32)."""
+
+HEADS_6D = ("dist", "omega", "theta", "phi")
+
+
+@dataclass(frozen=True)
+class PredictSettings:
+    """What decides a prediction, with the one default each setting has."""
+
+    window: int = DEFAULT_WINDOW
+    max_msa: int = DEFAULT_MAX_MSA
+    seed: int = 0
+    """Seed of the MSA row sample (and of torch): a fixed seed gives identical CPU outputs."""
+    batch_size: int = 1
+    """At most this many proteins of similar length per forward pass (padding is masked: the outputs differ from
+    unbatched ones by float rounding only)."""
+    max_tokens: int = 0
+    """At most this many padded residues (proteins x longest length) per forward pass; 0: no limit."""
+    pair_heads: tuple[str, ...] = HEADS_6D
+    """6D probabilities written to ``{protein}.pred.npz``."""
+    fold: str = DEFAULT_FOLD
+    precision: str = "float32"
+
+
+def default_model_path() -> Path:
+    """The shipped checkpoint (:data:`DEFAULT_MODEL`) in the repository this package was installed from, or
+    relative to the working directory when the package was installed elsewhere."""
+    repository = Path(__file__).resolve().parents[2]
+    shipped = repository / DEFAULT_MODEL
+    return shipped if shipped.exists() else Path(DEFAULT_MODEL)
