@@ -231,6 +231,54 @@ def split_against_validation(records: Sequence[ChainRecord], *, val_chains: int 
     return table, measured
 
 
+def draw_test_split(candidates: Sequence[ChainRecord], held: Sequence[str], *, size: int, identity: float = 0.3,
+                    seed: int = 0, batch: int = 200, cpus: int = 1) -> tuple[list[ChainRecord], dict[str, float | int]]:
+    """A test set nothing is chosen on: ``size`` chains drawn at random from ``candidates``, each at most
+    ``identity`` identical (module docstring: identical residues over the shorter chain, so over the query's
+    whole length at least) to every sequence of ``held`` (the training and validation chains) and to every
+    test chain drawn before it, with the identity measured in both directions (each chain's profile against
+    the other sequence). Candidates are examined in a seeded random order, ``batch`` at a time, until ``size``
+    are kept. Returns the kept records (in draw order) and ``{"examined": n, "too_close_to_held": n,
+    "too_close_to_test": n, "max_identity_to_held": highest identity of a kept chain, "max_identity_within":
+    highest identity between two kept chains}``.
+    """
+    if size < 1:
+        raise InputError(f"the test split needs at least one chain, got size {size}")
+    order = np.random.default_rng(seed).permutation(len(candidates))
+    kept: list[ChainRecord] = []
+    counts = {"examined": 0, "too_close_to_held": 0, "too_close_to_test": 0}
+    highest_held = 0.0
+    for start in range(0, len(order), batch):
+        if len(kept) >= size:
+            break
+        chunk = [candidates[int(k)] for k in order[start:start + batch]]
+        sequences = [r.sequence for r in chunk]
+        to_held = np.maximum(cross_identities(sequences, held, cpus=cpus),
+                             cross_identities(list(held), sequences, cpus=cpus).T).max(axis=1, initial=0.0)
+        for record, closest in zip(chunk, to_held):
+            if len(kept) >= size:
+                break
+            counts["examined"] += 1
+            if closest > identity:
+                counts["too_close_to_held"] += 1
+                continue
+            if kept:
+                pair = np.maximum(cross_identities([record.sequence], [r.sequence for r in kept], cpus=cpus)[0],
+                                  cross_identities([r.sequence for r in kept], [record.sequence], cpus=cpus)[:, 0])
+                if pair.max() > identity:
+                    counts["too_close_to_test"] += 1
+                    continue
+            kept.append(record)
+            highest_held = max(highest_held, float(closest))
+    if len(kept) < size:
+        raise InputError(f"only {len(kept)} of the {len(candidates)} candidates are at most {identity:.0%} "
+                         f"identical to the held chains and to each other; {size} were asked for")
+    within = cross_identities([r.sequence for r in kept], [r.sequence for r in kept], cpus=cpus)
+    within = np.maximum(within, within.T)
+    np.fill_diagonal(within, 0.0)
+    return kept, {**counts, "max_identity_to_held": highest_held, "max_identity_within": float(within.max())}
+
+
 def max_cross_identity(table: pd.DataFrame, *, cpus: int = 1) -> float:
     """Highest identity (module docstring) between a validation chain and a training chain (0 if none)."""
     val = table[table["split"] == "validation"]["sequence"].tolist()
