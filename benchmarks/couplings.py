@@ -67,7 +67,8 @@ def freecontact_scores(codes: np.ndarray, profile: str, binary: str) -> tuple[np
     with tempfile.NamedTemporaryFile("w", suffix=".aln") as handle:
         handle.write(text)
         handle.flush()
-        result = subprocess.run([binary, "-a", "1", "--parprof", profile, "-f", handle.name, "--quiet", "1"],
+        result = subprocess.run([binary, "-a", "1", "--parprof", profile, "-o", "evfold", "-f", handle.name,
+                                 "--quiet", "1"],
                                 capture_output=True, text=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     seconds = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)

@@ -7,6 +7,7 @@ randomly initialised ``tiny`` network saved to ``tmp_path`` (the shipped checkpo
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -124,7 +125,11 @@ def test_model_inputs_crop_every_residue_axis(features):
     x = model_inputs(with_templates, config, columns=columns, max_msa=8)
     assert x["msa"].shape[1] == 5 and 1 < x["msa"].shape[0] <= 8
     assert np.array_equal(x["residue_index"], columns - 3)  # shifted to start at 0, differences kept
-    assert np.array_equal(x["coevolution"], features["coevolution"][np.ix_(columns, columns)])
+    # a model of two co-evolution channels reads the first two of the file's three
+    assert np.array_equal(x["coevolution"], features["coevolution"][np.ix_(columns, columns)][..., :2])
+    assert features["coevolution"].shape[-1] == 3
+    every = model_inputs(with_templates, dataclasses.replace(config, c_coevolution=3), columns=columns, max_msa=8)
+    assert np.array_equal(every["coevolution"], features["coevolution"][np.ix_(columns, columns)])
     assert np.array_equal(x["templates_pair"][1, 2, 3], with_templates["template_pair"][1, 5, 40].astype(np.float32))
     assert np.array_equal(x["templates_1d"][0, 4], with_templates["template_1d"][0, 41])
     assert np.array_equal(x["template_mask"], [1.0, 0.0])
@@ -660,6 +665,6 @@ def test_mismatched_checkpoint_fails_naming_the_key(tmp_path, checkpoint, capsys
     assert main(args) == 2
     assert removed in capsys.readouterr().err
     assert not (tmp_path / "out" / "t1078_head64.pdb").exists()
-    wrong_width = save_checkpoint(tmp_path / "coev3.pt", ThreeTrackNetwork(preset("tiny", c_coevolution=3)))
+    wrong_width = save_checkpoint(tmp_path / "coev4.pt", ThreeTrackNetwork(preset("tiny", c_coevolution=4)))
     assert main(["predict", "--model", str(wrong_width), "--out-dir", str(tmp_path / "out"), str(A3M)]) == 2
     assert "c_coevolution" in capsys.readouterr().err

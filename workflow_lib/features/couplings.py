@@ -109,8 +109,9 @@ def raw_coupling_norms(codes: np.ndarray, weights: np.ndarray, *, shrinkage: flo
         return scores
     if rank <= q * q:                       # Gram route: O(L² R²) against O((qL)² R)
         per_column = rows_per_block(rank * rank * 8, block_bytes)
-        grams = [np.einsum("ria,sia->irs", v[:, i0:i0 + per_column], v[:, i0:i0 + per_column]).reshape(-1, rank * rank)
-                 for i0 in range(0, length, per_column)]
+        by_column = v.transpose(1, 0, 2)                                  # [L, R, q]
+        grams = [np.matmul(by_column[i0:i0 + per_column], by_column[i0:i0 + per_column].transpose(0, 2, 1))
+                 .reshape(-1, rank * rank) for i0 in range(0, length, per_column)]
         if len(grams) == 1:
             squared = grams[0] @ grams[0].T
         else:
@@ -175,7 +176,8 @@ def coupling_features_torch(codes: torch.Tensor, weights: torch.Tensor, *, shrin
     keep = eigenvalues > 1e-12 * max(float(eigenvalues.max()), 1e-300)
     v = ((eigenvectors[:, keep] / torch.sqrt(lam + eigenvalues[keep])).T @ flat).reshape(-1, length, Q_STATES)
     v = v - v.mean(dim=2, keepdim=True)
-    grams = torch.einsum("ria,sia->irs", v, v).reshape(length, -1)
+    by_column = v.permute(1, 0, 2)                                          # [L, R, q]
+    grams = (by_column @ by_column.transpose(1, 2)).reshape(length, -1)
     scores = torch.sqrt((grams @ grams.T).clamp(min=0.0)) / lam
     eye = torch.eye(length, dtype=torch.bool, device=codes.device)
     scores = scores.masked_fill(eye, 0.0)

@@ -43,6 +43,7 @@ import math
 import numpy as np
 
 from workflow_lib.features.coevolution import coevolution_features
+from workflow_lib.features.couplings import coupling_features
 from workflow_lib.features.states import DEFAULT_BLOCK_BYTES, one_hot_states, rows_per_block, to_states
 from workflow_lib.schemas.features import PROFILE_STATES
 from workflow_lib.seqio.msa import Alignment
@@ -158,6 +159,7 @@ def msa_features(alignment: Alignment, *, max_seqs: int = DEFAULT_MAX_SEQS,
         "num_alignments": np.array(depth, dtype=np.int32),
         "profile": weighted_profile(stats_codes, weights, pseudocount=profile_pseudocount).astype(np.float32),
         "residue_index": np.arange(length, dtype=np.int32),
-        "coevolution": coevolution_features(stats_codes, weights, pseudocount=pair_pseudocount,
-                                            block_bytes=block_bytes),
+        "coevolution": np.concatenate([coevolution_features(stats_codes, weights, pseudocount=pair_pseudocount,
+                                                             block_bytes=block_bytes),
+                                        coupling_features(stats_codes, weights, block_bytes=block_bytes)], axis=-1),
     }

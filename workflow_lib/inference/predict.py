@@ -143,11 +143,12 @@ def deterministic(device: torch.device, seed: int) -> Iterator[None]:
 
 
 def check_feature_widths(config: ModelConfig, where: str = "checkpoint") -> None:
-    """The config's input widths must be 0 or the feature file's channel counts; names the key otherwise."""
+    """The config's input widths must be 0 or the feature file's channel counts (for ``c_coevolution``, at most
+    the file's: a network reads the first channels); names the key otherwise."""
     for key, width in (("c_coevolution", C_COEVOLUTION), ("c_template_pair", C_TEMPLATE_PAIR),
                        ("c_template_1d", C_TEMPLATE_1D)):
         value = getattr(config, key)
-        if value not in (0, width):
+        if value not in (0, width) and not (key == "c_coevolution" and 0 < value < width):
             raise SchemaError(f"{where}: config key {key}={value} does not match the feature files "
                               f"({width} channels, or 0 for none)")
 
@@ -192,7 +193,8 @@ def model_inputs(features: Mapping[str, np.ndarray], config: ModelConfig, *, col
         "residue_index": (features["residue_index"][columns] - features["residue_index"][columns[0]]).astype(np.int64),
     }
     if config.c_coevolution:
-        out["coevolution"] = features["coevolution"][np.ix_(columns, columns)].astype(np.float32)
+        out["coevolution"] = features["coevolution"][np.ix_(columns, columns)][..., :config.c_coevolution].astype(
+            np.float32)
     if config.msa_statistics:
         out["deletion_matrix"] = features["deletion_matrix"][:, columns][rows].astype(np.float32)
         out["profile"] = features["profile"][columns].astype(np.float32)

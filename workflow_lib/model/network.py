@@ -155,7 +155,7 @@ class ThreeTrackNetwork(nn.Module):
             if width == 0:
                 raise InputError(f"model input: {key} given but the model config does not accept it "
                                  f"({width_key}=0)")
-            if batch[key].shape[-1] != width:
+            if batch[key].shape[-1] != width and not (key == "coevolution" and batch[key].shape[-1] > width):
                 raise InputError(f"model input: {key} has {batch[key].shape[-1]} channels, config expects {width}")
         statistics = {"deletion_matrix": tuple(msa.shape), "profile": (b, n_res, PROFILE_STATES),
                       "deletion_mean": (b, n_res)}
@@ -173,7 +173,10 @@ class ThreeTrackNetwork(nn.Module):
         unknown = sorted(set(batch) - known)
         if unknown:
             raise InputError(f"model input: unknown key(s) {unknown}")
-        return {key: batch.get(key) for key in known}
+        checked = {key: batch.get(key) for key in known}
+        if checked["coevolution"] is not None:   # the first c_coevolution channels (later ones were appended)
+            checked["coevolution"] = checked["coevolution"][..., :cfg.c_coevolution]
+        return checked
 
     def _run(self, block: nn.Module, *args: Any) -> Any:
         if self.config.activation_checkpointing and self.training and torch.is_grad_enabled():

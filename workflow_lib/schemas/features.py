@@ -9,10 +9,13 @@ key                 dtype    dims            meaning                            
 ``msa``             int8     [N, L]          residue codes 0..21 (``seqio.alphabet``: 20   always
                                              aa, 20 = X, 21 = gap); row 0 is the query
 ``residue_index``   int32    [L]             0..L-1                                        always
-``coevolution``     float32  [L, L, 2]       channel 0: APC-corrected covariance           ``c_coevolution: 2``
-                                             Frobenius norm (20 aa); channel 1:
-                                             APC-corrected mutual information (21
-                                             states, nats); symmetric, zero diagonal
+``coevolution``     float32  [L, L, 3]       channel 0: APC-corrected covariance           ``c_coevolution``
+                                             Frobenius norm (20 aa); channel 1:            (the first
+                                             APC-corrected mutual information (21          ``c_coevolution``
+                                             states, nats); channel 2: APC-corrected       channels)
+                                             direct couplings (``features.couplings``,
+                                             unit standard deviation); symmetric, zero
+                                             diagonal
 ``deletion_matrix`` uint8    [N, L]          residues inserted immediately before column   ``msa_statistics``
                                              j (AlphaFold convention), clipped at 255
 ``deletion_mean``   float32  [L]             mean of the unclipped deletion counts over    ``msa_statistics``
@@ -56,8 +59,9 @@ PROFILE_STATES = 21
 SS_STATES = "HEC"
 """Secondary-structure classes (DSSP reduced to helix, strand, coil) in channel order: the template DSSP one-hot."""
 
-COEVOLUTION_CHANNELS = ("apc_covariance_norm", "apc_mutual_information")
-"""Channel names of ``coevolution`` in order."""
+COEVOLUTION_CHANNELS = ("apc_covariance_norm", "apc_mutual_information", "apc_direct_couplings")
+"""Channel names of ``coevolution`` in order. A network reads the first ``c_coevolution`` of them, so a model
+trained before a channel was appended (``c_coevolution: 2``) reads the files written since."""
 
 TEMPLATE_PAIR_CHANNELS = (("dist", DIST_BINS), ("omega", OMEGA_BINS), ("theta", THETA_BINS), ("phi", PHI_BINS),
                           ("pair_mask", 1))
@@ -90,7 +94,7 @@ def channel_slices(layout: tuple[tuple[str, int], ...]) -> dict[str, slice]:
     return out
 
 
-FEATURES = NpzSchema("features", 4, {  # 4: without the sequence weights (no network reads them)
+FEATURES = NpzSchema("features", 5, {  # 5: the direct couplings appended to ``coevolution``
     "msa": ArraySpec("int8", ("N", "L"), "residue codes 0..21, row 0 = query"),
     "deletion_matrix": ArraySpec("uint8", ("N", "L"), "insertions before column j, clipped at 255"),
     "deletion_mean": ArraySpec("float32", ("L",), "mean deletion count over the statistics rows"),
@@ -98,7 +102,7 @@ FEATURES = NpzSchema("features", 4, {  # 4: without the sequence weights (no net
     "num_alignments": ArraySpec("int32", (), "rows in the input alignment before capping"),
     "profile": ArraySpec("float32", ("L", PROFILE_STATES), "weighted 20 aa + gap frequencies, pseudocount"),
     "residue_index": ArraySpec("int32", ("L",), "0..L-1"),
-    "coevolution": ArraySpec("float32", ("L", "L", C_COEVOLUTION), "APC covariance norm, APC MI"),
+    "coevolution": ArraySpec("float32", ("L", "L", C_COEVOLUTION), "APC covariance norm, APC MI, APC couplings"),
     "template_pair": ArraySpec("float16", ("T", "L", "L", C_TEMPLATE_PAIR), "6D one-hots + pair mask"),
     "template_1d": ArraySpec("float32", ("T", "L", C_TEMPLATE_1D), "template 1D scores, sequence and SS one-hots"),
     "template_mask": ArraySpec("bool", ("T",), "slot holds a template"),

@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from workflow_lib.errors import InputError
 from workflow_lib.features.build import read_features
 from workflow_lib.features.coevolution import coevolution_features
+from workflow_lib.features.couplings import coupling_features
 from workflow_lib.features.msa_features import weighted_profile
 from workflow_lib.features.templates import TemplateColumns, columns_features
 from workflow_lib.seqio.alphabet import GAP_CODE, encode
@@ -67,7 +68,9 @@ class TrainingChain:
         coevolution = self.coevolution
         if coevolution is None:
             if "coevolution" not in self._cache:
-                self._cache["coevolution"] = coevolution_features(self.msa, self.seq_weights.astype(np.float64))
+                weights = self.seq_weights.astype(np.float64)
+                self._cache["coevolution"] = np.concatenate([coevolution_features(self.msa, weights),
+                                                             coupling_features(self.msa, weights)], axis=-1)
             coevolution = self._cache["coevolution"]
         out = {"msa": self.msa, "coevolution": coevolution}
         if self.deletions is not None:

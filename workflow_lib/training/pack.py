@@ -25,6 +25,7 @@ import torch
 
 from workflow_lib.errors import InputError
 from workflow_lib.features.coevolution import coevolution_features_torch
+from workflow_lib.features.couplings import coupling_features_torch
 from workflow_lib.features.msa_features import DELETION_CLIP, DEFAULT_MAX_SEQS, sample_rows, sequence_weights
 from workflow_lib.features.templates import DEFAULT_MAX_TEMPLATES, TemplateColumns, hit_columns, read_hits
 from workflow_lib.schemas.io import read_npz, write_npz
@@ -235,9 +236,10 @@ def read_pack(path: str | Path, *, device: str | torch.device = "cpu") -> tuple[
         coords = np.where(mask[..., None], arrays["coords"][residues].astype(np.float32) / 100.0, np.nan)
         coevolution = None
         if on_gpu:
-            coevolution = coevolution_features_torch(torch.from_numpy(msa.astype(np.int64)).to(device),
-                                                     torch.from_numpy(weights.astype(np.float64)).to(device))
-            coevolution = coevolution.cpu().numpy()
+            codes = torch.from_numpy(msa.astype(np.int64)).to(device)
+            packed_weights = torch.from_numpy(weights.astype(np.float64)).to(device)
+            coevolution = torch.cat([coevolution_features_torch(codes, packed_weights),
+                                     coupling_features_torch(codes, packed_weights)], dim=-1).cpu().numpy()
         chain_deletions = None if deletions is None else \
             deletions[msa_ends[k] - depth * length:msa_ends[k]].reshape(depth, length)
         chains.append(TrainingChain(name, None, coords.astype(np.float32), mask,
