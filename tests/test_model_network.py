@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -367,3 +368,29 @@ def test_bad_checkpoint_files_are_schema_errors(tmp_path):
         load_checkpoint(arbitrary)
     with pytest.raises(InputError, match="not found"):
         load_checkpoint(tmp_path / "missing.pt")
+
+
+def test_a_checkpoint_of_fewer_coevolution_channels_is_widened_to_the_same_network(tmp_path):
+    """Warm start across an appended co-evolution channel: the widened network predicts exactly what the
+    checkpoint does (the new channel's weights start at zero), whatever the new channel holds."""
+    torch.manual_seed(0)
+    narrow = ThreeTrackNetwork(preset("tiny", c_coevolution=2)).eval()
+    with torch.no_grad():          # a trained-looking projection, not the zero initialisation
+        for name, parameter in narrow.named_parameters():
+            if "coevolution" in name:
+                parameter.normal_()
+    path = save_checkpoint(tmp_path / "narrow.pt", narrow)
+    wide = ThreeTrackNetwork(preset("tiny", c_coevolution=3)).eval()
+    with pytest.raises(SchemaError, match="coevolution"):
+        load_weights(path, wide)
+    load_weights(path, wide, widen=True)
+    rng = np.random.default_rng(0)
+    batch = {"msa": torch.from_numpy(rng.integers(0, 21, (1, 4, 12))),
+             "residue_index": torch.arange(12)[None],
+             "coevolution": torch.from_numpy(rng.normal(size=(1, 12, 12, 3)).astype(np.float32))}
+    with torch.no_grad():
+        expected = narrow(dict(batch, coevolution=batch["coevolution"][..., :2]))["dist_logits"]
+        got = wide(batch)["dist_logits"]
+    torch.testing.assert_close(got, expected)
+    assert torch.count_nonzero(wide.state_dict()[next(k for k in wide.state_dict()
+                                                      if k.endswith("coevolution.weight"))][:, 2]) == 0

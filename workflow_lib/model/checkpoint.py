@@ -135,12 +135,29 @@ def load_checkpoint(path: str | Path, *, map_location: str | torch.device = "cpu
     return model, dict(payload.get("extra") or {})
 
 
+def widen_coevolution(state: dict[str, Any], model: torch.nn.Module) -> dict[str, Any]:
+    """``state`` with its co-evolution input projection widened to ``model``'s channels: the columns of channels
+    appended since the checkpoint was trained (:data:`~workflow_lib.schemas.features.COEVOLUTION_CHANNELS`)
+    start at zero, so the widened network computes exactly what the checkpoint did until training moves them."""
+    expected = model.state_dict()
+    widened = dict(state)
+    for key, value in state.items():
+        if key.endswith("coevolution.weight") and key in expected and isinstance(value, torch.Tensor):
+            target = expected[key]
+            if value.ndim == 2 and value.shape[0] == target.shape[0] and value.shape[1] < target.shape[1]:
+                grown = torch.zeros(target.shape, dtype=value.dtype)
+                grown[:, :value.shape[1]] = value
+                widened[key] = grown
+    return widened
+
+
 def load_weights(path: str | Path, model: torch.nn.Module, *, payload: dict[str, Any] | None = None,
-                 map_location: str | torch.device = "cpu") -> None:
-    """Load a checkpoint's weights into an existing ``model`` after checking keys and shapes."""
+                 map_location: str | torch.device = "cpu", widen: bool = False) -> None:
+    """Load a checkpoint's weights into an existing ``model`` after checking keys and shapes; with ``widen``, a
+    checkpoint trained on fewer co-evolution channels is widened first (:func:`widen_coevolution`)."""
     path = Path(path)
     if payload is None:
         payload = _read(path, map_location)
-    state = payload["state_dict"]
+    state = widen_coevolution(payload["state_dict"], model) if widen else payload["state_dict"]
     check_state_dict(path, model, state)
     model.load_state_dict(state, strict=True)

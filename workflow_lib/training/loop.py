@@ -112,7 +112,7 @@ def train(config: TrainConfig, train_chains: Sequence[TrainingChain], train_clus
         rng.bit_generator.state = info["numpy_rng"]
         log.info("resumed from %s at step %d", state_path, step)
     elif config.init_model:
-        load_weights(config.init_model, model)
+        load_weights(config.init_model, model, widen=True)
         log.info("initialised from %s", config.init_model)
     write_text_atomic(out_dir / "train_config.json", json.dumps(config.to_dict(), indent=2, sort_keys=True) + "\n")
     log.info("model: %d parameters; %d training chains, %d validation chains", count_parameters(model),

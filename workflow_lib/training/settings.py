@@ -46,5 +46,6 @@ class TrainSettings:
     less CPU per step on a CPU with AVX512-BF16 (median of 12 paired steps, 96-residue crops), and tensor cores
     on a GPU. Validation passes run in float32."""
     init_model: str = ""
-    """Warm start: a checkpoint (``model.pt``) whose weights initialise a new run (keys and shapes must match);
+    """Warm start: a checkpoint (``model.pt``) whose weights initialise a new run (keys and shapes must match,
+    except a co-evolution input trained on fewer channels, widened with zeros for the channels appended since);
     empty = random initialisation. Ignored when resuming (the state holds the weights)."""
