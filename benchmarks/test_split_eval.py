@@ -14,6 +14,9 @@ distogram, calibrated pLDDT), whole chains, one CPU thread:
   (the workflow's default), only where the chain has one;
 - **template copy** (baseline): the best usable hit's aligned Cα placed on the query residues, nothing
   elsewhere (an unplaced residue scores 0 in lDDT-Cα and TM-score);
+- **ProMod3** (baseline, with ``--promod3`` where Debian's ``promod3`` is installed): SWISS-MODEL's modelling
+  engine (``promod build-model``) from the same top usable hit: its backbone (N, CA, C, O) and the template
+  search's alignment, residues without template coverage left out (scored 0), as a homology modeller would;
 - **couplings alone** (baseline, contacts only): long-range top-L/5 precision of the APC covariance (the
   feature file's channel 0) and of the direct couplings (:mod:`workflow_lib.features.couplings`).
 
@@ -33,6 +36,10 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
+import resource
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -41,6 +48,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from Bio.Data.PDBData import protein_letters_1to3
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -62,6 +70,7 @@ from workflow_lib.seqio.msa import read_a3m  # noqa: E402
 from workflow_lib.structure.backbones import read_backbone_archive  # noqa: E402
 from workflow_lib.structure.cbeta import virtual_cb  # noqa: E402
 from workflow_lib.structure.metrics import lddt_ca, tm_score  # noqa: E402
+from workflow_lib.templates.search import QUERY_ONLY, TEMPLATE_ONLY  # noqa: E402
 from workflow_lib.workflow.config import FeatureConfig  # noqa: E402
 
 SECTION = "## The test split: {checkpoint}"
@@ -80,6 +89,60 @@ def query_identity(hits, database, query_codes: np.ndarray) -> tuple[list, np.nd
     return columns, np.array([c.identical.sum() / len(query_codes) for c in columns], dtype=np.float64)
 
 
+def promod3_model(row, database, query: str, work: Path) -> np.ndarray | None:
+    """Cα ``[L, 3]`` of ProMod3's model from one hit (NaN where it built nothing), or None when it failed.
+
+    The template file holds the hit's template residues ``tstart..tend`` that have N, CA, C and O; the
+    alignment is the hit's, over the whole query (residues outside it aligned to gaps), with template residues
+    without coordinates dropped (their query residues then face a gap)."""
+    structure = database.structure(database.index(str(row["template"])))
+    has_backbone = structure.atom_mask[:, :4].all(axis=1)
+    present = [int(structure.residue_map[p]) >= 0 and bool(has_backbone[structure.residue_map[p]])
+               for p in range(len(structure.sequence))]
+    target, template, atoms = [], [], []
+    i, j = int(row["qstart"]) - 1, int(row["tstart"]) - 1
+    target += list(query[:i])
+    template += ["-"] * i
+    for letter in str(row["alignment"]):
+        take_query = letter == "M" or letter in QUERY_ONLY
+        take_template = (letter == "M" or letter in TEMPLATE_ONLY) and present[j]
+        if take_query or take_template:
+            target.append(query[i] if take_query else "-")
+            template.append(structure.sequence[j] if take_template else "-")
+        if take_template:
+            atoms.append(j)
+        i += take_query
+        j += letter == "M" or letter in TEMPLATE_ONLY
+    target += list(query[i:])
+    template += ["-"] * (len(query) - i)
+    if not atoms:
+        return None
+    lines = []
+    for position in atoms:
+        coords = structure.coords[structure.residue_map[position]]
+        name = protein_letters_1to3.get(structure.sequence[position], "UNK").upper()
+        for k, atom in enumerate(("N", "CA", "C", "O")):
+            x, y, z = coords[k]
+            lines.append(f"ATOM  {len(lines) + 1:5d}  {atom:<3s} {name} A{position + 1:4d}    "
+                         f"{x:8.3f}{y:8.3f}{z:8.3f}  1.00  0.00           {atom[0]}")
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "tpl.pdb").write_text("\n".join(lines) + "\nEND\n")
+    (work / "aln.fasta").write_text(f">target\n{''.join(target)}\n>template\n{''.join(template)}\n")
+    environment = dict(os.environ, PATH="/usr/bin:/bin")   # ProMod3 runs on Debian's Python and its OST
+    result = subprocess.run(["promod", "build-model", "-f", "aln.fasta", "-p", "tpl.pdb", "-o", "model.pdb"],
+                            cwd=work, capture_output=True, text=True, env=environment, timeout=900)
+    model = work / "model.pdb"
+    if result.returncode != 0 or not model.exists():
+        return None
+    ca = np.full((len(query), 3), np.nan)
+    for line in model.read_text().splitlines():
+        if line.startswith("ATOM") and line[12:16].strip() == "CA":
+            number = int(line[22:26]) - 1
+            if 0 <= number < len(query):
+                ca[number] = [float(line[30:38]), float(line[38:46]), float(line[46:54])]
+    return ca
+
+
 def scores(ca: np.ndarray, probability: np.ndarray | None, native) -> dict:
     true_ca = native["ca"]
     present = np.isfinite(true_ca).all(axis=1)
@@ -90,7 +153,7 @@ def scores(ca: np.ndarray, probability: np.ndarray | None, native) -> dict:
 
 
 def evaluate_chain(name: str, a3m: Path, hits_path: Path, native: dict, model, calibration, database,
-                   max_templates: int) -> dict:
+                   max_templates: int, promod3: bool) -> dict:
     features = build_features(a3m)
     query = features["msa"][0]
     row = {"chain": name, "length": int(len(query)), "neff": float(features["neff"]),
@@ -122,6 +185,14 @@ def evaluate_chain(name: str, a3m: Path, hits_path: Path, native: dict, model, c
         copy_ca = columns[0].coords[:, 1].astype(np.float64)     # the top hit's coordinates, as a modeller takes
         row["copy"] = scores(copy_ca, None, native)
         row["copy"]["identity"] = float(identity[0])
+        if promod3:
+            with tempfile.TemporaryDirectory() as scratch:
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                promod_ca = promod3_model(hits.iloc[0], database, decode_query(query), Path(scratch))
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            if promod_ca is not None:
+                row["promod3"] = {**scores(promod_ca, None, native),
+                                  "cpu_s": after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime}
         hits["rank"] = np.arange(1, len(hits) + 1)
         with tempfile.TemporaryDirectory() as scratch:
             table = Path(scratch) / f"{name}.hits.parquet"
@@ -136,22 +207,32 @@ def evaluate_chain(name: str, a3m: Path, hits_path: Path, native: dict, model, c
     return row
 
 
+def decode_query(codes: np.ndarray) -> str:
+    from workflow_lib.seqio.alphabet import decode
+
+    return decode(np.asarray(codes, dtype=np.int8))
+
+
 def mean(rows: list[dict], key: str, field: str) -> float:
     values = [r[key][field] for r in rows if key in r and np.isfinite(r[key][field])]
     return float(np.mean(values)) if values else float("nan")
 
 
 def report(rows: list[dict], name: str, args: argparse.Namespace) -> str:
-    lines = ["| regime | chains | lDDT-Cα | TM-score | top-L/5 long | mean pLDDT | template copy lDDT-Cα / TM |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| regime | chains | lDDT-Cα | TM-score | top-L/5 long | mean pLDDT | template copy lDDT-Cα / TM | "
+             "ProMod3 lDDT-Cα / TM |",
+             "|---|---|---|---|---|---|---|---|"]
 
     def line(label: str, chosen: list[dict], key: str) -> None:
         if not chosen:
             return
         copy = (f"{mean(chosen, 'copy', 'lddt'):.3f} / {mean(chosen, 'copy', 'tm'):.3f}"
                 if key == "templates" else "-")
+        modelled = [r for r in chosen if "promod3" in r]
+        promod = (f"{mean(modelled, 'promod3', 'lddt'):.3f} / {mean(modelled, 'promod3', 'tm'):.3f} "
+                  f"({len(modelled)})" if key == "templates" and modelled else "-")
         lines.append(f"| {label} | {len(chosen)} | {mean(chosen, key, 'lddt'):.3f} | {mean(chosen, key, 'tm'):.3f} | "
-                     f"{mean(chosen, key, 'p_l5'):.3f} | {mean(chosen, key, 'plddt'):.1f} | {copy} |")
+                     f"{mean(chosen, key, 'p_l5'):.3f} | {mean(chosen, key, 'plddt'):.1f} | {copy} | {promod} |")
 
     line("no template, all", rows, "none")
     for low, high, label in NEFF_BINS:
@@ -197,7 +278,11 @@ def main() -> int:
     parser.add_argument("--model", type=Path, default=default_model_path())
     parser.add_argument("--max-templates", type=int, default=FeatureConfig().max_templates)
     parser.add_argument("--limit", type=int, default=0, help="only the first N chains of the list (0: all)")
+    parser.add_argument("--shard", default="0/1", help="K/N: predict only every N-th chain from the K-th (0-based), "
+                                                       "so N processes share the list; the report covers every "
+                                                       "cached chain")
     parser.add_argument("--report-only", action="store_true", help="report the cached chains, predict nothing")
+    parser.add_argument("--promod3", action="store_true", help="also ProMod3's model from the top usable hit")
     parser.add_argument("--results-md", type=Path)
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -206,10 +291,13 @@ def main() -> int:
     model, extra = load_checkpoint(args.model)
     model.eval()
     calibration = PlddtCalibration.from_extra(extra)
-    stamp = hashlib.blake2b(args.model.read_bytes(), digest_size=16).hexdigest() + f" {args.max_templates}"
+    stamp = (hashlib.blake2b(args.model.read_bytes(), digest_size=16).hexdigest()
+             + f" {args.max_templates} promod3={args.promod3}")
     names = read_names(args.test_chains)
     if args.limit:
         names = names[:args.limit]
+    shard, shards = (int(part) for part in args.shard.split("/"))
+    mine = set(names[shard::shards])
     args.work.mkdir(parents=True, exist_ok=True)
     database = natives = None
     rows = []
@@ -221,7 +309,7 @@ def main() -> int:
                 rows.append(cached["row"])
                 continue
         a3m, hits = args.a3m_dir / f"{name}.a3m", args.hits_dir / f"{name}.hits.parquet"
-        if args.report_only or not a3m.exists() or not hits.exists():
+        if args.report_only or name not in mine or not a3m.exists() or not hits.exists():
             continue
         if database is None:
             database = load_template_db(args.templates)
@@ -232,7 +320,8 @@ def main() -> int:
                 contact, valid = native_contacts(cb)
                 natives[entry.chain.name.replace(".", "_")] = {"ca": coords[:, 1].astype(np.float64),
                                                                "contact": contact, "valid": valid}
-        row = evaluate_chain(name, a3m, hits, natives[name], model, calibration, database, args.max_templates)
+        row = evaluate_chain(name, a3m, hits, natives[name], model, calibration, database, args.max_templates,
+                             args.promod3 and shutil.which("promod") is not None)
         write_text_atomic(cache, json.dumps({"stamp": stamp, "row": row}) + "\n")
         rows.append(row)
         print(json.dumps({"chain": name, "length": row["length"], "neff": round(row["neff"], 1),
