@@ -7,7 +7,8 @@ Cβ-Cβ < 8 Å contacts (virtual Cβ), and the CPU seconds of that method alone 
 child CPU time, one thread, on the same rows):
 
 - ``apc_cov``: the APC-corrected covariance norm (the feature stage's co-evolution channel 0);
-- ``dca_S``: :func:`workflow_lib.features.couplings.coupling_features` at shrinkage S;
+- ``dca_S``: :func:`workflow_lib.features.couplings.coupling_features` at shrinkage S (``auto``: its default, which
+  follows the alignment's Neff);
 - ``freecontact_P``: Debian's ``freecontact`` with parameter profile P (``evfold``: mean-field DCA;
   ``default``/``psicov``: sparse inverse covariance), when installed.
 
@@ -15,7 +16,7 @@ Results are reported by Neff of the statistics rows (1, 2-10, 10-50, > 50) and o
 CPU seconds.
 
     python benchmarks/couplings.py --a3m-dir 'MSA_DIR/batch_*' --archive ARCHIVE --chains 200 \\
-        --shrinkage 0.01,0.1,1 --freecontact evfold,default --out couplings.json
+        --shrinkage auto,10,300 --freecontact evfold --out couplings.json
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ def main() -> None:
     parser.add_argument("--archive", type=Path, required=True)
     parser.add_argument("--chains", type=int, default=200)
     parser.add_argument("--min-depth", type=int, default=2, help="skip alignments with fewer rows")
-    parser.add_argument("--shrinkage", default="0.1")
+    parser.add_argument("--shrinkage", default="auto", help="comma-separated; auto: the depth-following default")
     parser.add_argument("--max-rows", type=int, default=None, help="couplings' row cap (default: the library's)")
     parser.add_argument("--freecontact", default="evfold", help="profiles, comma-separated ('' for none)")
     parser.add_argument("--out", type=Path, required=True)
@@ -101,7 +102,7 @@ def main() -> None:
                 files.setdefault(path.stem, path)
     natives = {b.chain.name.replace(".", "_"): b.chain for b in read_backbone_archive(args.archive,
                                                                                      names=set(files))}
-    shrinkages = [float(s) for s in args.shrinkage.split(",") if s]
+    shrinkages = [None if s == "auto" else float(s) for s in args.shrinkage.split(",") if s]
     binary = shutil.which("freecontact")
     profiles = [p for p in args.freecontact.split(",") if p] if binary else []
     extra = {} if args.max_rows is None else {"max_rows": args.max_rows}
@@ -122,7 +123,7 @@ def main() -> None:
         scores = {"apc_cov": (apc(cov), seconds)}
         for shrinkage in shrinkages:
             features, seconds = timed(coupling_features, codes, weights, shrinkage=shrinkage, **extra)
-            scores[f"dca_{shrinkage:g}"] = (features[..., 0], seconds)
+            scores["dca_auto" if shrinkage is None else f"dca_{shrinkage:g}"] = (features[..., 0], seconds)
         for profile in profiles:
             matrix, seconds = freecontact_scores(codes, profile, binary)
             if matrix is not None:

@@ -13,6 +13,7 @@ from workflow_lib.features.couplings import (
     coupling_blocks,
     coupling_features,
     coupling_features_torch,
+    default_shrinkage,
     raw_coupling_norms,
 )
 from workflow_lib.features.msa_features import sequence_weights
@@ -61,12 +62,12 @@ def test_the_two_scoring_routes_and_any_blocking_agree(t1078):
     shallow = t1078[0][:120, :50], t1078[1][:120]
     assert coupling_blocks(*deep)[0].shape[0] > Q_STATES * Q_STATES >= coupling_blocks(*shallow)[0].shape[0]
     for codes, weights in (deep, shallow):
-        whole = raw_coupling_norms(codes, weights)
+        whole = raw_coupling_norms(codes, weights, shrinkage=0.1)
         expected = dense_norms(codes, weights, 0.1)
         np.testing.assert_allclose(whole, expected, rtol=1e-6, atol=1e-9 * expected.max())
         for block_bytes in (1 << 12, 1 << 16):
-            np.testing.assert_allclose(raw_coupling_norms(codes, weights, block_bytes=block_bytes), whole,
-                                       rtol=1e-9)
+            np.testing.assert_allclose(raw_coupling_norms(codes, weights, shrinkage=0.1, block_bytes=block_bytes),
+                                       whole, rtol=1e-9)
 
 
 def test_deep_alignments_are_capped_at_max_rows(t1078):
@@ -107,7 +108,7 @@ def test_bad_inputs_are_rejected(t1078):
 
 def test_couplings_separate_direct_from_transitive_correlation():
     """Columns 0→1→2 copy their neighbour with probability 0.8 (a chain of two direct couplings), the rest are
-    random: the covariance also links 0 and 2 (through 1), the couplings much less so."""
+    random: the covariance also links 0 and 2 (through 1), the couplings with a light ridge much less so."""
     rng = np.random.default_rng(0)
     depth, length = 2000, 12
     codes = rng.integers(0, 20, size=(depth, length))
@@ -116,10 +117,25 @@ def test_couplings_separate_direct_from_transitive_correlation():
         codes[copy, j] = codes[copy, j - 1]
     weights = np.ones(depth)
     covariance, _ = raw_coevolution(codes, weights)
-    couplings = raw_coupling_norms(codes, weights, max_rows=depth)
+    couplings = raw_coupling_norms(codes, weights, max_rows=depth, shrinkage=0.1)
     background = np.median(couplings[3:, 3:][~np.eye(length - 3, dtype=bool)])
     # transitive over direct: the covariance keeps most of it, the couplings little
     assert covariance[0, 2] / covariance[0, 1] > 0.6
     assert couplings[0, 2] / couplings[0, 1] < 0.35
     assert couplings[0, 1] > 10 * background and couplings[1, 2] > 10 * background
     assert apc(couplings)[0, 1] > apc(couplings)[0, 2]
+
+
+def test_the_default_shrinkage_follows_the_depth(t1078):
+    """Strong for shallow alignments (300: close to the covariance), light for deep ones (10), in between
+    10 · (100 / Neff)²; coupling_features without a shrinkage uses it with the kept rows' Neff."""
+    assert default_shrinkage(1.0) == default_shrinkage(18.0) == 300.0
+    assert default_shrinkage(100.0) == default_shrinkage(5000.0) == 10.0
+    assert default_shrinkage(50.0) == pytest.approx(40.0)
+    values = [default_shrinkage(n) for n in np.geomspace(1, 1000, 30)]
+    assert all(a >= b for a, b in zip(values, values[1:]))
+    codes, weights = t1078[0][:, :40], t1078[1]
+    np.testing.assert_array_equal(coupling_features(codes, weights),
+                                  coupling_features(codes, weights, shrinkage=default_shrinkage(weights.sum())))
+    torch_default = coupling_features_torch(torch.from_numpy(codes.astype(np.int64)), torch.from_numpy(weights))
+    np.testing.assert_allclose(torch_default.numpy(), coupling_features(codes, weights), atol=1e-5)

@@ -12,7 +12,11 @@ mfDCA drops one state), centred weighted one-hots ``U[n, (i, a)] = √w_n ([s_ni
 covariance is ``C = Uᵀ U`` (``[qL, qL]``, rank ≤ N).
 
 Regularisation: ``C_λ = C + λ I`` with ``λ = shrinkage · mean_i tr(C_ii) / q`` (a ridge in units of the mean
-per-state variance; PSICOV shrinks towards the diagonal in the same spirit). The couplings are the
+per-state variance; PSICOV shrinks towards the diagonal in the same spirit). The shrinkage follows the
+alignment's depth, ``clip(10 · (100 / Neff)², 10, 300)`` (:func:`default_shrinkage`; Neff = the sum of the
+rows' weights): a shallow alignment's inverse is mostly noise and needs a strong ridge (at 300 the couplings
+are close to the covariance itself), a deep one's carries the direct couplings. Chosen by measurement on
+training chains (benchmarks/RESULTS.md, "Direct couplings"). The couplings are the
 off-diagonal blocks of ``−C_λ⁻¹``. Where the alignment is shallower than ``qL`` (nearly always: an MSA of
 N = 1,000 rows for 300 columns has rank ≤ 1,000 against 6,000 dimensions), the Woodbury identity gives them
 without ever forming the ``[qL, qL]`` matrix:
@@ -46,9 +50,16 @@ if TYPE_CHECKING:
 
 Q_STATES = GAP_STATE
 """States per column in the couplings: the 20 amino acids (gap and X are the reference state)."""
-DEFAULT_SHRINKAGE = 0.1
-"""Ridge ``λ`` in units of the mean per-state variance (module docstring); chosen by measurement
-(benchmarks/RESULTS.md, "direct couplings")."""
+SHRINKAGE_AT_NEFF_100 = 10.0
+"""Ridge ``λ`` in units of the mean per-state variance at Neff 100 (:func:`default_shrinkage`)."""
+SHRINKAGE_RANGE = (10.0, 300.0)
+"""The depth-following shrinkage is kept within these bounds."""
+
+
+def default_shrinkage(neff: float) -> float:
+    """The ridge of an alignment of ``neff`` effective sequences: ``clip(10 · (100 / Neff)², 10, 300)``."""
+    low, high = SHRINKAGE_RANGE
+    return float(np.clip(SHRINKAGE_AT_NEFF_100 * (100.0 / max(neff, 1e-9)) ** 2, low, high))
 DEFAULT_MAX_ROWS = 1024
 """Statistics rows the couplings are computed from at most (a deterministic sample beyond, the query kept)."""
 
@@ -69,11 +80,12 @@ def _sample_rows(depth: int, max_rows: int, seed: int) -> np.ndarray:
     return np.concatenate([[0], np.sort(rest)])
 
 
-def coupling_blocks(codes: np.ndarray, weights: np.ndarray, *, shrinkage: float = DEFAULT_SHRINKAGE,
+def coupling_blocks(codes: np.ndarray, weights: np.ndarray, *, shrinkage: float | None = None,
                     max_rows: int = DEFAULT_MAX_ROWS, seed: int = 0) -> tuple[np.ndarray, float]:
     """``(V, λ)`` of the module docstring: ``V`` float64 ``[R, L, q]`` (``R`` ≤ rows kept), already in the
-    zero-sum gauge, such that the coupling block of columns i ≠ j is ``V[:, i].T @ V[:, j] / λ``."""
-    if not shrinkage > 0:
+    zero-sum gauge, such that the coupling block of columns i ≠ j is ``V[:, i].T @ V[:, j] / λ``. ``shrinkage``
+    None follows the kept rows' Neff (:func:`default_shrinkage`)."""
+    if shrinkage is not None and not shrinkage > 0:
         raise ValueError(f"shrinkage must be positive, got {shrinkage}")
     states = to_states(codes)
     if states.ndim != 2:
@@ -82,6 +94,8 @@ def coupling_blocks(codes: np.ndarray, weights: np.ndarray, *, shrinkage: float 
     if weights.shape != (states.shape[0],) or np.any(weights < 0) or not weights.sum() > 0:
         raise ValueError("weights must be [N], non-negative, with a positive sum")
     rows = _sample_rows(states.shape[0], max_rows, seed)
+    if shrinkage is None:
+        shrinkage = default_shrinkage(float(weights[rows].sum()))
     states, weights = states[rows], weights[rows] / weights[rows].sum()
     depth, length = states.shape
     u = _centred_one_hot(states, weights)                                  # [N, L, q]
@@ -98,7 +112,7 @@ def coupling_blocks(codes: np.ndarray, weights: np.ndarray, *, shrinkage: float 
     return v, lam
 
 
-def raw_coupling_norms(codes: np.ndarray, weights: np.ndarray, *, shrinkage: float = DEFAULT_SHRINKAGE,
+def raw_coupling_norms(codes: np.ndarray, weights: np.ndarray, *, shrinkage: float | None = None,
                        max_rows: int = DEFAULT_MAX_ROWS, seed: int = 0,
                        block_bytes: int = DEFAULT_BLOCK_BYTES) -> np.ndarray:
     """Frobenius norms ``||J_ij||_F`` of the couplings, float64 ``[L, L]`` (symmetric, zero diagonal)."""
@@ -135,7 +149,7 @@ def raw_coupling_norms(codes: np.ndarray, weights: np.ndarray, *, shrinkage: flo
     return scores
 
 
-def coupling_features(codes: np.ndarray, weights: np.ndarray, *, shrinkage: float = DEFAULT_SHRINKAGE,
+def coupling_features(codes: np.ndarray, weights: np.ndarray, *, shrinkage: float | None = None,
                       max_rows: int = DEFAULT_MAX_ROWS, seed: int = 0,
                       block_bytes: int = DEFAULT_BLOCK_BYTES) -> np.ndarray:
     """float32 ``[L, L, 1]``: the APC-corrected coupling norms, scaled to unit standard deviation off the diagonal
@@ -150,7 +164,7 @@ def coupling_features(codes: np.ndarray, weights: np.ndarray, *, shrinkage: floa
     return scores[..., None].astype(np.float32)
 
 
-def coupling_features_torch(codes: torch.Tensor, weights: torch.Tensor, *, shrinkage: float = DEFAULT_SHRINKAGE,
+def coupling_features_torch(codes: torch.Tensor, weights: torch.Tensor, *, shrinkage: float | None = None,
                             max_rows: int = DEFAULT_MAX_ROWS, seed: int = 0,
                             dtype: torch.dtype | None = None) -> torch.Tensor:
     """:func:`coupling_features` in torch on the tensors' device (a GPU while training on a pack): float32
@@ -165,6 +179,8 @@ def coupling_features_torch(codes: torch.Tensor, weights: torch.Tensor, *, shrin
     w = weights.to(dtype)[rows]
     if not bool(torch.all(w >= 0)) or not float(w.sum()) > 0:
         raise ValueError("weights must be [N], non-negative, with a positive sum")
+    if shrinkage is None:
+        shrinkage = default_shrinkage(float(w.sum()))
     w = w / w.sum()
     one_hot = torch.nn.functional.one_hot(states, GAP_STATE + 1)[..., :Q_STATES].to(dtype)     # [R, L, q]
     u = (one_hot - torch.einsum("n,nla->la", w, one_hot)[None]) * w.sqrt()[:, None, None]
