@@ -356,3 +356,24 @@ def test_the_network_learns_to_read_templates(data_dir, tmp_path):
         mask = targets["pair_mask"][0].numpy().astype(bool)
         accuracy[templates] = float((predicted == targets["dist"][0].numpy())[mask].mean())
     assert accuracy[1] > 0.4 and accuracy[1] > 4 * accuracy[0], accuracy
+
+
+def test_depth_weighted_sampling_draws_deep_alignments_more_often(dataset):
+    """neff_sampling α: a chain is drawn with probability ∝ Neff^α / cluster size; α = 0 keeps the uniform
+    cluster-then-member draw (and its random stream)."""
+    from workflow_lib.training.loop import _sample, sampling_weights
+    from workflow_lib.training.examples import TrainingChain
+
+    (chain,), _ = _chains(dataset)
+    chains = [dataclasses.replace(chain, msa=chain.features()["msa"], seq_weights=np.ones(n, np.float32),
+                                  features_path=None, name=f"c{n}") for n in (1, 4, 100)]
+    assert [c.neff() for c in chains] == [1.0, 4.0, 100.0]
+    weights = sampling_weights(chains, [0, 1, 2], 0.5)
+    np.testing.assert_allclose(weights, np.array([1, 2, 10]) / 13)
+    np.testing.assert_allclose(sampling_weights(chains, [0, 1, 1], 0.5), np.array([1, 1, 5]) / 7)   # cluster size
+    rng = np.random.default_rng(0)
+    drawn = [_sample(chains, [0, 1, 2], rng, 32, weights)[0].name for _ in range(2600)]
+    assert abs(drawn.count("c100") / len(drawn) - 10 / 13) < 0.03      # 5 standard errors
+    assert isinstance(chains[0], TrainingChain)
+    with pytest.raises(InputError, match="neff_sampling"):
+        _config(neff_sampling=-1.0)

@@ -346,7 +346,8 @@ def model_card(*, data_dir: str | Path, run_dir: str | Path, msa_stats: Sequence
               + ". " + inputs_read(model.config, max_templates), ""]
 
     # ------------------------------------------------------------------ training
-    keys = ("steps", "crop_size", "max_msa_rows", "max_templates", "template_dropout", "self_template_rate", "lr",
+    keys = ("steps", "crop_size", "max_msa_rows", "max_templates", "template_dropout", "self_template_rate",
+            "neff_sampling", "lr",
             "warmup_steps", "min_lr_fraction", "weight_decay", "clip_norm", "precision", "checkpoint_every",
             "val_every", "val_max_chains", "val_crop", "redraw_every", "seed")
     lines += ["## Training", "",

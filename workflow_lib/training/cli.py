@@ -88,6 +88,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     tr.add_argument("--self-template-rate", type=float, default=defaults.self_template_rate,
                     help="probability that a training crop gets its own structure (perturbed) as its first "
                          f"template (default {defaults.self_template_rate})")
+    tr.add_argument("--neff-sampling", type=float, default=defaults.neff_sampling,
+                    help="draw a training chain with probability ∝ Neff^VALUE / cluster size (default "
+                         f"{defaults.neff_sampling}: a cluster, then a member, uniformly)")
     tr.add_argument("--precision", choices=("float32", "bfloat16"), default=defaults.precision,
                     help="bfloat16: the forward pass under autocast, losses and weights in float32 (default float32)")
     tr.add_argument("--loss", dest="loss_weights", action="append", type=_override, default=[],
@@ -228,7 +231,7 @@ def run_train(args: argparse.Namespace) -> int:
     config = TrainConfig(model=model.to_dict(), steps=args.steps, crop_size=args.crop_size, batch_size=args.batch_size,
                          max_msa_rows=args.max_msa_rows, max_templates=args.max_templates,
                          template_dropout=args.template_dropout, self_template_rate=args.self_template_rate,
-                         lr=args.lr, warmup_steps=args.warmup_steps,
+                         neff_sampling=args.neff_sampling, lr=args.lr, warmup_steps=args.warmup_steps,
                          min_lr_fraction=args.min_lr_fraction, weight_decay=args.weight_decay,
                          clip_norm=args.clip_norm, checkpoint_every=args.checkpoint_every, val_every=args.val_every,
                          val_max_chains=args.val_max_chains, val_crop=args.val_crop, redraw_every=args.redraw_every,

@@ -35,6 +35,8 @@ class TrainConfig(TrainSettings):
             raise InputError("training config: need 0 <= self_template_rate <= 1, and max_templates >= 1 "
                              f"when it is above 0 (got {self.self_template_rate!r} with max_templates "
                              f"{self.max_templates!r})")
+        if not isinstance(self.neff_sampling, (int, float)) or not 0.0 <= self.neff_sampling <= 2.0:
+            raise InputError(f"training config: neff_sampling must be between 0 and 2, got {self.neff_sampling!r}")
         if self.precision not in TRAIN_PRECISIONS:
             raise InputError(f"training config: precision must be one of {', '.join(TRAIN_PRECISIONS)}, "
                              f"got {self.precision!r}")

@@ -58,6 +58,15 @@ class TrainingChain:
     templates: tuple[TemplateColumns, ...] = ()   # template hits on the chain's columns, rank order (packs)
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
+    def neff(self) -> float:
+        """The alignment's number of effective sequences: the sum of the pack's sequence weights, or the feature
+        file's ``neff``."""
+        if self.seq_weights is not None:
+            return float(np.sum(self.seq_weights, dtype=np.float64))
+        if "neff" not in self._cache:
+            self._cache["neff"] = float(read_features(self.features_path)["neff"])
+        return self._cache["neff"]
+
     def features(self) -> dict[str, np.ndarray]:
         """``msa`` and ``coevolution``: from memory (the pack's sequence weights shape the statistics), or read
         from the feature file; with the deletion counts (a feature file, or a pack that holds them) also

@@ -1,6 +1,7 @@
 """Training the three-track network on experimental chains: the optimisation loop, its schedule and resume.
 
-:func:`train`: per step one chain (a cluster drawn uniformly, then a member uniformly), a random contiguous
+:func:`train`: per step one chain (a cluster drawn uniformly, then a member uniformly; or, with ``neff_sampling``
+α > 0, a chain with probability ∝ Neff^α / cluster size, :func:`sampling_weights`), a random contiguous
 crop of ``crop_size`` residues, the query plus a random subset of at most ``max_msa_rows − 1`` other MSA rows
 (:func:`~workflow_lib.training.examples.make_example`); losses of :mod:`workflow_lib.training.losses`; AdamW
 with linear warm-up and cosine decay to 10% (:func:`learning_rate`), global gradient-norm clipping; FAVOR+
@@ -66,14 +67,28 @@ class TrainResult:
     wall_s: float
 
 
+def sampling_weights(chains: Sequence[TrainingChain], clusters: Sequence[int], exponent: float) -> np.ndarray:
+    """Probabilities of drawing each training chain: ``Neff^exponent / (its cluster's size)``, normalised
+    (:attr:`~workflow_lib.training.settings.TrainSettings.neff_sampling`)."""
+    sizes: dict[int, int] = {}
+    for cluster in clusters:
+        sizes[int(cluster)] = sizes.get(int(cluster), 0) + 1
+    neff = np.array([max(chain.neff(), 1.0) for chain in chains], dtype=np.float64)
+    weights = neff ** exponent / np.array([sizes[int(c)] for c in clusters], dtype=np.float64)
+    return weights / weights.sum()
+
+
 def _sample(chains: Sequence[TrainingChain], clusters: Sequence[int], rng: np.random.Generator,
-            crop_size: int) -> tuple[TrainingChain, int, int]:
-    members: dict[int, list[int]] = {}
-    for k, cluster in enumerate(clusters):
-        members.setdefault(int(cluster), []).append(k)
-    keys = sorted(members)
-    cluster = keys[int(rng.integers(len(keys)))]
-    chain = chains[members[cluster][int(rng.integers(len(members[cluster])))]]
+            crop_size: int, weights: np.ndarray | None = None) -> tuple[TrainingChain, int, int]:
+    if weights is not None:
+        chain = chains[int(rng.choice(len(chains), p=weights))]
+    else:
+        members: dict[int, list[int]] = {}
+        for k, cluster in enumerate(clusters):
+            members.setdefault(int(cluster), []).append(k)
+        keys = sorted(members)
+        cluster = keys[int(rng.integers(len(keys)))]
+        chain = chains[members[cluster][int(rng.integers(len(members[cluster])))]]
     length = min(len(chain), crop_size)
     start = int(rng.integers(len(chain) - length + 1))
     return chain, start, length
@@ -119,6 +134,7 @@ def train(config: TrainConfig, train_chains: Sequence[TrainingChain], train_clus
              len(train_chains), len(val_chains))
     started = time.monotonic()
     val_subset = list(val_chains)[:config.val_max_chains]
+    draw = sampling_weights(train_chains, train_clusters, config.neff_sampling) if config.neff_sampling else None
 
     def wall() -> float:
         return wall_before + time.monotonic() - started
@@ -139,7 +155,7 @@ def train(config: TrainConfig, train_chains: Sequence[TrainingChain], train_clus
             model.redraw_performer_features(torch.Generator().manual_seed(config.seed * 1_000_003 + step))
         examples = []
         for _ in range(config.batch_size):
-            chain, start, length = _sample(train_chains, train_clusters, rng, config.crop_size)
+            chain, start, length = _sample(train_chains, train_clusters, rng, config.crop_size, draw)
             examples.append(make_example(chain, start, length, rng, config.max_msa_rows,
                                          model.config.msa_statistics, config.max_templates,
                                          config.template_dropout, config.self_template_rate))

@@ -30,6 +30,10 @@ class TrainSettings:
     :data:`~workflow_lib.training.examples.SELF_TEMPLATE_NOISE` Å, as its first template (needs
     ``max_templates`` ≥ 1): a pack's hits never include the chain itself or anything above its identity limit, so
     without it the network never learns to copy a template of the same protein (validation crops never get one)."""
+    neff_sampling: float = 0.0
+    """Exponent α of depth-weighted sampling: a training chain is drawn with probability ∝ Neff^α / (its
+    identity cluster's size), so alignments that carry co-evolution are seen more often (α = 0.5: a chain of Neff
+    100 ten times as often as one of Neff 1). 0: a cluster uniformly, then a member uniformly."""
     lr: float = 1e-3
     warmup_steps: int = 50
     min_lr_fraction: float = 0.1

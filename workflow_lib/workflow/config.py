@@ -404,7 +404,7 @@ class TrainWorkflowConfig(StageConfig, TrainSettings):
         for key, value in sorted(dict(self.overrides or {}).items()):
             options.append("--set " + shlex.quote(f"{key}={json.dumps(value)}"))
         for key in ("steps", "crop_size", "batch_size", "max_msa_rows", "max_templates", "template_dropout",
-                    "self_template_rate", "lr",
+                    "self_template_rate", "neff_sampling", "lr",
                     "warmup_steps", "min_lr_fraction", "weight_decay",
                     "clip_norm", "checkpoint_every", "val_every", "val_max_chains", "val_crop", "redraw_every",
                     "seed", "precision", "max_train_chains", "time_limit_min"):
