@@ -63,14 +63,14 @@ def test_stage_inputs(root):
 
 def test_predict_memory_and_runtime_follow_the_chunk():
     settings = PredictConfig(window=300, fold="network")
-    coevolution = 2 * 1000 * 1000 * 8 // 10**6                               # the feature file's [L, L, 2]
+    coevolution = 2 * 1000 * 1000 * 12 // 10**6                              # the feature file's [L, L, 3]
     assert settings.memory_mb(1000) == 3000 + 1560 + coevolution and settings.memory_mb(2500) > 12000
     assert PredictConfig(window=300, fold="network", pair_heads=()).memory_mb(1000) == 3000 + coevolution   # no 6D maps kept
     assert PredictConfig(window=300, fold="network", pair_heads=("dist",)).memory_mb(1000) == 3000 + 444 + coevolution
     # 4 template maps of float16 [L, L, 131]: RPOB (1,342 residues) peaked at 5.6 GB
     assert 5600 < PredictConfig(window=300, fold="network", pair_heads=()).memory_mb(1342, templates=4) < 8000
     batched = PredictConfig(window=300, fold="network", batch_size=16, max_tokens=1024)        # 4 proteins of 256 per pass
-    assert batched.memory_mb(256) == int(3000 + 3 * 256 * 256 * 10_000 / 10**6 + 2 * 256 * 256 * 8 / 10**6)
+    assert batched.memory_mb(256) == int(3000 + 3 * 256 * 256 * 10_000 / 10**6 + 2 * 256 * 256 * 12 / 10**6)
     assert settings.memory_mb(300) < 4000
     # forward passes as crop_plan makes them: 1 within the window, one per pair of 150-residue segments beyond
     from workflow_lib.inference.stitch import crop_plan

@@ -19,6 +19,7 @@ from workflow_lib.aligner.compiled import available as compiled_kernels
 from workflow_lib.db.chunks import ChunkSettings
 from workflow_lib.errors import InputError
 from workflow_lib.inference.settings import DEFAULT_MODEL, PredictSettings
+from workflow_lib.schemas.features import C_COEVOLUTION, C_TEMPLATE_PAIR
 from workflow_lib.search.settings import SETTING_NAMES, WORKFLOW_MAX_EVALUE, Settings, cli_options, setting_error
 from workflow_lib.training.settings import TrainSettings
 
@@ -248,7 +249,7 @@ class PredictConfig(StageConfig, PredictSettings):
         16 proteins of 256 residues took 10 GB), plus three copies of the kept 6D maps of a protein longer than
         the window (float32 [L, L, bins]: sums, mean, file buffer; 130 bins for all four maps), plus twice the
         feature file's pair arrays (``templates`` maps of float16 [L, L, 131] and the float32 co-evolution
-        [L, L, 2]: read, then decompressed; 5.6 GB were measured for 1,342 residues with 4 templates); folding from
+        [L, L, 3]: read, then decompressed; 5.6 GB were measured for 1,342 residues with 4 templates); folding from
         the distogram adds its potential (float64 [L, L, 37], twice) and the distogram itself."""
         window = min(longest, self.window)
         batch = self.batch_size
@@ -257,7 +258,7 @@ class PredictConfig(StageConfig, PredictSettings):
         batched = (batch - 1) * window * window * 10_000 / 1e6
         bins = sum({"dist": 37, "omega": 37, "theta": 37, "phi": 19}[head] for head in self.pair_heads)
         stitched = 3 * longest * longest * bins * 4 / 1e6 if longest > self.window else 0.0
-        features = 2 * longest * longest * (templates * 131 * 2 + 2 * 4) / 1e6
+        features = 2 * longest * longest * (templates * C_TEMPLATE_PAIR * 2 + C_COEVOLUTION * 4) / 1e6
         fold = 3 * longest * longest * 37 * 8 / 1e6 if self.fold == "distogram" else 0.0
         return int(3000 + batched + stitched + features + fold)
 
