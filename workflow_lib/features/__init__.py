@@ -7,6 +7,8 @@ Seed 000: "Multiple Sequence Alignments", "Initializing the Emission Probabiliti
   deletions, :func:`sequence_weights` (80% identity) and Neff, :func:`weighted_profile`.
 - :mod:`.coevolution` -- :func:`coevolution_features`: APC-corrected covariance norm and mutual information
   from weighted pair frequencies, in memory-bounded blocks; :func:`apc`.
+- :mod:`.couplings` -- :func:`coupling_features`: direct couplings, a ridge-regularised inverse covariance
+  through the Woodbury identity (mean-field DCA family), APC-corrected; the third co-evolution channel.
 - :mod:`.templates` -- :func:`template_features`: template hits -> 6D one-hots and 1D scores on the query grid.
 - :mod:`.build` -- :func:`build_features` (A3M [+ template hits] -> validated dict), :func:`write_features`,
   :func:`read_features`.
@@ -18,6 +20,7 @@ The feature file's layout (keys, dtypes, named dims N, L, T; the template channe
 
 from workflow_lib.features.build import build_features, read_features, write_features
 from workflow_lib.features.coevolution import apc, coevolution_features, raw_coevolution
+from workflow_lib.features.couplings import coupling_features
 from workflow_lib.features.msa_features import (
     DEFAULT_MAX_SEQS,
     DEFAULT_MAX_STATS_SEQS,
@@ -31,7 +34,7 @@ from workflow_lib.features.templates import DEFAULT_MAX_TEMPLATES, read_hits, te
 
 __all__ = [
     "DEFAULT_MAX_SEQS", "DEFAULT_MAX_STATS_SEQS", "DEFAULT_MAX_TEMPLATES", "apc", "build_features",
-    "coevolution_features", "msa_features", "raw_coevolution", "read_features", "read_hits", "sample_rows",
+    "coevolution_features", "coupling_features", "msa_features", "raw_coevolution", "read_features", "read_hits", "sample_rows",
     "sampling_order", "sequence_weights", "template_features", "weighted_profile",
     "write_features",
 ]
