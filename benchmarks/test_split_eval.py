@@ -238,7 +238,7 @@ def report(rows: list[dict], name: str, args: argparse.Namespace) -> str:
     for low, high, label in NEFF_BINS:
         line(f"no template, Neff {label}", [r for r in rows if low <= r["neff"] < high], "none")
     templated = [r for r in rows if "templates" in r]
-    line("templates, all with one", templated, "templates")
+    line("templates, every chain with a usable hit", templated, "templates")
     for low, high, label in IDENTITY_BINS:
         line(f"templates, best {label}", [r for r in templated if low <= r["best_identity"] < high], "templates")
     pooled = [(r[k]["plddt"], r[k]["lddt"]) for r in rows for k in ("none", "templates") if k in r]
