@@ -251,7 +251,8 @@ def report(rows: list[dict], name: str, args: argparse.Namespace) -> str:
     return "\n".join([
         f"`python benchmarks/test_split_eval.py --test-chains config/pdb_chains/test_chains.txt --archive ARCHIVE "
         f"--a3m-dir A3MS --hits-dir HITS --templates TEMPLATE_DB --work WORK --model {name}`, written "
-        f"{datetime.now():%Y-%m-%d %H:%M}: {len(rows)} test chains of {min(r['length'] for r in rows)}-"
+        f"{datetime.now():%Y-%m-%d %H:%M}: {len(rows)} of the {args.listed} test chains (the list is in random "
+        f"order), {min(r['length'] for r in rows)}-"
         f"{max(r['length'] for r in rows)} residues, whole chains, MSAs against UniProt-2014 + the Swiss-Prot "
         f"subsets (fast setting, 2 iterations), templates from the 19,939-chain PDB database (never the chain "
         f"itself, none above {MAX_QUERY_IDENTITY:.0%} identity over the query's length, up to "
@@ -294,6 +295,7 @@ def main() -> int:
     stamp = (hashlib.blake2b(args.model.read_bytes(), digest_size=16).hexdigest()
              + f" {args.max_templates} promod3={args.promod3}")
     names = read_names(args.test_chains)
+    args.listed = len(names)
     if args.limit:
         names = names[:args.limit]
     shard, shards = (int(part) for part in args.shard.split("/"))
