@@ -156,16 +156,20 @@ def coevolution_features_torch(codes: torch.Tensor, weights: torch.Tensor, *,
     ratio = torch.where(positive, f_pair / torch.where(positive, f_outer, torch.ones_like(f_outer)),
                         torch.ones_like(f_pair))
     mutual_info = (f_pair * torch.log(ratio)).sum(dim=(-1, -2))
-    eye = torch.eye(length, dtype=torch.bool, device=codes.device)
+    return torch.stack([apc_torch(cov_norm), apc_torch(mutual_info)], dim=-1).to(torch.float32)
 
-    def corrected(raw: torch.Tensor) -> torch.Tensor:
-        scores = raw.masked_fill(eye, 0.0)
-        if length < 2:
-            return scores
-        row_mean = scores.sum(dim=1) / (length - 1)
-        total_mean = scores.sum() / (length * (length - 1))
-        if float(total_mean) > 0:
-            scores = scores - torch.outer(row_mean, row_mean) / total_mean
-        return scores.masked_fill(eye, 0.0)
 
-    return torch.stack([corrected(cov_norm), corrected(mutual_info)], dim=-1).to(torch.float32)
+def apc_torch(raw: torch.Tensor) -> torch.Tensor:
+    """:func:`apc` of a symmetric ``[L, L]`` tensor, on its device and in its dtype."""
+    import torch
+
+    length = raw.shape[0]
+    eye = torch.eye(length, dtype=torch.bool, device=raw.device)
+    scores = raw.masked_fill(eye, 0.0)
+    if length < 2:
+        return scores
+    row_mean = scores.sum(dim=1) / (length - 1)
+    total_mean = scores.sum() / (length * (length - 1))
+    if float(total_mean) > 0:
+        scores = scores - torch.outer(row_mean, row_mean) / total_mean
+    return scores.masked_fill(eye, 0.0)

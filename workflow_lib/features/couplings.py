@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from workflow_lib.features.coevolution import apc
+from workflow_lib.features.coevolution import apc, apc_torch
 from workflow_lib.features.states import DEFAULT_BLOCK_BYTES, GAP_STATE, rows_per_block, to_states
 
 if TYPE_CHECKING:
@@ -195,14 +195,9 @@ def coupling_features_torch(codes: torch.Tensor, weights: torch.Tensor, *, shrin
     by_column = v.permute(1, 0, 2)                                          # [L, R, q]
     grams = (by_column @ by_column.transpose(1, 2)).reshape(length, -1)
     scores = torch.sqrt((grams @ grams.T).clamp(min=0.0)) / lam
-    eye = torch.eye(length, dtype=torch.bool, device=codes.device)
-    scores = scores.masked_fill(eye, 0.0)
+    scores = apc_torch(scores)
     if length > 1:
-        row_mean = scores.sum(dim=1) / (length - 1)
-        total_mean = scores.sum() / (length * (length - 1))
-        if float(total_mean) > 0:
-            scores = (scores - torch.outer(row_mean, row_mean) / total_mean).masked_fill(eye, 0.0)
-        spread = scores[~eye].std(unbiased=False)
+        spread = scores[~torch.eye(length, dtype=torch.bool, device=codes.device)].std(unbiased=False)
         if float(spread) > 0:
             scores = scores / spread
     return scores[..., None].to(torch.float32)

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from workflow_lib.aligner.compiled import available as compiled_kernels
 from workflow_lib.db.chunks import ChunkSettings
 from workflow_lib.errors import InputError
-from workflow_lib.inference.settings import DEFAULT_MODEL, PredictSettings
+from workflow_lib.inference.settings import DEFAULT_MODEL, FOLD_MODES, HEADS_6D, PRECISIONS, PredictSettings
 from workflow_lib.schemas.features import C_COEVOLUTION, C_TEMPLATE_PAIR
 from workflow_lib.search.settings import SETTING_NAMES, WORKFLOW_MAX_EVALUE, Settings, cli_options, setting_error
 from workflow_lib.training.settings import TrainSettings
@@ -208,11 +208,11 @@ class PredictConfig(StageConfig, PredictSettings):
     model: str = DEFAULT_MODEL
 
     def __post_init__(self) -> None:
-        if self.fold not in ("network", "distogram"):
+        if self.fold not in FOLD_MODES:
             raise InputError(f"predict.fold must be network or distogram, got {self.fold!r}")
-        if self.precision not in ("float32", "bfloat16"):
+        if self.precision not in PRECISIONS:
             raise InputError(f"predict.precision must be float32 or bfloat16, got {self.precision!r}")
-        unknown = sorted(set(self.pair_heads) - {"dist", "omega", "theta", "phi"})
+        unknown = sorted(set(self.pair_heads) - set(HEADS_6D))
         if unknown:
             raise InputError(f"predict.pair_heads: {unknown} are not among dist, omega, theta, phi")
         if self.batch_size < 1:
