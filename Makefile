@@ -6,7 +6,7 @@ TORCH  ?= torch==2.13.0
 CORES  ?= 2
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test dryrun lint bench clean train-example
+.PHONY: install run test dryrun lint bench clean train-example viewer
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -36,6 +36,12 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/viterbi.py
+
+# Refresh the report's 3D viewer (3Dmol.js, shipped in workflow_lib/report/assets) from its npm package:
+# `make viewer VIEWER_VERSION=2.5.5` needs npm; the package's integrity is checked against the registry's.
+VIEWER_VERSION ?= 2.5.5
+viewer: $(STAMP)
+	$(BIN)/python -m workflow_lib.report.vendor --version $(VIEWER_VERSION)
 
 clean:
 	rm -rf results logs .snakemake

@@ -8,6 +8,7 @@ hits of T1078 turned into template-hit rows, and RoseTTAFold's per-residue confi
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -216,10 +217,15 @@ def test_protein_pages_show_each_stage_and_link_existing_files(results, tmp_path
     caudal = (out / "proteins" / "caudal_act.html").read_text()
     assert "no template search in this run" in caudal
     index = (out / "index.html").read_text()
-    assert all(f'href="proteins/{s}.html"' in index for s in summary["safe_id"])
+    payload = json.loads(re.search(r'<script type="application/json" id="proteins">(.*?)</script>', index).group(1))
+    keys = [column["key"] for column in payload["columns"]]
+    pages = [row[keys.index("page")] for row in payload["rows"]]
+    assert pages == [f"proteins/{s}.html" for s in summary["safe_id"]]
+    assert [row[keys.index("protein")] for row in payload["rows"]] == list(summary["protein"])
+    assert (out / "assets" / "3Dmol-min.js").stat().st_size > 100_000 and (out / "assets" / "table.js").exists()
 
     class Balanced(HTMLParser):
-        VOID = {"meta", "br", "rect", "polyline"}
+        VOID = {"meta", "br", "rect", "polyline", "link", "image", "stop", "input", "img"}
 
         def __init__(self):
             super().__init__()

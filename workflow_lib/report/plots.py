@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from workflow_lib.seqio.alphabet import GAP_CODE  # noqa: E402
+from workflow_lib.report.figures import coverage_matrix  # noqa: E402
 from workflow_lib.seqio.atomic import atomic_path  # noqa: E402
 from workflow_lib.seqio.msa import Alignment  # noqa: E402
 
@@ -47,18 +47,6 @@ def no_data(axis: plt.Axes, text: str) -> None:
               wrap=True)
     axis.set_xticks([])
     axis.set_yticks([])
-
-
-def coverage_matrix(alignment: Alignment) -> tuple[np.ndarray, np.ndarray]:
-    """Rows sorted by identity to the query (query first) with identity where covered and NaN at gaps
-    ``[N, L]``, and the number of sequences covering each column ``[L]``."""
-    matches = alignment.matches
-    covered = matches != GAP_CODE
-    same = (matches == matches[0]) & covered
-    identity = same.sum(axis=1) / np.maximum(covered.sum(axis=1), 1)
-    order = np.argsort(-identity, kind="stable")
-    values = np.where(covered, identity[:, None], np.nan)[order]
-    return values, covered.sum(axis=0)
 
 
 def _coverage_panel(axis: plt.Axes, alignment: Alignment, title: str) -> matplotlib.image.AxesImage:
