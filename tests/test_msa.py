@@ -69,11 +69,24 @@ def test_stockholm_without_rf_uses_gap_fraction(data_dir):
 
 
 def test_stockholm_with_rf(data_dir):
+    """``#=GC RF`` marks the match columns: each row's residues in the RF columns are its matches, those in the
+    other columns (lower case, or after '.' in the RF line) its insertions, counted before the next match."""
     text = (data_dir / "formats" / "3box.sto").read_text()
     rf = "".join(line.split()[-1] for line in text.splitlines() if line.startswith("#=GC RF"))
+    rows = dict(line.split() for line in text.splitlines() if line.strip() and not line.startswith(("#", "//")))
     alignment = read_stockholm(data_dir / "formats" / "3box.sto")
-    assert alignment.length == sum(c not in ".-" for c in rf)
-    assert (alignment.matches == GAP_CODE).sum() >= 0
+    assert alignment.length == sum(c not in ".-" for c in rf) == 19
+    match = [k for k, c in enumerate(rf) if c not in ".-"]
+    for index, name in enumerate(alignment.names):
+        row = rows[name]
+        assert np.array_equal(alignment.matches[index], encode("".join(row[k] for k in match).upper())), name
+        assert alignment.insertions[index].sum() == sum(row[k] not in ".-" for k in range(len(rf)) if k not in match)
+    # every row of this file fills every RF column; 19 residues in all sit in its 3 insert columns
+    assert not (alignment.matches == GAP_CODE).any() and alignment.insertions.sum() == 19
+    # Onc151/U4atac reads 'AAATGAAAAtGTTTGTttTTAT': one residue inserted after match column 9, two after 15
+    onc151 = alignment.names.index("Onc151/U4atac")
+    assert alignment.insertions[onc151, 9] == 1 and alignment.insertions[onc151, 15] == 2
+    assert alignment.insertions[onc151].sum() == 3
 
 
 def test_format_detection(data_dir):

@@ -265,6 +265,7 @@ def test_model_card_names_no_machine_path(dataset, data_dir, tmp_path, monkeypat
     # the card says what the network reads, from its config (the tiny test model: learned row weighting)
     assert "The network reads the MSA tokens and the co-evolution maps; templates are not used" in card
     assert "It does not read the deletions, the profile or the mean deletions." in card
+    assert "- **Split.** Single-linkage clusters at 30% identity" in card      # train-data's default split
     monkeypatch.chdir(tmp_path)
     card = model_card(**kwargs)
     assert "| file | `run/model.pt`," in card and "`evaluation/evaluation.parquet`" in card

@@ -30,11 +30,12 @@ from workflow_lib.schemas.training import TRAINING_CHAINS
 from workflow_lib.seqio.msa import read_a3m
 from workflow_lib.templates import load_template_db
 from workflow_lib.training.config import TrainConfig, training_model_config
-from workflow_lib.training.data import collect_chains, prepare_training_data
+from workflow_lib.training.data import (collect_chains, cross_identities, prepare_training_data,
+                                        split_against_validation, split_by_identity)
 from workflow_lib.training.examples import collate, make_example, pick_templates
 from workflow_lib.training.loop import train
 from workflow_lib.training.losses import LossWeights, bond_violation_loss, bonded_pairs, total_loss
-from workflow_lib.training.pack import build_pack, read_pack
+from workflow_lib.training.pack import TEMPLATE_MAX_IDENTITY, build_pack, read_pack, usable_templates
 
 torch.set_num_threads(1)
 
@@ -75,6 +76,22 @@ def test_split_against_validation_leaves_out_close_chains(prepared):
     assert split["train_chains"] + split["validation_chains"] + split["excluded_near_validation"] == 12
     assert 0.0 < split["max_cross_identity"] <= 0.3
     assert set(table["split"]) == {"train", "validation"}
+
+
+def test_split_against_validation_measures_identity_both_ways(archive):
+    """Identity is asymmetric (each chain's profile against the other sequence): 1VLV_A's profile finds 10.0% of
+    3HFW_A identical, 3HFW_A's finds 4.2% of 1VLV_A (measured). At a 7% threshold the pair is too close whichever
+    of the two is the validation chain; 5HDE_A (at most 2.0% identical to either) stays in training."""
+    records, _ = collect_chains([archive], names={"1VLV_A", "3HFW_A", "5HDE_A"})
+    by_name = {record.name: record.sequence for record in records}
+    forward = cross_identities([by_name["1VLV_A"]], [by_name["3HFW_A"]])[0, 0]
+    backward = cross_identities([by_name["3HFW_A"]], [by_name["1VLV_A"]])[0, 0]
+    assert backward <= 0.07 < forward                 # only one direction exceeds the threshold
+    for validation, close in (("1VLV_A", "3HFW_A"), ("3HFW_A", "1VLV_A")):
+        table, measured = split_against_validation(records, val_names={validation}, identity=0.07)
+        assert dict(zip(table["name"], table["split"])) == {validation: "validation", "5HDE_A": "train"}
+        assert measured["excluded"] == 1 and close not in set(table["name"])
+        assert measured["max_cross_identity"] <= 0.07
 
 
 def test_split_needs_a_sensible_validation_count(archive, tmp_path):
@@ -168,9 +185,10 @@ def test_pack_keeps_usable_templates_on_the_chains_columns(template_pack):
     names = [hit.template for hit in lipocalin.templates]
     assert names and "1KT6_A" not in names and len(names) <= 3         # ...which is never packed
     assert counts["templates"] == sum(len(chain.templates) for chain in packed)
+    assert len(set(cluster.values())) == len(cluster)     # the split against validation: each its own cluster
     for chain, split in zip(packed, table["split"]):
         for hit in chain.templates:
-            assert cluster.get(hit.template) != cluster[chain.name]
+            assert hit.template != chain.name
             assert split == "validation" or hit.template not in validation
     identity = dict(zip(hits["template"], hits["identity"]))
     assert all(identity[name] <= 0.9 for name in names)
@@ -185,6 +203,29 @@ def test_pack_keeps_usable_templates_on_the_chains_columns(template_pack):
     centre = expected.coords[placed, 1].mean(axis=0)
     np.testing.assert_allclose(got.coords[placed, 1], expected.coords[placed, 1] - centre, atol=0.006)
     assert np.isnan(got.coords[~placed]).all() and got.confidence == pytest.approx(expected.confidence)
+
+
+def test_identity_clusters_keep_a_related_chain_out_of_the_templates(archive, template_pack):
+    """Single-linkage clusters of the whole slice at 30% join 2HZQ_A and 5EZ2_A (35.6% identical, measured; the
+    slice's only pair above 30%), and 5EZ2_A is among 2HZQ_A's template hits: with those clusters it is not a
+    usable template of 2HZQ_A, with every chain its own cluster (the split against validation) it is."""
+    records, _ = collect_chains([archive])
+    table = split_by_identity(records, identity=0.3)
+    cluster = dict(zip(table["name"], table["cluster"].astype(int)))
+    sequences = dict(zip(table["name"], table["sequence"]))
+    pair = max(cross_identities([sequences["2HZQ_A"]], [sequences["5EZ2_A"]])[0, 0],
+               cross_identities([sequences["5EZ2_A"]], [sequences["2HZQ_A"]])[0, 0])
+    assert pair > 0.3 and cluster["2HZQ_A"] == cluster["5EZ2_A"]
+    assert table["cluster"].value_counts().max() > 1 and table["cluster"].nunique() < len(table)
+    _, out, _ = template_pack
+    hits = read_hits(out / "hits" / "2HZQ_A.hits.parquet")
+    assert "5EZ2_A" in set(hits["template"])
+    clustered = usable_templates(hits, "2HZQ_A", cluster["2HZQ_A"], False, cluster, set(),
+                                 max_identity=TEMPLATE_MAX_IDENTITY)
+    alone = {name: k for k, name in enumerate(table["name"])}
+    unclustered = usable_templates(hits, "2HZQ_A", alone["2HZQ_A"], False, alone, set(),
+                                   max_identity=TEMPLATE_MAX_IDENTITY)
+    assert "5EZ2_A" not in set(clustered["template"]) and "5EZ2_A" in set(unclustered["template"])
 
 
 def test_crops_train_with_their_templates(template_pack, tmp_path):
@@ -224,6 +265,11 @@ def test_crops_train_with_their_templates(template_pack, tmp_path):
     assert result.validation["fold_lddt_ca"].between(0, 1).all() and result.validation["fold_tm_score"].notna().all()
     card = model_card(data_dir=out / "data", run_dir=tmp_path / "templates", pack=out / "pack_templates.npz")
     assert "## Training pack" in card and "| validation |" in card and "folded from the distogram" in card
+    # the split it describes is the one train-data made: against validation chains, no clusters
+    split = __import__("json").loads((out / "data" / "split.json").read_text())
+    assert "Single-linkage" not in card and "- **Split.** Against validation chains" in card
+    assert (f"the {split['excluded_near_validation']} chains more than 30% identical to a validation chain left out "
+            f"of training; training chains not clustered") in card
     assert "templates: up to 2 per crop" in card and "Not used in training" not in card
     plain_card = model_card(data_dir=out / "data", run_dir=tmp_path / "plain", pack=out / "pack_templates.npz")
     assert "Not used in training" in plain_card and "best 30–90% identical" not in plain_card

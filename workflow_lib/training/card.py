@@ -203,6 +203,22 @@ def inputs_read(config: Any, max_templates: int) -> str:
     return text
 
 
+def _split_method(split: dict[str, Any]) -> str:
+    """How ``trackfold train-data`` split the chains (``split.json``): single-linkage clusters, or validation
+    chains with the chains close to them left out of training and no clustering."""
+    threshold = f"{100 * split.get('identity_threshold', float('nan')):.0f}%"
+    if split.get("split_method") == "against validation":
+        return (f"Against validation chains (`--val-chains` drawn at random with seed {split.get('seed')}, or "
+                f"`--val-names`), none more than {threshold} identical to another "
+                f"({split.get('validation_candidates_dropped', 0)} candidates dropped); the "
+                f"{split.get('excluded_near_validation', 0)} chains more than {threshold} identical to a validation "
+                f"chain left out of training; training chains not clustered (each its own cluster): "
+                f"**{split.get('train_chains')} training and {split.get('validation_chains')} validation chains**.")
+    return (f"Single-linkage clusters at {threshold} identity ({split.get('clusters')} clusters); whole clusters "
+            f"to validation (seed {split.get('seed')}): **{split.get('train_chains')} training and "
+            f"{split.get('validation_chains')} validation chains** ({split.get('validation_clusters')} clusters).")
+
+
 def _pack_section(pack: str | Path, max_templates: int) -> list[str]:
     """The training pack's chains and, when the run read templates, how many chains had one and how close."""
     from workflow_lib.training.pack import best_template_identity, read_pack
@@ -325,12 +341,8 @@ def model_card(*, data_dir: str | Path, run_dir: str | Path, msa_stats: Sequence
               f"**{split.get('chains', len(chains))} chains**"
               + (" (dropped: " + ", ".join(f"{v} {k}" for k, v in sorted(skipped.items())) + ")" if skipped else "")
               + ".",
-              f"- **Split.** Single-linkage clusters at {100 * split.get('identity_threshold', float('nan')):.0f}% "
-              f"identity ({split.get('clusters')} clusters); whole clusters to validation (seed "
-              f"{split.get('seed')}): **{split.get('train_chains')} training and {split.get('validation_chains')} "
-              f"validation chains** ({split.get('validation_clusters')} clusters). Highest measured identity "
-              f"between a validation and a training chain: "
-              f"**{_fmt(100 * split.get('max_cross_identity', float('nan')), 1)}%**.", ""]
+              f"- **Split.** {_split_method(split)} Highest measured identity between a validation and a training "
+              f"chain: **{_fmt(100 * split.get('max_cross_identity', float('nan')), 1)}%**.", ""]
 
     msa_lines, msa_summary = _msa_section(stats, chains, settings)
     lines += msa_lines

@@ -188,7 +188,8 @@ def split_against_validation(records: Sequence[ChainRecord], *, val_chains: int 
     ``val_chains`` chains in a seeded random order, or the chains named in ``val_names`` (a fixed validation
     set, so that a growing training set keeps it), are validation candidates; a candidate more than
     ``identity`` identical to an earlier kept one is dropped (greedy), every other chain more than ``identity``
-    identical to a kept validation chain is left out. Returns the table (kept chains only) and
+    identical to a kept validation chain is left out (identity in either direction: each chain's profile against
+    the other sequence, the higher one counts). Returns the table (kept chains only) and
     ``{"excluded": n, "validation_candidates_dropped": n, "max_cross_identity": highest
     validation-to-training identity}``.
     """
@@ -210,7 +211,9 @@ def split_against_validation(records: Sequence[ChainRecord], *, val_chains: int 
     validation = [candidates[a] for a in kept]
     taken = set(validation)
     others = [k for k in range(len(records)) if k not in taken]
-    cross = cross_identities([sequences[k] for k in validation], [sequences[k] for k in others], cpus=cpus)
+    val_sequences, other_sequences = [sequences[k] for k in validation], [sequences[k] for k in others]
+    cross = np.maximum(cross_identities(val_sequences, other_sequences, cpus=cpus),    # either direction
+                       cross_identities(other_sequences, val_sequences, cpus=cpus).T)
     too_close = cross.max(axis=0) > identity if len(validation) else np.zeros(len(others), dtype=bool)
     train = [k for k, close in zip(others, too_close) if not close]
     chosen = validation + train
