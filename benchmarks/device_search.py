@@ -1,6 +1,6 @@
 """The search's Viterbi stages on a GPU against NumPy on the same machine's CPUs, and jackhmmer (pyhmmer) beside
-them: one script for a lent GPU machine (seed "SIMD and Vectorized Viterbi
-Algorithm" for the kernels measured, "Iterative MSA Alignment" for the search).
+them: one script for a lent GPU machine (the kernels measured run targets in lanes as HH-suite3 does, Steinegger
+et al. 2019, BMC Bioinformatics 20:473; the search is HHblits-style, Remmert et al. 2012, Nat. Methods 9:173).
 
     python benchmarks/device_search.py --shared ../shared/data --out OUT [--queries 250] [--cpus 16]
 

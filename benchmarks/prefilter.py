@@ -6,8 +6,8 @@ query's single-sequence profile (what iteration 1 searches with):
 1. **stages** of the search's prefilter (:func:`workflow_lib.search.engine.prefilter_query_shard`, run as the
    search runs it): targets with a seeded diagonal, targets passing the gapless stage with its banded stage 1b
    (directly above ``4.5 + log2(Lq·Lt)`` bits, or between ``-2`` and that with a banded score above
-   ``6 + log2(Lq·Lt)``) and the gapped Smith–Waterman stage (``N_db·Lq·Lt·2^-S < 1000``); the seed's single
-   gapless pass (``2.5 + log2(Lq·Lt)``, stage 1b off) is a row of its own;
+   ``6 + log2(Lq·Lt)``) and the gapped Smith–Waterman stage (``N_db·Lq·Lt·2^-S < 1000``); HHblits' single
+   gapless pass (``2.5 + log2(Lq·Lt)``, stage 1b off; Remmert et al. 2012, Nat. Methods 9:173) is a row of its own;
 2. **truth**: the query's homologs (Pfam: labelled homologous pairs; CATH: same topology, C.A.T, self
    excluded), and among them the *detectable* ones: what an exhaustive Viterbi of the same profile against
    every database sequence (no prefilter, composition-bias corrected, the search's E-values) scores at
@@ -22,7 +22,7 @@ of benchmarks/RESULTS.md::
     .venv/bin/python benchmarks/prefilter.py                 # 60 queries per set
     .venv/bin/python benchmarks/prefilter.py --queries 20 --no-write
 
-Seed: "Iterative MSA Alignment" (the two-stage HHblits prefilter) — this script measures it.
+HHblits' two-stage prefilter (Remmert et al. 2012, Nat. Methods 9:173) — this script measures it.
 """
 
 from __future__ import annotations
@@ -61,9 +61,9 @@ GRID = ((DEFAULT_SHAPE, DEFAULT_BITS, DIAGONALS_PER_TARGET, True), (DEFAULT_SHAP
         (DEFAULT_SHAPE, 4.5, 4, True), (DEFAULT_SHAPE, 5.5, 4, True), (DEFAULT_SHAPE, 5.0, 8, True),
         ("1111", 4.5, 4, True), ("111", 3.0, 4, True))
 """(seed shape of the index, seed threshold bits, diagonals per target, banded stage 1b on); the first row is
-the default, the second the seed's single gapless pass."""
+the default, the second HHblits' single gapless pass."""
 SEED_PASS = {"gapless_offset": GAPLESS_OFFSET_BITS, "band_gate": GAPLESS_OFFSET_BITS}
-"""Stage 1b off, the gapless pass at the seed's 2.5 bits."""
+"""Stage 1b off, the gapless pass at HHblits' 2.5 bits."""
 
 
 def homologs(dataset: datasets.Dataset, query: str) -> set[str]:
@@ -136,7 +136,7 @@ def run_set(name: str, n_queries: int) -> dict:
 
 
 def setting_name(shape: str, threshold: float, diagonals: int, band: bool = True) -> str:
-    return f"{shape} / {threshold} / {diagonals}" + ("" if band else " / seed's single pass")
+    return f"{shape} / {threshold} / {diagonals}" + ("" if band else " / HHblits' single pass")
 
 
 def summarise(result: dict) -> list[dict]:
@@ -172,7 +172,7 @@ def markdown(results: list[dict]) -> str:
         "labelled pairs; CATH: same topology) that reach Viterbi, detectable or not. CPU s: gapless + gapped "
         "stages per query (the first query's calls include building the padded residue layout). Default settings "
         f"(bold): seed shape {DEFAULT_SHAPE} (a spaced 4-mer), seeds at {DEFAULT_BITS} bits, {DIAGONALS_PER_TARGET} "
-        "diagonals per target, the gapless pass with the banded stage 1b; *seed's single pass*: the gapless pass "
+        "diagonals per target, the gapless pass with the banded stage 1b; *HHblits' single pass*: the gapless pass "
         "at 2.5 + log2(Lq·Lt) bits alone; `1111` = contiguous 4-mers, `111` = 3-mers.", "",
         "| set (queries, database) | seed shape / seed bits / diagonals | seeded | gapless (+ band) pass | gapped pass | reduction "
         "| homologs passed | detectable lost (E ≤ 10) | lost of E ≤ 1e-3 | CPU s / query |",

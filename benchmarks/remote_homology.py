@@ -16,7 +16,7 @@ same-fold targets of another superfamily (or family) ignored, the self hit left 
 a true target (:func:`search_bench.datasets.scop_metrics`). Calibration: hits to another fold with E ≤ x per
 query. Cost: CPU seconds per query of the search (database building apart), and the ratio to jackhmmer -N 3's.
 
-Seed: "Iterative MSA Alignment" (HHblits-style search) — this script measures it, it implements nothing of it.
+HHblits-style search (Remmert et al. 2012, Nat. Methods 9:173) — this script measures it, it implements nothing of it.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ to the database size; CATH: hits to other superfamilies per query). Timing: wall
 and peak RSS of the search processes, 1 CPU each, under ``nice -n 10`` (shared machine: compare within a run).
 Writes the section "## Homology search: peers" of benchmarks/RESULTS.md (``--section`` to rename), the plot
 benchmarks/search_bench/search_benchmark.png and benchmarks/_work/search/results.json.
-Seed: "Iterative MSA Alignment" (HHblits-style search) — this script measures it, it implements nothing of it.
+HHblits-style search (Remmert et al. 2012, Nat. Methods 9:173) — this script measures it, it implements nothing of it.
 """
 
 from __future__ import annotations

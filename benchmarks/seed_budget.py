@@ -13,7 +13,8 @@ print only)::
     .venv/bin/python benchmarks/seed_budget.py --db SEQ_DB [--budgets 32000,16000,8000] [--proteins 100] \\
         [--parallel 2]
 
-Seed: "Iterative MSA Alignment" — this script measures it, it implements nothing of it.
+HHblits-style iterative search (Remmert et al. 2012, Nat. Methods 9:173) — this script measures it, it implements
+nothing of it.
 """
 
 from __future__ import annotations

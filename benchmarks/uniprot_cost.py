@@ -24,7 +24,8 @@ UniProt-2014 (cost, depth, Neff)" of benchmarks/RESULTS.md (``--no-write`` to pr
     .venv/bin/python benchmarks/uniprot_cost.py --db SEQ_DB --fasta DB.fasta [--profiles PROFILE_DB] \\
         [--proteins 200] [--tools trackfold,trackfold_fast,jackhmmer,mmseqs] [--parallel 2]
 
-Seed: "Iterative MSA Alignment" — this script measures it, it implements nothing of it.
+HHblits-style iterative search (Remmert et al. 2012, Nat. Methods 9:173) — this script measures it, it implements
+nothing of it.
 """
 
 from __future__ import annotations

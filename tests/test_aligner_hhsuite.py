@@ -114,8 +114,8 @@ def test_our_profiles_are_close_to_hhmake():
     Measured mean total variation per column 0.02-0.24 (mean 0.09; mean |difference| per entry ≤ 0.024). The
     gap: ``hhmake`` first filters the MSA (``-id 90 -diff 100``: at most ~100 diverse sequences per 50-column
     block) and weights sequences position-specifically (Henikoff weights within sub-alignments), while we weight
-    by single-linkage clusters at 80% identity (the seed's q_obs) on the whole MSA. Deep, diverse MSAs (BFD with
-    1024 rows, T1078 at E 1e-3) differ most, small seeds least.
+    by single-linkage clusters at 80% identity (our cluster-weighted q_obs) on the whole MSA. Deep, diverse MSAs
+    (BFD with 1024 rows, T1078 at E 1e-3) differ most, small Pfam seed alignments least.
     """
     total_variation = []
     for name, (relative, kind) in SOURCES.items():

@@ -23,7 +23,7 @@ def test_gonnet_matches_biopython_copy():
     for a, first in enumerate(AMINO_ACIDS):
         for b, second in enumerate(AMINO_ACIDS):
             assert ours[a, b] == pytest.approx(published[first][second], abs=1e-9)
-    assert ours[1, 1] == 11.5  # the seed's example: cysteine's self-replacement score
+    assert ours[1, 1] == 11.5  # Gonnet et al. 1992: cysteine's self-replacement score
 
 
 def test_backgrounds_and_substitution_probabilities():
@@ -48,7 +48,7 @@ def test_profile_from_sequence_uses_substitution_rows():
     f = HHSUITE_BACKGROUND.astype(np.float64)
     assert np.allclose(profile.emissions[2], 0.9 * (f @ g) + 0.1 * f, atol=1e-6)
     assert profile.has_pseudocounts and profile.length == 4
-    pure = profile_from_alignment(_alignment(["ACW"]), admix=1.0)  # the seed's wording: the pure substitution row
+    pure = profile_from_alignment(_alignment(["ACW"]), admix=1.0)  # admix 1: the pure substitution row
     assert np.allclose(pure.emissions[0], g[0], atol=1e-6) and np.allclose(pure.emissions[2], g[18], atol=1e-6)
     with pytest.raises(ValueError):
         profile_from_sequence("AC-D")

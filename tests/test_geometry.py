@@ -1,4 +1,4 @@
-"""6D pair geometry (seed: "Representing Protein Structure"): primitives, maps and bins."""
+"""6D pair geometry (trRosetta, Yang et al. 2020): primitives, maps and bins."""
 
 from __future__ import annotations
 

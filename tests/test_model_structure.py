@@ -144,7 +144,7 @@ def test_geometric_attention_is_invariant_and_follows_the_seed():
     out = layer(s, z, frames)
     assert out.abs().max() > 1e-3
     assert (out - layer(s, z, _transform(_global_transform(), frames))).abs().max().item() < TOL
-    # seed 001, Algorithm 6, written out residue by residue (plus the pair bias)
+    # ESM3 (Hayes et al. 2024) Algorithm 6, written out residue by residue (plus the pair bias)
     soft = torch.nn.functional.softplus
     vec = layer.linear_in(s).unflatten(-1, (5, 3, 3))                      # [B, L, 5, H, 3]
     bias = layer.linear_b(z)                                                # [B, L, L, H]

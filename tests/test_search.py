@@ -218,7 +218,7 @@ def test_band_pass_scores_only_the_gate_window(db_one, queries):
 
 
 def test_search_with_the_band_stage_off_is_the_single_gapless_pass(db_one, queries):
-    """A band gate at the direct pass turns stage 1b off: the search is the seed's gapless pass at that offset;
+    """A band gate at the direct pass turns stage 1b off: the search is HHblits' gapless pass at that offset;
     the default (band on, direct pass at 4.5) keeps every target that direct pass keeps."""
     totals = DatabaseTotals.from_manifest(db_one)
     shard, index = load_shard(db_one, 0), load_kmer_index(db_one, 0)

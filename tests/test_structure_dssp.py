@@ -1,4 +1,4 @@
-"""Secondary structure via mkdssp (seed: "Secondary Structure Score"): parsing, 3-state reduction, failures."""
+"""Secondary structure via mkdssp (HHsearch's secondary structure score): parsing, 3-state reduction, failures."""
 
 from __future__ import annotations
 

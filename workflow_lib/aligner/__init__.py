@@ -1,6 +1,8 @@
 """The HMM aligner: substitution data, profile HMMs, ``.hhm`` I/O and the lane-vectorised Viterbi kernels.
 
-Seed sections "Hidden-Markov Model Profiles" through "SIMD and Vectorized Viterbi Algorithm". Main API:
+Profile HMMs and their HMM–HMM comparison as in HHsearch (Söding 2005, Bioinformatics 21:951), pseudocounts
+after PSI-BLAST (Altschul et al. 1997, Nucleic Acids Res. 25:3389), and Viterbi over several targets at once as in
+HH-suite3 (Steinegger et al. 2019, BMC Bioinformatics 20:473). Main API:
 
 - :class:`Profile`, :func:`profile_from_sequence`, :func:`profile_from_alignment`, :func:`add_pseudocounts`;
 - :func:`read_hhm`, :func:`write_hhm` (HH-suite text profiles);

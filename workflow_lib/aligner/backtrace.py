@@ -1,12 +1,11 @@
-"""One-byte backtrace cells and their decoding, for all lanes at once (seed "SIMD and Vectorized Viterbi
-Algorithm": "we condense all backtracing information into a single N_q x N_t matrix where each entry is a
-single byte").
+"""One-byte backtrace cells and their decoding, for all lanes at once (as HH-suite3 keeps one byte of
+backtrace per DP cell instead of one matrix per pair state; Steinegger et al. 2019, BMC Bioinformatics 20:473).
 
 Sequence–profile byte: bits 0-1 the M pointer (0 STOP, 1 M, 2 I, 3 D), bit 2 "I came from I" (else from M),
 bit 3 "D came from D" (else from M).
 
-Profile–profile byte (the seed's layout): bits 0-2 the MM pointer (0 STOP, 1 MM, 2 GD, 3 IM, 4 DG, 5 MI),
-bits 3-6 "came from itself" for GD, IM, DG, MI (else from MM), bit 7 the cell-off flag of the seed (always 0
+Profile–profile byte (HH-suite3's layout): bits 0-2 the MM pointer (0 STOP, 1 MM, 2 GD, 3 IM, 4 DG, 5 MI),
+bits 3-6 "came from itself" for GD, IM, DG, MI (else from MM), bit 7 HH-suite3's cell-off flag (always 0
 here: we never switch cells off).
 
 Backtrace matrices are ``uint8 [Lq, Lt, W]`` (query row, target position, lane), 1-based DP cell (i, l)

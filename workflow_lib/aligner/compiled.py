@@ -1,6 +1,6 @@
 """Compiled CPU lane kernels (numba): the sequence–profile Viterbi of :mod:`workflow_lib.aligner.viterbi_seq`
-as one loop nest (seed "Log-Odds Score with Viterbi Algorithm", "Dynamic Programming Matrices", "SIMD and
-Vectorized Viterbi Algorithm").
+as one loop nest (the profile-HMM log-odds Viterbi of Söding 2005, Bioinformatics 21:951, over several
+targets at once as in HH-suite3, Steinegger et al. 2019, BMC Bioinformatics 20:473).
 
 Same layout as the NumPy kernel: rows are query columns i, each row an int32 array ``[Lt + 1, W]`` over target
 positions l and W lanes (targets of similar length, lanes contiguous). The innermost loop runs over the lanes,

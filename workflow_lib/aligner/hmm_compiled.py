@@ -1,5 +1,6 @@
-"""Score-only profile–profile Viterbi, compiled (numba), for searching many profiles (seed "Viterbi Algorithm
-for HMM-HMM Alignment", "Log-Sum-Of-Odds Score", "Column Score", "SIMD and Vectorized Viterbi Algorithm").
+"""Score-only profile–profile Viterbi, compiled (numba), for searching many profiles (the HMM–HMM
+Viterbi, log-sum-of-odds and column score of HHsearch, Söding 2005, Bioinformatics 21:951; several profiles at
+once as in HH-suite3, Steinegger et al. 2019, BMC Bioinformatics 20:473).
 
 A profile database search scores a query against hundreds of candidate and decoy profiles and traces the path
 of only the few it reports. :func:`hmm_scores` gives the best local Viterbi score (milli-bits, the ``raw_score``

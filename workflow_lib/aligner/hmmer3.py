@@ -1,7 +1,7 @@
 """Read HMMER3 text profiles (``hmmbuild`` output, ``HMMER3/f``) into a :class:`~workflow_lib.aligner.profile.Profile`.
 
 HMMER stores ``-ln p`` (``*`` = p 0) for the match emissions of each node, the insert emissions (dropped:
-our insert states emit the background, seed "Hidden-Markov Model Profiles") and the seven transitions
+our insert states emit the background, as in HHsearch, Söding 2005, Bioinformatics 21:951) and the seven transitions
 ``m->m m->i m->d i->m i->i d->m d->d`` out of each node, in the order of our :data:`TRANSITIONS`; the line
 after ``COMPO`` belongs to node 0 (begin). HMMER's emissions already include its Dirichlet-mixture priors,
 so the profile is marked ``has_pseudocounts=True``. The background is our default f(a) (HMMER's own null

@@ -1,7 +1,7 @@
 """Compiled (numba) twins of the MSA's two all-against-all identity loops: the cluster weights of a profile
-(:func:`workflow_lib.aligner.profile.cluster_sequences`, seed "Initializing the Emission Probabilities") and the
-greedy redundancy filter between search iterations (:func:`workflow_lib.search.iterative.filter_alignment`,
-seed "Iterative MSA Alignment").
+(:func:`workflow_lib.aligner.profile.cluster_sequences`, the sequence weights of the profile's emissions) and the
+greedy redundancy filter between search iterations (:func:`workflow_lib.search.iterative.filter_alignment`, as
+HH-suite filters its MSAs; Steinegger et al. 2019, BMC Bioinformatics 20:473).
 
 Both compare one row with earlier rows over all match columns: shared residues (both rows have one) and identical
 residues among them, then ``identical > identity · shared``. NumPy does each row against a block of rows with

@@ -1,6 +1,6 @@
 """Batch APIs: bucket targets by length into lanes, run the lane kernels, spread work over processes.
 
-Seed "SIMD and Vectorized Viterbi Algorithm": HH-suite packs 4 or 8 templates into one SIMD register; here a
+HH-suite3 packs 4 or 8 templates into one SIMD register (Steinegger et al. 2019, BMC Bioinformatics 20:473); here a
 lane axis holds up to :data:`MAX_LANES` targets of similar length. Targets are sorted by length and cut into
 buckets whose lane count keeps one DP row (``Lt × W`` cells) near :data:`LANE_CELLS` (cache-sized; measured
 in ``benchmarks/RESULTS.md``) and, with a backtrace, the ``Lq × Lt × W`` byte matrix under

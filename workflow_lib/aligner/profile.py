@@ -1,6 +1,7 @@
 """Profile HMMs: the :class:`Profile` type and its construction from one sequence or from an MSA.
 
-Seed sections "Hidden-Markov Model Profiles" and "Initializing the Emission Probabilities":
+Profile HMMs with match, insert and delete states as in HHsearch (Söding 2005, Bioinformatics 21:951), with
+PSI-BLAST's pseudocount rule (Altschul et al. 1997, Nucleic Acids Res. 25:3389):
 
 - one sequence: the emissions of column ``i`` are row ``x_i`` of the substitution probabilities g(a, x)
   (:func:`~workflow_lib.aligner.substitution.substitution_probabilities`);
@@ -43,12 +44,12 @@ ADMIX_A = 0.9
 """Overall pseudocount admixture ``a``: at most this fraction of a column's emissions comes from the pseudocounts.
 0.9 is HH-suite's default for its context-specific pseudocounts (``-pc_hhm_contxt_a``; its substitution-matrix
 pseudocounts default to 1.0). 1.0 turns a one-sequence profile into the pure substitution
-matrix (the seed's wording); 0.9 finds more remote homologs on Pfam (chosen on Pfam sequences disjoint
+matrix; 0.9 finds more remote homologs on Pfam (chosen on Pfam sequences disjoint
 from the benchmark's queries)."""
 
 CLUSTER_IDENTITY = 0.8
 """Sequences join a cluster when they share more than this fraction of identical residues with a member
-(seed example: "five template sequences that share over 80% sequence identity")."""
+(80%: near-identical rows count as one correlated occurrence in the sequence weights)."""
 
 # HH-suite 3 defaults for transition pseudocounts (hhalign -h all: -gapb -gapd -gape -gapf -gapg -gaph -gapi);
 # the priors 0.0286 (M->I, M->D) and 0.75 (I->I, D->D) are HMMER's, as HH-suite's source says.
@@ -222,8 +223,8 @@ def cluster_sequences(matches: np.ndarray, identity: float = CLUSTER_IDENTITY) -
     """Single-linkage clusters of MSA rows: int64 ``[N]`` cluster labels (0..C-1, in order of first member).
 
     ``matches``: uint8 ``[N, L]``. Two rows are linked when, over the columns where both have a residue,
-    more than ``identity`` of those residues are identical (seed: "A sequence is added to a cluster if the
-    percentage of identical residues with at least one sequence in the cluster exceeds a specified threshold").
+    more than ``identity`` of those residues are identical, so a sequence joins a cluster when it is that
+    similar to at least one sequence in the cluster.
     O(N²·L) byte comparisons, done one row against all earlier rows at a time.
     """
     matches = np.asarray(matches)
@@ -263,7 +264,7 @@ def _rank_labels(labels: np.ndarray) -> np.ndarray:
 
 def observed_frequencies(matches: np.ndarray, labels: np.ndarray, background: np.ndarray) -> tuple[np.ndarray,
                                                                                                      np.ndarray]:
-    """q_obs and the number of clusters per column (seed: "Initializing the Emission Probabilities").
+    """q_obs and the number of clusters per column (the cluster-weighted observed frequencies).
 
     ``q_obs_i(a) = (1 / N_clusters,i) · Σ_n count_n,i(a) / size(C_i(n))``, where ``C_i(n)`` is the part of
     n's cluster that has a residue (not X, not a gap) in column i. Returns float64 ``[L, 20]`` (columns

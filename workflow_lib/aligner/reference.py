@@ -1,14 +1,14 @@
 """Plain-loop reference implementations of the Viterbi recurrences (slow; the tests check the lane kernels
 against them cell for cell: same scores, same tie-breaking, same alignments).
 
-Sequence vs profile (seed "Log-Odds Score with Viterbi Algorithm", "Dynamic Programming Matrices"), rows i =
-query columns 1..Lq, columns l = target residues 1..Lt, transitions ``t[i]`` out of column i::
+Sequence vs profile (the profile-HMM log-odds Viterbi that HHsearch generalises; Söding 2005, Bioinformatics
+21:951), rows i = query columns 1..Lq, columns l = target residues 1..Lt, transitions ``t[i]`` out of column i::
 
     M(i,l) = e(i, x_l) + max(0 [STOP], M(i-1,l-1) + t[i-1].MM, I(i-1,l-1) + t[i-1].IM, D(i-1,l-1) + t[i-1].DM)
     I(i,l) = max(M(i,l-1) + t[i].MI, I(i,l-1) + t[i].II)
     D(i,l) = max(M(i-1,l) + t[i-1].MD, D(i-1,l) + t[i-1].DD)
 
-Profile vs profile (seed "Viterbi Algorithm for HMM-HMM Alignment"; q = query, t = template, S = column score
+Profile vs profile (HHsearch's HMM–HMM Viterbi, Söding 2005; q = query, t = template, S = column score
 plus shift)::
 
     MM(i,j) = S(i,j) + max(0, MM(i-1,j-1) + q.MM + t.MM, GD(i-1,j-1) + q.MM + t.DM, IM(i-1,j-1) + q.IM + t.MM,

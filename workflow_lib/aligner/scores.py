@@ -33,7 +33,7 @@ HHSUITE_SHIFT = -0.03
 """Per-column score offset (bits) of HH-suite 3's profile–profile Viterbi (``hhalign -shift``, default -0.03)."""
 
 CORRELATION_WEIGHT = 0.1
-"""Weight of the correlation score (seed "Correlation Score"; ``hhalign -corr``, default 0.1)."""
+"""Weight of HHsearch's correlation score (``hhalign -corr``, default 0.1)."""
 
 
 def quantize(log2_values: np.ndarray) -> np.ndarray:
@@ -63,7 +63,7 @@ class SequenceScores:
 
 
 def sequence_scores(profile: Profile) -> SequenceScores:
-    """Score tables of a profile for aligning sequences to it (log-odds; seed "Log-Odds Score with Viterbi")."""
+    """Score tables of a profile for aligning sequences to it (log-odds; Söding 2005, Bioinformatics 21:951)."""
     emission = np.zeros((profile.length, N_CODES), dtype=np.int32)
     odds = profile.emissions.astype(np.float64) / profile.background.astype(np.float64)[None, :]
     emission[:, :N_AMINO] = quantize(log2_safe(odds))
@@ -94,7 +94,7 @@ def pair_scores(profile: Profile, background: np.ndarray | None = None) -> PairS
 
 
 def column_scores(query: PairScores, template_scaled: np.ndarray, shift: float = HHSUITE_SHIFT) -> np.ndarray:
-    """Column scores ``S_aa(q_i, t_j) + shift`` (seed "Column Score"): int32 milli-bits ``[Lq, ...]``.
+    """Column scores ``S_aa(q_i, t_j) + shift`` (HHsearch's column score, Söding 2005): int32 milli-bits ``[Lq, ...]``.
 
     ``template_scaled``: float64 ``[..., 20]`` scaled template emissions (all-zero rows mark padding and get
     :data:`PAD_SCORE`). ``S_aa = log2 Σ_a q_i(a)·t_j(a)/f(a)``.

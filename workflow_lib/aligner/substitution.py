@@ -1,8 +1,9 @@
 """Substitution data: the Gonnet matrix, background frequencies f(a) and substitution probabilities g(a, x).
 
-Seed section "Initializing the Emission Probabilities": the Gonnet matrix is published as a lower triangle;
-symmetrise it, turn each column into replacement probabilities with a softmax, and use column ``a`` as the
-emission distribution of a one-sequence profile whose residue is ``a``.
+As in HHsearch (Söding 2005, Bioinformatics 21:951), substitution pseudocounts come from the Gonnet matrix
+(Gonnet et al. 1992, below). It is published as a lower triangle; symmetrise it, turn each column into
+replacement probabilities with a softmax, and use column ``a`` as the emission distribution of a one-sequence
+profile whose residue is ``a``.
 
 Sources of the constants
 ------------------------
@@ -21,12 +22,12 @@ Sources of the constants
     Robinson A.B., Robinson L.R. (1991) PNAS 88:8880-8884, the amino-acid composition BLAST uses
     (NCBI ``blast_stat.c``, ``Robinson_prob``), per mille. Offered as an alternative f(a).
 
-Softmax and units (a documented deviation from the seed's wording)
-------------------------------------------------------------------
+Softmax and units
+-----------------
 A softmax of the raw scores would ignore f(x) and treat Dayhoff units as nats. We use the softmax of the
 log-odds model the scores come from: ``g(a, x) = softmax_x(s(a, x)·ln(10)/10 + ln f(x))``, i.e.
-``P(x | a) ∝ f(x)·10^(s(a,x)/10)``. Rows of :func:`substitution_probabilities` sum to 1 (row ``a`` is the
-seed's "column ``a``").
+``P(x | a) ∝ f(x)·10^(s(a,x)/10)``. Rows of :func:`substitution_probabilities` sum to 1 (row ``a``
+holds the replacement probabilities of residue ``a``, the "column ``a``" above).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""The sequence–profile lane Viterbi in torch, so that a GPU node can run it (seed "SIMD and Vectorized Viterbi
-Algorithm"; recurrences, tie-breaking and backtrace bytes as in :mod:`workflow_lib.aligner.reference` and
-:mod:`workflow_lib.aligner.backtrace`).
+"""The sequence–profile lane Viterbi in torch, so that a GPU node can run it (lanes of targets as in HH-suite3,
+Steinegger et al. 2019, BMC Bioinformatics 20:473; recurrences, tie-breaking and backtrace bytes as in
+:mod:`workflow_lib.aligner.reference` and :mod:`workflow_lib.aligner.backtrace`).
 
 Same lane layout as :mod:`workflow_lib.aligner.viterbi_seq` (rows = query columns, ``[Lt + 1, W]`` per row,
 int32 milli-bits; int64 above :data:`~workflow_lib.aligner.viterbi_seq.INT32_MAX_TARGET`), written for few

@@ -1,5 +1,5 @@
-"""The sequence–profile lane Viterbi as one fused GPU kernel (Triton), for CUDA devices (seed "SIMD and
-Vectorized Viterbi Algorithm"; recurrences, tie-breaking and backtrace bytes as in
+"""The sequence–profile lane Viterbi as one fused GPU kernel (Triton), for CUDA devices (lanes of targets as in
+HH-suite3, Steinegger et al. 2019, BMC Bioinformatics 20:473; recurrences, tie-breaking and backtrace bytes as in
 :mod:`workflow_lib.aligner.reference` and :mod:`workflow_lib.aligner.torch_kernels`).
 
 The torch kernel issues ~30 tensor operations per DP row, each reading and writing whole ``[Lt, W]`` rows of

@@ -1,5 +1,6 @@
-"""Profile-vs-profile local Viterbi over lanes of templates (seed "Log-Sum-Of-Odds Score", "Column Score",
-"Viterbi Algorithm for HMM-HMM Alignment", "Correlation Score", "SIMD and Vectorized Viterbi Algorithm").
+"""Profile-vs-profile local Viterbi over lanes of templates (HHsearch's log-sum-of-odds score, column score and
+HMM–HMM Viterbi, Söding 2005, Bioinformatics 21:951; its correlation score; templates in lanes as in HH-suite3,
+Steinegger et al. 2019, BMC Bioinformatics 20:473).
 
 Recurrences, tie-breaking and pair states (MM, GD, IM, DG, MI) are those of
 :func:`workflow_lib.aligner.reference.viterbi_profile_reference`. Layout as in the sequence kernel: rows are query
@@ -14,14 +15,14 @@ block of query rows. After the Viterbi, the correlation score ``0.1 · Σ_{d=1..
 steps k of the best alignment (s_k the column score of an MM step without the shift, 0 otherwise) is added to
 the reported score, as HH-suite does after its backtrace.
 
-Secondary structure (seed "Secondary Structure Score"): not scored, on purpose. The seed gives the form of the
-score, ``w · log P(σ; ρ, c) / (P(σ) P(ρ, c))`` for a known template state σ (DSSP, 7 states) against a PSIPRED
+Secondary structure (HHsearch's secondary structure score, Söding 2005): not scored, on purpose. Its form is
+``w · log P(σ; ρ, c) / (P(σ) P(ρ, c))`` for a known template state σ (DSSP, 7 states) against a PSIPRED
 prediction ρ with confidence c, and
 ``w · log Σ_σ P(ρ_q, c_q | σ) P(ρ_t, c_t | σ) P(σ) / (P(ρ_q, c_q) P(ρ_t, c_t))`` for predicted against
-predicted, but not the numbers: they are frequencies from PSIPRED runs on SCOP domains.
+predicted; the numbers are frequencies from PSIPRED runs on SCOP domains.
 HH-suite 3 hard-codes them in its source (``hhmatrices.cpp``, GPL-3; ``hhalign -ssm 2 -ssw 0.11 -ssa 1`` by
-default: scored during the alignment, weight 0.11 on the log-odds, the PSIPRED confusion matrix unmixed). Neither
-the seeds nor ``shared/data`` carry those statistics, PSIPRED is not available to derive them (``shared/data``
+default: scored during the alignment, weight 0.11 on the log-odds, the PSIPRED confusion matrix unmixed).
+``shared/data`` does not carry those statistics, PSIPRED is not available to derive them (``shared/data``
 has one ``.ss2`` file), and copying HH-suite's GPL tables into this code base is a licensing decision, not an
 engineering one. So ``Profile.ss_pred`` / ``ss_conf`` (read from ``.hhm`` / A3M ``>ss_pred``, ``>ss_conf``) are
 carried but not scored, and the HH-suite agreement tests run ``hhalign -ssm 0`` (the comparable setting; the
@@ -126,7 +127,7 @@ def viterbi_profile_lanes(query: PairScores, templates: list[PairScores], *,
 
 
 def correlation_score(query: PairScores, template: PairScores, steps: list[tuple[int, int, str]]) -> float:
-    """Seed "Correlation Score": ``0.1 · Σ_{d=1..4} Σ_k s_k·s_{k+d}`` along the alignment steps (bits)."""
+    """HHsearch's correlation score: ``0.1 · Σ_{d=1..4} Σ_k s_k·s_{k+d}`` along the alignment steps (bits)."""
     s = np.zeros(len(steps), dtype=np.float64)
     for k, (i, j, letter) in enumerate(steps):
         if letter == "M":

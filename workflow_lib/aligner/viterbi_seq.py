@@ -1,5 +1,5 @@
-"""Sequence-vs-profile local Viterbi over lanes of targets (seed "Log-Odds Score with Viterbi Algorithm",
-"Dynamic Programming Matrices", "SIMD and Vectorized Viterbi Algorithm").
+"""Sequence-vs-profile local Viterbi over lanes of targets (the profile-HMM log-odds Viterbi, Söding 2005,
+Bioinformatics 21:951; targets in lanes as in HH-suite3, Steinegger et al. 2019, BMC Bioinformatics 20:473).
 
 The recurrences are those of :mod:`workflow_lib.aligner.reference`. Layout: the DP runs over query columns i
 (one row at a time); each row is an int32 array ``[Lt + 1, W]`` over target positions l (row 0 is the

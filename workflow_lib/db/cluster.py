@@ -1,6 +1,6 @@
 """Cluster a sequence database in linear time (Linclust-style), for the profile database.
 
-Seed "Iterative MSA Alignment": HHblits searches Uniclust30, a database of clusters at 30% identity (each a
+HHblits (Remmert et al. 2012, Nat. Methods 9:173) searches Uniclust30, a database of clusters at 30% identity (each a
 profile built from its members' alignment), not of single sequences. Uniclust is made with MMseqs2, whose
 Linclust clusters in time linear in the database size; this module follows Linclust's plan:
 

@@ -1,6 +1,6 @@
 """A k-mer index of a database shard, so the prefilter looks up candidate diagonals instead of scanning residues.
 
-Seed "Iterative MSA Alignment": HHblits cuts the database 10–100× with a gapless and a gapped prefilter
+HHblits (Remmert et al. 2012, Nat. Methods 9:173) cuts the database 10–100× with a gapless and a gapped prefilter
 before Viterbi; DESIGN.md adds that candidates for the gapless stage may come from a k-mer index of the
 database, as MMseqs2 does, so that the cost does not grow with every residue of the database.
 

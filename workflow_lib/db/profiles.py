@@ -1,6 +1,6 @@
 """Profile databases: a sequence database clustered, one profile HMM per cluster (HHblits' Uniclust30 form).
 
-Seed "Iterative MSA Alignment": HHblits searches a database of cluster profiles with profile–profile Viterbi
+HHblits (Remmert et al. 2012, Nat. Methods 9:173) searches a database of cluster profiles with profile–profile Viterbi
 and expands each accepted cluster into its member sequences. ``trackfold db cluster`` makes such a database from
 a ``trackfold db build`` directory (:func:`build_profile_db`):
 

@@ -1,9 +1,10 @@
 """Long-range contact precision of the predicted distogram and of the co-evolution baseline.
 
-Seed 003 ("Co-evolution of two aminoacid residues of a protein often implies interaction between those
-aminoacids") and seed 000, "Soft-Tied Residue-Wise Attention" (attention maps that resemble the true contact
-map): a contact map is the first thing a structure predictor has to get right, and the classic way to read it
-off an MSA alone -- APC-corrected co-evolution -- is the baseline the network must beat.
+Co-evolution of two residues often implies that they are in contact (Morcos et al. 2011, PNAS 108:E1293; Jones
+et al. 2012, Bioinformatics 28:184), and RoseTTAFold's soft-tied attention maps resemble the true contact map
+(Baek et al. 2021, Science 373:871): a contact map is the first thing a structure predictor has to get right,
+and the classic way to read it off an MSA alone -- APC-corrected co-evolution (Dunn et al. 2008, Bioinformatics
+24:333) -- is the baseline the network must beat.
 
 Definitions (shared with the validation of :mod:`workflow_lib.training`, which uses :func:`contact_precision`):
 

@@ -1,9 +1,10 @@
 """Evaluation of predicted structures against experimental ones (``trackfold evaluate``).
 
 One target = a predicted model (PDB, optionally its ``.pred.npz``), the native structure (PDB/mmCIF, ``.gz``
-allowed) and optionally the A3M the prediction was made from. Seed 000, "Representing Protein Structure"
-(residues as backbone frames, Cβ–Cβ distances) and seed 003 (pLDDT: the network's own estimate of its
-per-residue lDDT-Cα). Per target:
+allowed) and optionally the A3M the prediction was made from. Residues as backbone frames and Cβ–Cβ distances
+as in trRosetta and RoseTTAFold (Yang et al. 2020, PNAS 117:1496; Baek et al. 2021, Science 373:871); pLDDT,
+the network's own estimate of its per-residue lDDT-Cα, as in AlphaFold 2 (Jumper et al. 2021, Nature 596:583,
+supplement section 1.9.6). Per target:
 
 1. **Residues.** The prediction's sequence (its PDB; the npz ``aatype`` must agree) is matched to the native
    chain's *observed* residues (those with a Cα) by :func:`~workflow_lib.evaluate.align.match_residues`;

@@ -1,7 +1,7 @@
 """Per-protein network input features: MSA features, co-evolution, and the feature-file layout.
 
-Seed 000: "Multiple Sequence Alignments", "Initializing the Emission Probabilities" (sequence weights),
-"MSA Embeddings" (what the network reads); DESIGN.md, "Features and the model".
+The MSA (query first) and what RoseTTAFold's network reads from it (Baek et al. 2021, Science 373:871), with
+sequence weights that down-weight near-identical rows; DESIGN.md, "Features and the model".
 
 - :mod:`.msa_features` -- :func:`msa_features`: deterministic row sampling (:func:`sample_rows`), MSA tokens,
   deletions, :func:`sequence_weights` (80% identity) and Neff, :func:`weighted_profile`.

@@ -1,7 +1,8 @@
 """Co-evolution pair features from weighted single and pair frequencies, with the average product correction.
 
-Seed 000, "Multiple Sequence Alignments": co-evolved columns show correlated substitutions, the signal the
-MSA2Pair block learns from; these two classic statistics give the pair track that signal at the start.
+Co-evolved columns of an MSA show correlated substitutions (Morcos et al. 2011, PNAS 108:E1293; Jones et al.
+2012, Bioinformatics 28:184), the signal RoseTTAFold's MSA2Pair block learns from (Baek et al. 2021, Science
+373:871); these two classic statistics give the pair track that signal at the start.
 
 With normalised sequence weights ``w`` (Σ w = 1), states ``s`` (20 aa + gap-or-X, see
 :mod:`workflow_lib.features.states`) and a pseudocount fraction ``λ`` (default 0: raw weighted frequencies):

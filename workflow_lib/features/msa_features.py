@@ -1,8 +1,9 @@
 """MSA-derived per-protein features: capped MSA tokens, deletions, Neff, profile, co-evolution.
 
-Seed 000: "Multiple Sequence Alignments" (the N x L matrix, query first), "Initializing the Emission
-Probabilities" (down-weighting near-identical sequences) and "MSA Embeddings" (what the network reads: the
-token matrix, the residue index and which row is the query: always row 0). The key layout is
+The MSA is the N x L matrix, query first; near-identical sequences are down-weighted (weights 1 / the number of
+rows within 80% identity, as in Morcos et al. 2011, PNAS 108:E1293); the network reads what RoseTTAFold's MSA
+embedding reads (Baek et al. 2021, Science 373:871): the token matrix, the residue index and which row is the
+query: always row 0. The key layout is
 :data:`workflow_lib.schemas.features.FEATURES`.
 
 Two row sets

@@ -1,6 +1,7 @@
 """Template features: each hit's 6D maps and 1D scores placed on the query's residue grid through its alignment.
 
-Seed 000: "Representing Protein Structure" (the 6D maps), "Iterative MSA Alignment" (HHsearch templates);
+The 6D maps of trRosetta (Yang et al. 2020, PNAS 117:1496), templates found as HHsearch finds them (Söding
+2005, Bioinformatics 21:951);
 channel layouts in :mod:`workflow_lib.schemas.features` (:data:`TEMPLATE_PAIR_CHANNELS`,
 :data:`TEMPLATE_1D_CHANNELS`).
 

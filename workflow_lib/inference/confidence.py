@@ -3,8 +3,8 @@
 When the backbone is folded from the distogram (:mod:`workflow_lib.inference.fold`), the network's pLDDT head
 scored a different structure (its own structure module's). The distogram itself says how sure the network is
 of each distance, and how well the folded model satisfies it: per residue ``i``, the expected lDDT of the
-model against a structure drawn from the predicted distance distributions (seed 000, "Representing Protein
-Structure": the 6D maps are what the network predicts best; the lDDT convention is
+model against a structure drawn from the predicted distance distributions (the 6D inter-residue geometry of
+trRosetta, Yang et al. 2020, PNAS 117:1496: the 6D maps are what the network predicts best; the lDDT convention is
 :func:`workflow_lib.structure.metrics.lddt_ca`'s, on the distogram's Cβ):
 
     E_i = Σ_j Σ_t P(d_ij < R and |d_ij − m_ij| < t) / T  /  Σ_j P(d_ij < R)

@@ -1,7 +1,7 @@
 """Folding from the predicted distogram: backbone frames minimised against distance restraints in torch.
 
-The trRosetta / RoseTTAFold route (seed 000, "Representing Protein Structure": the 6D maps are what the network
-predicts best): the predicted Cβ–Cβ distance distribution ``P_ij`` over the distogram bins
+The trRosetta / RoseTTAFold route (Yang et al. 2020, PNAS 117:1496; Baek et al. 2021, Science 373:871: the 6D
+maps are what the network predicts best): the predicted Cβ–Cβ distance distribution ``P_ij`` over the distogram bins
 (:data:`~workflow_lib.structure.geometry.DIST_EDGES`, 0.5 Å bins from 2 to 20 Å, the last bin "≥ 20 Å") becomes a
 statistical potential ``V_ij(d) = −log(P_ij(bin(d)) + ε) + log(P_ref(bin(d)))`` with the reference ``P_ref`` the
 bins' mean over all pairs of the protein at that sequence separation class (a "background" in the spirit of
@@ -21,7 +21,7 @@ and chain terms) are one compiled call per step (:mod:`workflow_lib.inference.fo
 restraints the restraint and clash terms are compiled and the rest is a torch graph), torch tensor expressions
 otherwise.
 
-**Orientation restraints** (trRosetta's other five maps; seed 000's 6D representation), with
+**Orientation restraints** (trRosetta's other five maps of its 6D representation, Yang et al. 2020), with
 ``orientation_weight > 0`` and the ω / θ / φ distributions given: for pairs predicted within 20 Å with
 probability above ``orientation_min_prob``, ``V(x) = −log(P(bin(x)) + ε)`` over the real (contact) bins
 renormalised, interpolated linearly between bin centres (cyclically for the dihedrals ω and θ, clamped for the

@@ -1,7 +1,7 @@
 """Inference: feature dict -> network inputs -> backbone, pLDDT and 6D probabilities, with crop-and-stitch.
 
-Seed 000, "Introduction" (the three-track network predicts 6D inter-residue geometry and coordinates) and
-DESIGN.md, "Features and the model" ("long proteins are cropped or chunked so memory stays bounded").
+RoseTTAFold (Baek et al. 2021, Science 373:871: the three-track network predicts 6D inter-residue geometry and
+coordinates) and DESIGN.md, "Features and the model" ("long proteins are cropped or chunked so memory stays bounded").
 
 Inputs (:func:`model_inputs`): the feature file's ``msa`` (row 0 = query), ``residue_index`` and, when the
 checkpoint's config reads them (:func:`~workflow_lib.schemas.features.feature_keys_read`), ``coevolution``,

@@ -70,7 +70,7 @@ class ModelConfig:
     template_mode: str = "attention"
     c_coevolution: int = 0     # 0: no co-evolution pair feature accepted
     msa_statistics: bool = False  # deletions per MSA cell, profile and deletion mean per residue as inputs
-    # 3D track (Str2Str attention: IPA or seed 001's geometric attention; Str2MSA)
+    # 3D track (Str2Str attention: IPA or ESM3's geometric attention; Str2MSA)
     str_attention: str = "ipa"
     no_qk_points: int = 4
     no_v_points: int = 4
@@ -154,7 +154,7 @@ class ModelConfig:
 
     @property
     def n_performer_features(self) -> int:
-        """Random features per head: ``performer_features`` or ``ceil(d_h ln d_h)`` (seed 000, FastAttention)."""
+        """Random features per head: ``performer_features`` or ``ceil(d_h ln d_h)`` (Choromanski et al. 2021)."""
         if self.performer_features is not None:
             return self.performer_features
         return default_nb_features(self.c_hidden_msa)

@@ -1,6 +1,7 @@
 """Input embeddings of the MSA and pair tracks.
 
-Seed 000, "MSA Embeddings": token embedding + sinusoidal 1D positional encoding + query encoding. The pair
+RoseTTAFold's MSA embedding (Baek et al. 2021, Science 373:871): token embedding + sinusoidal 1D positional
+encoding (Vaswani et al. 2017, NeurIPS) + query encoding. The pair
 track starts from an outer sum of query-sequence embeddings, a clipped relative-position embedding and, when
 given, template and co-evolution features (DESIGN.md, "Features and the model").
 """
@@ -18,7 +19,7 @@ from workflow_lib.schemas.features import PROFILE_STATES
 
 
 def sinusoidal_encoding(residue_index: torch.Tensor, dim: int) -> torch.Tensor:
-    """1D positional encoding ``[*, L] -> [*, L, dim]`` (seed 000, "1-Dimensional Positional Encoding").
+    """1D positional encoding ``[*, L] -> [*, L, dim]`` (Vaswani et al. 2017, section 3.5).
 
     ``p[i, 2k] = sin(i w_k)``, ``p[i, 2k+1] = cos(i w_k)`` with ``w_k = exp(-2k ln(10000) / dim)``. Computed
     from the residue index (not the array position) so gaps in numbering and crops keep true distances.
@@ -39,7 +40,7 @@ def deletion_features(deletions: torch.Tensor) -> torch.Tensor:
 
 
 class MSAEmbedding(nn.Module):
-    """MSA tokens ``[*, N_seq, N_res]`` (int, codes 0..21) -> ``[*, N_seq, N_res, C_m]`` (seed 000).
+    """MSA tokens ``[*, N_seq, N_res]`` (int, codes 0..21) -> ``[*, N_seq, N_res, C_m]`` (Baek et al. 2021).
 
     ``embed(token) + positional(residue_index) + query_encoding(row == 0)``. The query encoding is a learned
     embedding of "is this the query row", so every other row receives the second vector.

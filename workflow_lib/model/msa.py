@@ -1,9 +1,10 @@
 """MSA track: axial attention over the MSA (MSA2MSA).
 
-Seed 000, "Multi-head Axial Attention", "Tied Axial Attention", "Soft-Tied Axial Attention" (SequenceWeights),
-"Multi-Head Fast Attention" and "Axial Encoder"; the optional pair bias and gating of the row attention follow
-seed 003, Algorithm 7. Shapes: MSA ``m [*, N_seq, N_res, C_m]``, pair ``z [*, N_res, N_res, C_z]``, MSA mask
-``[*, N_seq, N_res]`` (1 = real residue of a real row).
+Axial attention (Ho et al. 2019, arXiv:1912.12180), tied row attention (MSA Transformer, Rao et al. 2021, ICML),
+RoseTTAFold's soft-tied row attention (SequenceWeights) and axial encoder (Baek et al. 2021, Science 373:871) and
+Performer column attention (Choromanski et al. 2021, ICLR); the optional pair bias and gating of the row attention
+follow Algorithm 7 of the AlphaFold 2 supplement (Jumper et al. 2021, Nature 596:583). Shapes: MSA ``m [*, N_seq, N_res,
+C_m]``, pair ``z [*, N_res, N_res, C_z]``, MSA mask ``[*, N_seq, N_res]`` (1 = real residue of a real row).
 
 Row-attention logits per head ``h`` for residue ``i`` attending to ``j``:
 
@@ -29,7 +30,7 @@ from workflow_lib.model.primitives import (Attention, FeedForward, LayerNorm, Li
 
 
 class SequenceWeights(nn.Module):
-    """Per-residue, per-head weights of the MSA rows (seed 000, "Soft-Tied Axial Attention").
+    """Per-residue, per-head weights of the MSA rows (RoseTTAFold's soft-tied attention, Baek et al. 2021).
 
     The query row (row 0) asks every row ``n`` at residue ``i``: ``w_nih = softmax_n(q_0ih . k_nih / sqrt(d))``.
     Input ``m [*, N_seq, N_res, C_m]`` (already normalised), ``mask [*, N_seq, N_res]``; output
@@ -57,7 +58,7 @@ class RowAttention(nn.Module):
 
     ``forward(m, z, mask)``: ``m [*, N_seq, N_res, C_m]`` -> update ``[*, N_seq, N_res, C_m]``. With
     ``row_pair_bias`` a per-head bias ``LinearNoBias(LayerNorm(z))`` is added to the logits and with
-    ``gating`` the output is gated (seed 003, Algorithm 7). ``chunk_size`` processes query residues in blocks.
+    ``gating`` the output is gated (AF2 Algorithm 7). ``chunk_size`` processes query residues in blocks.
     """
 
     def __init__(self, c_m: int, c_z: int, no_heads_msa: int, row_attention: str = "soft_tied",
@@ -91,9 +92,8 @@ class RowAttention(nn.Module):
                 chunk_size: int | None = None, return_maps: bool = False
                 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """The update; with ``return_maps`` (tied and soft-tied modes) also the attention maps ``[*, H, L, L]``
-        symmetrised, ``(A + A^T) / 2``, which MSA2Pair can read as pair features (seed 000, "Soft-Tied
-        Residue-Wise Attention": the module "returns the symmetrized array of soft-tied attention scores which
-        will be used as pair-wise features")."""
+        symmetrised, ``(A + A^T) / 2``, which MSA2Pair can read as pair features (as RoseTTAFold
+        passes its symmetrised soft-tied attention maps to the pair track; Baek et al. 2021)."""
         if return_maps and self.mode == "plain":
             raise ValueError("attention maps for the pair track need tied or soft-tied row attention")
         if mask is None:
@@ -155,7 +155,7 @@ class RowAttention(nn.Module):
 class ColumnAttention(nn.Module):
     """Sequence-wise (column) attention: each residue column attends over the ``N_seq`` rows.
 
-    ``column_attention='plain'`` is exact softmax attention (seed 003, Algorithm 8); ``'performer'`` uses
+    ``column_attention='plain'`` is exact softmax attention (AF2 Algorithm 8); ``'performer'`` uses
     FAVOR+ (:mod:`~workflow_lib.model.performer`) with ``performer_features`` random features per head
     (``None``: ``ceil(d_h ln d_h)``), linear in ``N_seq``. Input/output ``[*, N_seq, N_res, C_m]``.
     """
@@ -186,7 +186,7 @@ class ColumnAttention(nn.Module):
 
 
 class MSA2MSA(nn.Module):
-    """One axial encoder layer (seed 000, "Axial Encoder"): row attention, column attention, feed-forward.
+    """One axial encoder layer (RoseTTAFold's, Baek et al. 2021): row attention, column attention, feed-forward.
 
     Pre-norm residual updates ``m += Dropout(RowAttention(m, z))``, ``m += Dropout(ColumnAttention(m))``,
     ``m += FeedForward(m)``; row dropout shares its mask across rows, column dropout across columns.

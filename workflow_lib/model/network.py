@@ -1,4 +1,4 @@
-"""The three-track network (seed 000, "Introduction"; DESIGN.md, "Features and the model").
+"""The three-track network (RoseTTAFold, Baek et al. 2021, Science 373:871; DESIGN.md, "Features and the model").
 
     embeddings -> n_blocks_2track x [MSA2MSA, MSA2Pair, Pair2Pair, Pair2MSA]
                -> InitialStructure (graph transformer)

@@ -1,11 +1,12 @@
 """Pair track and its exchanges with the MSA track: MSA2Pair, Pair2Pair, Pair2MSA.
 
-* MSA2Pair: outer product mean of the MSA (seed 003, "outer product mean"; AF2 Algorithm 10), weighted by a
+* MSA2Pair: outer product mean of the MSA (AlphaFold 2 supplement, Jumper et al. 2021, Nature 596:583,
+  Algorithm 10), weighted by a
   learned :class:`~workflow_lib.model.msa.SequenceWeights` or by given/uniform row weights.
-* Pair2Pair: axial attention on pair rows and columns (seed 000, "Axial Encoder", applied to the pair), with
-  optional triangle multiplicative updates first (seed 003; AF2 Algorithms 11-12).
-* Pair2MSA: direct attention -- attention maps computed from the pair only and applied to MSA values (seed
-  000, "Introduction": "attention maps derived from transforming the pair-wise embeddings").
+* Pair2Pair: axial attention on pair rows and columns (RoseTTAFold's axial encoder, Baek et al. 2021, Science
+  373:871, applied to the pair), with optional triangle multiplicative updates first (AF2 Algorithms 11-12).
+* Pair2MSA: direct attention -- attention maps computed from the pair only and applied to MSA values (as in
+  RoseTTAFold, Baek et al. 2021).
 
 Shapes: ``m [*, N_seq, N_res, C_m]``, ``z [*, N_res, N_res, C_z]``, MSA mask ``[*, N_seq, N_res]``, pair mask
 ``[*, N_res, N_res]``.
@@ -60,9 +61,9 @@ class OuterProductMean(nn.Module):
 
 
 class MSA2Pair(nn.Module):
-    """Pair update from the MSA: ``z += Dropout(OuterProductMean(m))`` (seed 003, outer product mean), and with
+    """Pair update from the MSA: ``z += Dropout(OuterProductMean(m))`` (AF2 Algorithm 10), and with
     ``row_attention_to_pair`` ``z += Dropout(Linear(maps))`` of MSA2MSA's tied/soft-tied row-attention maps
-    (seed 000: the soft-tied scores "will be used as pair-wise features"; RoseTTAFold's MSA2Pair reads them).
+    (RoseTTAFold's MSA2Pair reads the symmetrised soft-tied attention maps; Baek et al. 2021).
 
     ``outer_product_weighting='learned'`` weights rows by a one-head :class:`SequenceWeights` (query row
     attends to every row at every residue); ``'mean'`` uses the ``msa_weights [*, N_seq]`` given to
@@ -104,7 +105,7 @@ class MSA2Pair(nn.Module):
 
 
 class TriangleMultiplication(nn.Module):
-    """Triangle multiplicative update, outgoing or incoming edges (seed 003; AF2 Algorithms 11 and 12).
+    """Triangle multiplicative update, outgoing or incoming edges (AF2 Algorithms 11 and 12).
 
     ``z [*, L, L, C_z] -> update [*, L, L, C_z]``; outgoing: ``x_ij = sum_k a_ik b_jk``, incoming:
     ``x_ij = sum_k a_ki b_kj``, gated projections, output ``g_ij * Linear(LayerNorm(x_ij))``.

@@ -1,7 +1,7 @@
 """FAVOR+ linear attention (Performer) for MSA column attention.
 
-Seed 000, sections "Positive Random Feature Estimator", "Orthogonal Random Features", "Implementing the
-Softmax Random Feature Map" and "Multi-Head Fast Attention". The softmax kernel
+Choromanski et al. 2021, "Rethinking Attention with Performers" (ICLR): positive random features, orthogonal
+random features and FAVOR+ attention. The softmax kernel
 ``exp(q.k / sqrt(d))`` is estimated by ``phi(q).phi(k)`` with the positive random feature map
 
     phi(x) = exp(W x' - |x'|^2 / 2) / sqrt(r),   x' = x / d^(1/4),   W: r x d,
@@ -28,7 +28,7 @@ from workflow_lib.model.primitives import Linear
 
 def orthogonal_gaussian_matrix(nb_rows: int, nb_columns: int, *, generator: torch.Generator | None = None,
                                dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """``[nb_rows, nb_columns]`` block-orthogonal random projection (seed 000, "Orthogonal Random Features").
+    """``[nb_rows, nb_columns]`` block-orthogonal random projection (Choromanski et al. 2021).
 
     Blocks of ``nb_columns`` rows are orthonormal (from ``torch.linalg.qr`` of a Gaussian matrix, signs fixed by
     ``diag(R)`` so the block is Haar-distributed); every row is
@@ -81,7 +81,7 @@ def positive_random_features(x: torch.Tensor, projection: torch.Tensor, *, is_qu
 
 
 def linear_attention(q_features: torch.Tensor, k_features: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """``D^-1 phi(Q) (phi(K)^T V)``: ``[*, N, r], [*, M, r], [*, M, d] -> [*, N, d]`` (seed 000)."""
+    """``D^-1 phi(Q) (phi(K)^T V)``: ``[*, N, r], [*, M, r], [*, M, d] -> [*, N, d]`` (FAVOR+)."""
     k_sum = k_features.sum(dim=-2)                                          # [*, r]
     normaliser = torch.einsum("...nr,...r->...n", q_features, k_sum)         # [*, N]
     context = torch.einsum("...mr,...md->...rd", k_features, v)              # [*, r, d]
@@ -99,7 +99,7 @@ def softmax_attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tenso
 
 
 class FastAttention(nn.Module):
-    """FAVOR+ attention kernel on already projected heads (seed 000, "Multi-Head Fast Attention").
+    """FAVOR+ attention kernel on already projected heads (Choromanski et al. 2021).
 
     ``forward(q, k, v, mask)`` with ``q, k, v [*, H, N, d]`` and key ``mask [*, H or 1, N]`` returns
     ``[*, H, N, d]``. The projection ``[r, d]`` is a persistent buffer (saved with the weights, so a reloaded

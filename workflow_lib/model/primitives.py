@@ -160,7 +160,7 @@ class Attention(nn.Module):
     """Multi-head scaled dot-product attention with optional biases and gating (AF2 supplement 1.11.8).
 
     ``q_x [*, Q, C_q]`` attends to ``kv_x [*, K, C_kv]``; every bias must broadcast to ``[*, H, Q, K]``.
-    Output ``[*, Q, C_q]``. With ``gating``, ``o = sigmoid(Linear(q_x)) * o`` per head channel (seed 003,
+    Output ``[*, Q, C_q]``. With ``gating``, ``o = sigmoid(Linear(q_x)) * o`` per head channel (AF2
     Algorithm 7 line 4). ``chunk_size`` bounds memory by processing queries in blocks (logits are
     ``[*, H, chunk, K]`` instead of ``[*, H, Q, K]``); the result is identical. Without autograd (inference)
     the product runs through :func:`fused_attention`, and biases that are all zero (the key mask of an unpadded

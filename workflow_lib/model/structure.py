@@ -1,8 +1,9 @@
 """3D track: rigid residue frames, the initial structure, Str2Str (IPA or geometric attention) and Str2MSA.
 
-Design choice (DESIGN.md allows seed 001's geometric attention or seed 003's IPA): Str2Str uses **Invariant
-Point Attention** by default (seed 003, "INVARIANT POINT ATTENTION"; AF2 Algorithm 22) because it also reads the
-pair representation (a per-head pair bias and pair values); seed 001's **geometric attention** is the option
+Design choice (DESIGN.md allows ESM3's geometric attention or AlphaFold 2's IPA): Str2Str uses **Invariant
+Point Attention** by default (AlphaFold 2 supplement, Jumper et al. 2021, Nature 596:583, Algorithm 22) because
+it also reads the pair representation (a per-head pair bias and pair values); the **geometric attention** of
+ESM3 (Hayes et al. 2024, bioRxiv preprint, Algorithm 6; published in Science 2025) is the option
 ``str_attention: geometric`` (:class:`GeometricAttention`, with a pair bias added), not yet trained.
 RoseTTAFold's SE(3)-Transformer is replaced by this frame-based update (flagged: DEVIATION-RF-SE3).
 
@@ -156,7 +157,7 @@ def bond_violation_loss(coords: torch.Tensor, bonded: torch.Tensor, tolerance: f
 
 
 class GraphTransformerLayer(nn.Module):
-    """Graph transformer over the complete residue graph (seed 000 "Introduction"; Shi et al. UniMP).
+    """Graph transformer over the complete residue graph (RoseTTAFold, Baek et al. 2021; Shi et al. UniMP).
 
     Node ``s [*, L, C_s]`` attends to neighbours with edge features ``e_ij`` from the pair:
     ``a_ij = softmax_j(q_i . (k_j + e_ij) / sqrt(c))``, ``o_i = sum_j a_ij (v_j + e_ij)``; gated, residual,
@@ -189,7 +190,7 @@ class GraphTransformerLayer(nn.Module):
 
 
 class InitialStructure(nn.Module):
-    """Initial 3D track from the two-track output (seed 000 "Introduction", step 7).
+    """Initial 3D track from the two-track output (RoseTTAFold, Baek et al. 2021, Science 373:871).
 
     Node features from the query-row MSA embedding ``m0 [*, L, C_m]``, edge features from ``z [*, L, L, C_z]``;
     ``n_graph_layers`` graph-transformer layers, then per residue a quaternion ``(1, b, c, d)`` and a
@@ -218,7 +219,7 @@ class InitialStructure(nn.Module):
 
 
 class InvariantPointAttention(nn.Module):
-    """Invariant Point Attention (seed 003; AF2 Algorithm 22): ``s [*, L, C_s]``, ``z [*, L, L, C_z]``,
+    """Invariant Point Attention (AF2 Algorithm 22): ``s [*, L, C_s]``, ``z [*, L, L, C_z]``,
     frames ``[*, L]`` -> update ``[*, L, C_s]``, invariant to any global rotation/translation of the frames.
 
     Logits ``w_L (q_i.k_j / sqrt(c) + b_ij - gamma_h w_C / 2 sum_p |T_i q_ip - T_j k_jp|^2)``; outputs are the
@@ -277,7 +278,7 @@ class InvariantPointAttention(nn.Module):
 
 
 class GeometricAttention(nn.Module):
-    """Geometric self-attention over residue frames (seed 001; ESM3 Algorithm 6), with a pair bias:
+    """Geometric self-attention over residue frames (ESM3, Hayes et al. 2024, Algorithm 6), with a pair bias:
     ``s [*, L, C_s]``, ``z [*, L, L, C_z]``, frames ``[*, L]`` -> update ``[*, L, C_s]``, invariant to any global
     rotation/translation of the frames.
 
@@ -288,10 +289,10 @@ class GeometricAttention(nn.Module):
         A_hij = softplus(w_r,h) (q_r,i . k_r,j) / sqrt(3) - softplus(w_d,h) |q_d,i - k_d,j| / sqrt(3) + b_hij
 
     is soft-maxed over ``j``; the output ``O_i = R_i^-1 sum_j A_ij v_j`` (back in residue ``i``'s own frame) goes
-    through one Linear layer. The seed's line 8 writes the distance term with ``q_r, k_r``; its text and line 5-6
+    through one Linear layer. Algorithm 6's line 8 writes the distance term with ``q_r, k_r``; its text and line 5-6
     (``Q_d, K_d`` placed by ``T_i``) say the distance points, which is what is used here. ``b_hij`` (a per-head
     Linear of the pair representation, as IPA's) is this network's addition: in a three-track network the pair
-    track is what the 3D track should read, and the seed's layer has no other input for it. Weights start at
+    track is what the 3D track should read, and Algorithm 6 has no other input for it. Weights start at
     ``softplus = 1``; the output layer is zero-initialised (the update starts as the identity).
     """
 
@@ -345,7 +346,7 @@ class Str2Str(nn.Module):
         self.linear_m = Linear(c_m, c_s)
         self.norm_z = LayerNorm(c_z)
         self.norm_s = LayerNorm(c_s)
-        # the attribute names are the checkpoints' state-dict keys: ``ipa`` for IPA, ``geometric`` for seed 001's
+        # the attribute names are the checkpoints' state-dict keys: ``ipa`` for IPA, ``geometric`` for ESM3's
         if str_attention == "ipa":
             self.ipa = InvariantPointAttention(c_s, c_z, no_heads_str, no_qk_points, no_v_points)
         else:
@@ -367,7 +368,7 @@ class Str2Str(nn.Module):
 
 
 class Str2MSA(nn.Module):
-    """Distance-masked direct attention from the 3D track into the MSA (seed 000 "Introduction", step 9).
+    """Distance-masked direct attention from the 3D track into the MSA (RoseTTAFold, Baek et al. 2021).
 
     Head ``h`` lets residue ``i`` attend only to residues whose predicted CA lies within ``cutoff_h`` Å (cutoffs
     spaced linearly from ``str2msa_min_cutoff`` to ``str2msa_max_cutoff``; ``i`` always sees itself). Logits

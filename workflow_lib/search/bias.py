@@ -1,11 +1,11 @@
 """Composition-bias correction of Viterbi scores (HMMER's "null2" model, applied to one Viterbi alignment).
 
-The Gumbel calibration (:mod:`workflow_lib.search.evalue`) scores the query profile against i.i.d. sequences
-drawn from the background ``f(a)``. Real sequences are not i.i.d.: a low-complexity or compositionally biased
-region (Ala/Lys/Pro-rich, Gly/Ser-rich, coiled coils) scores high against any profile built from a query
-with the same bias, and its E-value is far too small. The seed ("Iterative MSA Alignment") does not cover
-this; HHblits handles it with composition-corrected column scores and HMMER with a second null model. We use
-HMMER's (Eddy 2008, *PLoS Comput Biol* 4:e1000069; HMMER 3 user guide, "bias" column):
+The Gumbel calibration (:mod:`workflow_lib.search.evalue`) scores the query profile against i.i.d. sequences drawn from
+the background ``f(a)``. Real sequences are not i.i.d.: a low-complexity or compositionally biased region
+(Ala/Lys/Pro-rich, Gly/Ser-rich, coiled coils) scores high against any profile built from a query with the same bias,
+and its E-value is far too small. The HHblits prefilter and Viterbi (Remmert et al. 2012, Nat. Methods 9:173) do not
+correct for this by themselves; HHblits handles it with composition-corrected column scores and HMMER with a second null
+model. We use HMMER's (Eddy 2008, *PLoS Comput Biol* 4:e1000069; HMMER 3 user guide, "bias" column):
 
 1. the alternative null model of a hit is the **mean emission distribution of the profile columns it aligns**,
    ``f2(a) = mean_i q_i(a)`` over the hit's match columns (HMMER averages posterior-weighted emissions over the

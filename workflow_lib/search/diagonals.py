@@ -1,6 +1,6 @@
 """Prefilter diagonals: the seeds counted per (target, diagonal) and each target's best diagonals chosen.
 
-Seed "Iterative MSA Alignment": the HHblits prefilter passes a target on its best gapless diagonal; here a
+The prefilter of HHblits (Remmert et al. 2012, Nat. Methods 9:173) passes a target on its best gapless diagonal; here a
 diagonal is a candidate only when it holds at least ``min_hits`` seeds (:mod:`workflow_lib.search.seeds`; a
 seed at query window ``i`` and database window ``p`` lies on diagonal ``p - i``), and only the
 ``diagonals_per_target`` diagonals of a target with the highest summed seed scores are scored

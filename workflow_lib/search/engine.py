@@ -1,16 +1,16 @@
 """One search pass: query profiles against a sharded database → ranked hits with E-values.
 
-Seed "Iterative MSA Alignment" (HHblits): for each query profile and each database shard,
+HHblits (Remmert et al. 2012, Nat. Methods 9:173): for each query profile and each database shard,
 
-1. gapless prefilter on k-mer-seeded diagonals (:mod:`workflow_lib.search.gapless`). The seed passes a target
+1. gapless prefilter on k-mer-seeded diagonals (:mod:`workflow_lib.search.gapless`). HHblits passes a target
    whose best diagonal scores above ``2.5 + log2(Lq · Lt)`` bits. Here a target passes directly above
    ``gapless_offset`` (4.5; in a large database no lower than 4 bits below step 2's bar,
    :func:`workflow_lib.search.gapped.direct_pass_offset`) and, between ``band_gate`` (−2) and that, only when
 1b. its banded Smith–Waterman score (a band of ``band_width`` = 16 diagonals around its best gapless diagonal,
    :func:`workflow_lib.search.gapped.banded_scores_many`) is above ``band_offset + log2(Lq · Lt)`` (6) bits.
    A remote homolog's alignment is split by indels over nearby diagonals, so its best single diagonal can
-   score low; the band sums the pieces. At the same CPU this finds more homologs than the seed's single
-   pass (measured in benchmarks/RESULTS.md). ``band_gate >= gapless_offset`` turns 1b off (the seed's stage 1
+   score low; the band sums the pieces. At the same CPU this finds more homologs than HHblits' single
+   pass (measured in benchmarks/RESULTS.md). ``band_gate >= gapless_offset`` turns 1b off (HHblits' stage 1
    at ``gapless_offset``). The queries of one task share the banded kernel's rows;
    Stages 1 and 2 score the profile against a null model with some of the profile's own mean composition
    (``prefilter_composition``, :func:`workflow_lib.search.seeds.prefilter_background`; context-specific

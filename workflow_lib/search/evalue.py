@@ -1,8 +1,8 @@
 """E-values for Viterbi scores: an extreme-value (Gumbel) fit per query profile against random sequences.
 
-Local alignment scores of a profile against unrelated sequences follow a Gumbel distribution,
-``P(S > x) = 1 - exp(-exp(-λ (x - μ)))`` (Karlin–Altschul for gapless scores; empirically for gapped and
-Viterbi scores, as HMMER and HH-suite use). The seed ("Iterative MSA Alignment") uses the Karlin–Altschul form
+Local alignment scores of a profile against unrelated sequences follow a Gumbel distribution, ``P(S > x) = 1 -
+exp(-exp(-λ (x - μ)))`` (Karlin–Altschul for gapless scores; empirically for gapped and Viterbi scores, as HMMER and
+HH-suite use). The HHblits prefilter (Remmert et al. 2012, Nat. Methods 9:173) uses the Karlin–Altschul form
 ``E = N · Lq · Lt · 2^-S`` for the prefilter; for the final Viterbi scores we calibrate each query profile:
 
 1. score the profile (score-only Viterbi, the same kernel as the search) against ``samples`` random sequences

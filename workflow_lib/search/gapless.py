@@ -1,16 +1,15 @@
 """Prefilter stage 1: gapless alignment scores on diagonals seeded by the k-mer index.
 
-Seed "Iterative MSA Alignment": the first HHblits prefilter computes, for every target, the log-odds score of the
-best gapless (single-diagonal) local alignment with the query profile and passes targets scoring above ``2.5 +
-log2(Nq · Nt)`` bits to the gapped stage. Here the diagonals are not all scanned: a diagonal is considered only
-when it holds at least ``min_hits`` k-mer seeds, each a query window whose profile score for a database k-mer is at
-least ``kmer_threshold`` bits (BLAST/MMseqs2-style seeding from :mod:`workflow_lib.db.kmer_index`; the k-mers are
-read through the index's seed shape, spaced by default, and a seed at query window ``i`` and database window ``p``
-lies on diagonal ``p - i``), and only the ``diagonals_per_target`` diagonals of a target with the highest summed
-seed scores are scored. The score on a seeded diagonal is exact: the best-scoring segment of the whole diagonal
-(maximum subarray, Kadane over many diagonals at once), the same number an exhaustive scan gives for that diagonal.
-With ``kmer_threshold=-inf`` and ``min_hits=1`` every diagonal is seeded and the stage is exhaustive (the tests
-compare that with a plain loop).
+The first prefilter of HHblits (Remmert et al. 2012, Nat. Methods 9:173) computes, for every target, the log-odds score
+of the best gapless (single-diagonal) local alignment with the query profile and passes targets scoring above ``2.5 +
+log2(Nq · Nt)`` bits to the gapped stage. Here the diagonals are not all scanned: a diagonal is considered only when it
+holds at least ``min_hits`` k-mer seeds, each a query window whose profile score for a database k-mer is at least
+``kmer_threshold`` bits (BLAST/MMseqs2-style seeding from :mod:`workflow_lib.db.kmer_index`; the k-mers are read through
+the index's seed shape, spaced by default, and a seed at query window ``i`` and database window ``p`` lies on diagonal
+``p - i``), and only the ``diagonals_per_target`` diagonals of a target with the highest summed seed scores are scored.
+The score on a seeded diagonal is exact: the best-scoring segment of the whole diagonal (maximum subarray, Kadane over
+many diagonals at once), the same number an exhaustive scan gives for that diagonal. With ``kmer_threshold=-inf`` and
+``min_hits=1`` every diagonal is seeded and the stage is exhaustive (the tests compare that with a plain loop).
 
 The stage runs in three modules: :mod:`~workflow_lib.search.seeds` (profile scores, seeding k-mers),
 :mod:`~workflow_lib.search.diagonals` (seeds per diagonal, each target's best diagonals) and this one (the
@@ -35,7 +34,7 @@ from workflow_lib.search.shard_cache import ShardCache
 from workflow_lib.seqio.alphabet import N_AMINO
 
 GAPLESS_OFFSET_BITS = 2.5
-"""The seed's threshold: keep targets scoring above 2.5 + log2(Lq · Lt) bits."""
+"""HHblits' threshold: keep targets scoring above 2.5 + log2(Lq · Lt) bits."""
 
 
 @dataclass(frozen=True)

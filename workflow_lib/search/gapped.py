@@ -1,6 +1,6 @@
 """Prefilter stage 2: gapped Smith–Waterman scores of the query profile against the gapless survivors.
 
-Seed "Iterative MSA Alignment": the second HHblits prefilter aligns the query profile to each target that
+The second prefilter of HHblits (Remmert et al. 2012, Nat. Methods 9:173) aligns the query profile to each target that
 passed the gapless stage with Smith–Waterman (affine gaps: open 5 bits, extend 1 bit) and keeps targets whose
 E-value ``E = N_db · Lq · Lt · 2^-S`` is below 1000, where ``N_db`` is the number of sequences in the *whole*
 database (from the manifest, whatever shard is searched). Here a gap of ``g`` residues costs
@@ -18,7 +18,7 @@ scan is a few doubling steps (``max(x(j), x(j − s))`` for s = 1, 2, 4, …, on
 kernel's insert chains (:mod:`workflow_lib.aligner.viterbi_seq`). Score-only, float32, two rows; 2.5–3× faster than
 the first layout (targets as rows, ``np.maximum.accumulate`` along them: a scalar loop).
 
-Stage 1b (not in the seed; :func:`band_split`, :func:`banded_scores_many`, :func:`band_decide`): the same local
+Stage 1b (not in HHblits; :func:`band_split`, :func:`banded_scores_many`, :func:`band_decide`): the same local
 alignment restricted to a band of diagonals around the target's best gapless diagonal, ``Lq · band`` cells
 instead of ``Lq · Lt``. It scores the targets whose gapless score is near the threshold, where a single diagonal
 says little about a remote homolog; the search (:mod:`workflow_lib.search.engine`) passes them on this score.
@@ -37,7 +37,7 @@ from workflow_lib.seqio.alphabet import N_AMINO
 GAP_OPEN_BITS = 5.0
 GAP_EXTEND_BITS = 1.0
 GAPPED_MAX_EVALUE = 1000.0
-"""The seed's pass rule for stage 2: keep targets with ``N_db · Lq · Lt · 2^-S`` below this."""
+"""HHblits' pass rule for stage 2: keep targets with ``N_db · Lq · Lt · 2^-S`` below this."""
 SURE_PASS_MARGIN_BITS = 0.1
 """A target whose gapless score is this far above the stage-2 threshold passes without its Smith–Waterman run
 (the margin covers float32 rounding: the diagonal scorer sums by prefix differences, the SW row by row)."""
@@ -145,7 +145,7 @@ BAND_OFFSET_BITS = 6.0
 """Stage 1b's pass: a banded score above ``offset + log2(Lq · Lt)`` bits."""
 BAND_SURE_PASS_BITS = 4.5
 """With stage 1b on, gapless scores above ``this + log2(Lq · Lt)`` bits pass without it (the search's default
-``gapless_offset``; the seed's single gapless pass is 2.5)."""
+``gapless_offset``; HHblits' single gapless pass is 2.5)."""
 
 
 DIRECT_PASS_MARGIN_BITS = 4.0
@@ -330,7 +330,7 @@ def banded_reference(scores: np.ndarray, target: np.ndarray, center: int, *, ban
 
 
 def gapped_evalues(bits: np.ndarray, query_length: int, target_lengths: np.ndarray, db_sequences: int) -> np.ndarray:
-    """The seed's stage-2 E-value ``N_db · Lq · Lt · 2^-S`` (float64)."""
+    """HHblits' stage-2 E-value ``N_db · Lq · Lt · 2^-S`` (float64)."""
     bits = np.asarray(bits, dtype=np.float64)
     space = float(db_sequences) * float(query_length) * np.asarray(target_lengths, dtype=np.float64)
     return space * np.exp2(-bits)
@@ -344,7 +344,7 @@ def gapped_pass(scores: np.ndarray, targets: list[np.ndarray], gapless_bits: np.
 
     A local gapped alignment can always take the gapless segment, so its score is at least the target's best
     gapless score ``gapless_bits``: targets that pass on that score (less :data:`SURE_PASS_MARGIN_BITS`) pass
-    without the SW run, with the same result. With the seed's settings this
+    without the SW run, with the same result. With HHblits' settings this
     skips every target of a database of at most ``1000 · 2^2.5 ≈ 5,600`` sequences and, in larger ones, the
     strong hits; the SW runs only for targets near the threshold.
     """

@@ -1,5 +1,6 @@
 """Compiled (numba) twins of the prefilter's Smith–Waterman blocks in :mod:`workflow_lib.search.gapped`
-(seed "Iterative MSA Alignment": the gapped stage, affine gaps, open 5 bits, extend 1 bit).
+(the gapped stage of the HHblits prefilter, Remmert et al. 2012, Nat. Methods 9:173: affine gaps, open 5 bits,
+extend 1 bit).
 
 Same inputs and outputs as :func:`~workflow_lib.search.gapped._sw_block` and
 :func:`~workflow_lib.search.gapped._banded_block`; the recurrences are Gotoh's as in

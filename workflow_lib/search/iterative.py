@@ -1,9 +1,9 @@
 """Iterative MSA assembly: search → include hits → filter → profile → search again (HHblits / jackhmmer style).
 
-Seed "Iterative MSA Alignment": each iteration searches the database with the current query profile, adds the
-hits with E-value ≤ the inclusion threshold to the query-anchored MSA, and rebuilds the profile from the MSA
-(:func:`workflow_lib.aligner.profile_from_alignment`: cluster weights, pseudocounts). Defaults follow
-HHblits as RoseTTAFold runs it (``make_msa.sh``):
+HHblits (Remmert et al. 2012, Nat. Methods 9:173): each iteration searches the database with the current query profile,
+adds the hits with E-value ≤ the inclusion threshold to the query-anchored MSA, and rebuilds the profile from the MSA
+(:func:`workflow_lib.aligner.profile_from_alignment`: cluster weights, pseudocounts). Defaults follow HHblits as
+RoseTTAFold runs it (``make_msa.sh``):
 
 - inclusion E-value 1e-3, at most 3 iterations;
 - stop early when the filtered MSA holds ≥ 2000 sequences with ≥ 75% query coverage, or ≥ 5000 with ≥ 50%;

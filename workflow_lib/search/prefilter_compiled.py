@@ -1,4 +1,4 @@
-"""Compiled (numba) twins of the steps of the prefilter's gapless stage (seed "Iterative MSA Alignment"):
+"""Compiled (numba) twins of the steps of the prefilter's gapless stage (after HHblits' first prefilter):
 counting the seeds per (sequence, diagonal) together with choosing each target's best seeded diagonals
 (:func:`workflow_lib.search.diagonals.count_seeds` followed by
 :func:`workflow_lib.search.diagonals.best_diagonals`), and the best gapless segment on each chosen diagonal

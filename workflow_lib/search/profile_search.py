@@ -1,8 +1,8 @@
 """Searching a profile database (HHblits-style): query profile against cluster profiles, clusters expanded.
 
-Seed "Iterative MSA Alignment" (HHblits: prefilter, then HMM-HMM Viterbi against the database's cluster
-profiles, accepted clusters contribute their member sequences to the query MSA); "Viterbi Algorithm for HMM-HMM
-Alignment". Per query profile and iteration (:func:`search_profile_query`):
+HHblits (Remmert et al. 2012, Nat. Methods 9:173: prefilter, then HMM-HMM Viterbi against the database's
+cluster profiles, accepted clusters contribute their member sequences to the query MSA); the HMM-HMM Viterbi of
+HHsearch (Söding 2005, Bioinformatics 21:951). Per query profile and iteration (:func:`search_profile_query`):
 
 1. **Prefilter** on the representatives' sequences (the k-mer index of each shard): the sequence search's
    gapless prefilter (:func:`~workflow_lib.search.gapless.gapless_prefilter`) with the sensitive or the fast

@@ -1,11 +1,11 @@
 """A chunk's calibrated query profiles in one npz, built once per chunk and iteration for every shard job.
 
-Seed "Iterative MSA Alignment": each iteration searches the database with the current query profile; the
-E-values need that profile's Gumbel calibration (:mod:`workflow_lib.search.evalue`), which costs about as
-much Viterbi as ~130 search targets. A shard job that built and calibrated its own queries repeated that work
-once per shard (with 16 shards, more than the search's own Viterbi); the workflow's ``search_profiles`` rule
-does it once and the ``search_shard`` jobs read the result. The calibration depends only on the profile and
-the whole-database totals, so the hits are identical either way (tested).
+HHblits (Remmert et al. 2012, Nat. Methods 9:173): each iteration searches the database with the current query profile;
+the E-values need that profile's Gumbel calibration (:mod:`workflow_lib.search.evalue`), which costs about as much
+Viterbi as ~130 search targets. A shard job that built and calibrated its own queries repeated that work once per shard
+(with 16 shards, more than the search's own Viterbi); the workflow's ``search_profiles`` rule does it once and the
+``search_shard`` jobs read the result. The calibration depends only on the profile and the whole-database totals, so the
+hits are identical either way (tested).
 
 Layout (schema :data:`SEARCH_QUERIES`): the profiles of Q queries concatenated over their columns (R in all);
 per-column arrays with one begin row per profile have R + Q rows; ``protein`` is each query's index in the

@@ -1,12 +1,12 @@
 """Prefilter seeding: the profile's scores against the prefilter's null model and the k-mers they seed.
 
-Seed "Iterative MSA Alignment": the HHblits prefilter scores the query profile against every target; here only
-the diagonals that hold a k-mer seed are scored (:mod:`workflow_lib.search.gapless`). A seed is a query window
-whose profile score for a database k-mer (read through the index's seed shape, :mod:`workflow_lib.db.kmer_index`)
-is at least the seed threshold (:func:`~workflow_lib.search.settings.default_kmer_threshold`), as BLAST and
-MMseqs2 seed. This module turns a profile into position-specific scores (:func:`profile_scores_bits`, against
-:func:`prefilter_background`) and enumerates the seeding (window, k-mer) pairs (:func:`kmer_neighbourhood`, or
-the dense table :func:`kmer_scores`). Kernels are pure: arrays in, arrays out.
+The prefilter of HHblits (Remmert et al. 2012, Nat. Methods 9:173) scores the query profile against every target; here
+only the diagonals that hold a k-mer seed are scored (:mod:`workflow_lib.search.gapless`). A seed is a query window
+whose profile score for a database k-mer (read through the index's seed shape, :mod:`workflow_lib.db.kmer_index`) is at
+least the seed threshold (:func:`~workflow_lib.search.settings.default_kmer_threshold`), as BLAST and MMseqs2 seed. This
+module turns a profile into position-specific scores (:func:`profile_scores_bits`, against :func:`prefilter_background`)
+and enumerates the seeding (window, k-mer) pairs (:func:`kmer_neighbourhood`, or the dense table :func:`kmer_scores`).
+Kernels are pure: arrays in, arrays out.
 """
 
 from __future__ import annotations

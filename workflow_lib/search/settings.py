@@ -74,7 +74,7 @@ FAST_PREFILTER = {**FIRST_ITERATION_PREFILTER, "seed_budget": FAST_SEED_BUDGET}
 SENSITIVE_PREFILTER = {"kmer_slack": SENSITIVE_KMER_SLACK, "diagonals_per_target": 8, "gapless_offset": 0.0,
                        "seed_budget": 2 * SEED_BUDGET}
 """The sensitive prefilter (``--sensitive``, ``search.sensitive``, the default): more seeds (threshold 0.5 bits
-lower), 8 diagonals scored per target and the gapless pass at ``log2(Lq · Lt)`` bits instead of the seed's
+lower), 8 diagonals scored per target and the gapless pass at ``log2(Lq · Lt)`` bits instead of HHblits'
 ``2.5 + log2(Lq · Lt)``, with twice the seed budget (0.5 bits lower is about twice the seeds). Each of the three recovers homologs the fast prefilter drops (benchmarks/RESULTS.md,
 "where the remaining misses are lost"). An iterated search uses it from iteration 2 on (iteration 1 keeps
 :data:`FIRST_ITERATION_PREFILTER`, :attr:`SearchSettings.first_iteration_prefilter`). 8 diagonals rather than 16: on the
@@ -125,7 +125,7 @@ class SearchSettings:
     kmer_slack: float = SENSITIVE_PREFILTER["kmer_slack"]
     diagonals_per_target: int = SENSITIVE_PREFILTER["diagonals_per_target"]
     gapless_offset: float = SENSITIVE_PREFILTER["gapless_offset"]
-    """Stage 1: a gapless score above ``this + log2(Lq · Lt)`` bits passes directly (the seed's is 2.5)."""
+    """Stage 1: a gapless score above ``this + log2(Lq · Lt)`` bits passes directly (HHblits' is 2.5)."""
     band_gate: float = BAND_GATE_BITS
     """Stage 1b: gapless scores above ``this + log2(Lq · Lt)`` (and not passing directly) get a banded score;
     at or above ``gapless_offset`` the stage is off."""
@@ -367,7 +367,7 @@ def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
                             f"iteration 2 on)")
     group.add_argument("--gapless-offset", type=float, default=default.gapless_offset,
                        help=f"gapless prefilter: pass directly above this + log2(Lq*Lt) bits (--no-sensitive: "
-                            f"{fast['gapless_offset']}; the seed's single pass is 2.5; --sensitive: "
+                            f"{fast['gapless_offset']}; HHblits' single pass is 2.5; --sensitive: "
                             f"{sensitive['gapless_offset']} from iteration 2 on)")
     group.add_argument("--band-gate", type=float, default=default.band_gate,
                        help=f"banded Smith-Waterman stage: targets whose gapless score is above this + "

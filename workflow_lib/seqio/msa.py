@@ -1,6 +1,6 @@
 """Multiple sequence alignments: A3M, aligned FASTA and Stockholm, as one :class:`Alignment` type.
 
-The canonical in-memory form is the A3M row (HH-suite's convention, seed "Multiple Sequence Alignments"):
+The canonical in-memory form is the A3M row (HH-suite's convention; Steinegger et al. 2019, BMC Bioinformatics 20:473):
 upper-case letters and ``-`` are match columns (``-`` a deletion), lower-case letters are insertions relative
 to the query, ``.`` is ignored. Row 0 is the query. From the rows, :class:`Alignment` derives
 

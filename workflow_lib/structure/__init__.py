@@ -1,7 +1,7 @@
 """Protein structures: reading PDB/mmCIF, virtual Cβ, PDB writing, 6D pair geometry, DSSP, lDDT and RMSD.
 
-The foundation of the template/feature stage and of the model's structure targets (seed: "Representing
-Protein Structure", "Secondary Structure Score").
+The foundation of the template/feature stage and of the model's structure targets (trRosetta's 6D geometry, Yang et al.
+2020, PNAS 117:1496; DSSP states for HHsearch's secondary structure score, Söding 2005, Bioinformatics 21:951).
 
 - :mod:`.parse` — :func:`read_structure` / :func:`read_chain` → frozen :class:`Chain` (N, CA, C, O ``[L, 4, 3]``,
   Cβ, mask, author numbering, chain breaks, B-factors); first model, highest-occupancy altlocs, modified amino

@@ -1,8 +1,9 @@
 """Ideal backbone atoms built from N, CA, C: the virtual Cβ and the carbonyl oxygen.
 
-Seed: "Representing Protein Structure" — every pair feature is measured from Cβ, and "all amino acids except
-for glycine" have one; RoseTTAFold (like trRosetta) uses a *virtual* Cβ built from the backbone so that glycine,
-residues with a missing side chain, and predicted backbones (N, CA, C only) all get one.
+In the 6D representation of trRosetta and RoseTTAFold (Yang et al. 2020, PNAS 117:1496; Baek et al. 2021,
+Science 373:871) every pair feature is measured from Cβ, which all amino acids except glycine have; RoseTTAFold
+(like trRosetta) uses a *virtual* Cβ built from the backbone so that glycine, residues with a missing side chain,
+and predicted backbones (N, CA, C only) all get one.
 
 The virtual Cβ uses the trRosetta constants (Yang et al. 2020, ``get_coords6d``)::
 

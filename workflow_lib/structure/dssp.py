@@ -1,7 +1,8 @@
 """Secondary structure from ``mkdssp`` (DSSP, Kabsch & Sander 1983) in 8 and 3 states.
 
-Seed: "Secondary Structure Score" — template residues carry their known DSSP state (H, E, C, G, B, S, T, I)
-and query residues a PSIPRED-style 3-state prediction (H, E, C); the score compares the two.
+HHsearch's secondary structure score (Söding 2005, Bioinformatics 21:951): template residues carry their known
+DSSP state (H, E, C, G, B, S, T, I) and query residues a PSIPRED-style 3-state prediction (H, E, C); the score
+compares the two.
 
 States used here:
 

@@ -1,14 +1,15 @@
 """The 6D inter-residue geometry (d, ω, θ, φ) of RoseTTAFold/trRosetta and its discretisation into bins.
 
-Seed: "Representing Protein Structure". For every ordered pair (i, j):
+Yang et al. 2020 (trRosetta, PNAS 117:1496), as RoseTTAFold uses it (Baek et al. 2021, Science 373:871). For
+every ordered pair (i, j):
 
 - ``dist``  d_ij = |Cβ_i − Cβ_j| (Å), symmetric;
 - ``omega`` ω_ij = dihedral(CA_i, Cβ_i, Cβ_j, CA_j) ∈ [−π, π], symmetric (ω_ij = ω_ji);
 - ``theta`` θ_ij = dihedral(N_i, CA_i, Cβ_i, Cβ_j) ∈ [−π, π], asymmetric;
 - ``phi``   φ_ij = planar angle(CA_i, Cβ_i, Cβ_j) ∈ [0, π], asymmetric.
 
-Dihedral sign (seed: "the sign indicates the direction of rotation around the central vector pointing from B
-to C"; IUPAC): sin ω ∝ b₁ · (n₁ × n₂) with n₁ = b₀ × b₁, n₂ = b₁ × b₂. For A=(1,0,0), B=(0,0,0), C=(0,0,1),
+Dihedral sign (IUPAC; the sign is the direction of rotation around the central vector pointing from B
+to C): sin ω ∝ b₁ · (n₁ × n₂) with n₁ = b₀ × b₁, n₂ = b₁ × b₂. For A=(1,0,0), B=(0,0,0), C=(0,0,1),
 D=(0,1,1) the dihedral is +90°.
 
 Bins (:func:`bin_pair_geometry`), the RoseTTAFold ``c6d_to_bins`` convention with "no contact" as the LAST class:
@@ -114,7 +115,7 @@ def _check_backbone(n: np.ndarray, ca: np.ndarray, c: np.ndarray, cb: np.ndarray
 
 def pair_geometry(n: np.ndarray, ca: np.ndarray, c: np.ndarray, cb: np.ndarray | None = None
                   ) -> dict[str, np.ndarray]:
-    """The 6D maps of one chain (seed: "Representing Protein Structure"; see the module docstring).
+    """The 6D maps of one chain (trRosetta's 6D geometry; see the module docstring).
 
     ``n``, ``ca``, ``c`` are ``[L, 3]`` (Å, NaN for missing atoms). ``cb`` ``[L, 3]`` is optional: with ``None``
     every residue uses the virtual Cβ built from N, CA, C (trRosetta/RoseTTAFold; use this when comparing a

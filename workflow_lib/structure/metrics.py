@@ -1,7 +1,7 @@
 """Structure comparison: lDDT-Cα, TM-score and Kabsch superposition / RMSD (NumPy, for evaluation and losses).
 
-lDDT (Mariani et al. 2013, *Bioinformatics* 29:2722), Cα-only as AlphaFold computes it
-(``alphafold/model/lddt.py``) and as the pLDDT head's target (seed 003 / AlphaFold suppl. 1.9.6):
+lDDT (Mariani et al. 2013, *Bioinformatics* 29:2722), Cα-only as AlphaFold computes it (``alphafold/model/lddt.py``)
+and as the pLDDT head's target (AlphaFold 2 supplement, Jumper et al. 2021, *Nature* 596:583, section 1.9.6):
 
 - a pair (i, j) is scored when i ≠ j, both residues are in ``mask``, both true Cα are present, and the TRUE
   distance is < ``cutoff`` (15 Å); the predicted distance does not select pairs (so lDDT is not symmetric);

@@ -1,7 +1,8 @@
 """Template stage: template database, HMM-HMM template search and its E-values.
 
-Seed 000: "Iterative MSA Alignment" (HHsearch templates), "Viterbi Algorithm for HMM-HMM Alignment",
-"Representing Protein Structure", "Secondary Structure Score"; DESIGN.md "The aligner", "Templates".
+Templates searched as HHsearch searches them, with its HMM-HMM Viterbi and secondary structure (Söding 2005,
+Bioinformatics 21:951), and read as trRosetta's 6D geometry (Yang et al. 2020, PNAS 117:1496); DESIGN.md "The
+aligner", "Templates".
 
 - :mod:`.build` -- :func:`build_template_db`: structures -> chains, coordinates, DSSP, profiles; manifest last.
 - :mod:`.database` -- :func:`load_template_db`: profiles and structures of a built database.

@@ -1,5 +1,6 @@
-"""Build a template database from structure files (seed: "Iterative MSA Alignment", HHsearch templates;
-"Representing Protein Structure"; "Secondary Structure Score").
+"""Build a template database from structure files (templates as HHsearch searches them, with DSSP states for its
+secondary structure score, Söding 2005, Bioinformatics 21:951; trRosetta's 6D geometry, Yang et al. 2020,
+PNAS 117:1496).
 
 ``build_template_db(structures, out_dir, msa_dir=...)``: every protein chain of the first model of each PDB or
 mmCIF file (plain or gzip; :func:`workflow_lib.structure.read_structure`), and every chain of a backbone archive

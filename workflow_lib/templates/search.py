@@ -1,5 +1,5 @@
-"""HMM-HMM template search: the query profile against every template profile (seed "Iterative MSA Alignment":
-HHsearch templates; "Viterbi Algorithm for HMM-HMM Alignment", "Correlation Score").
+"""HMM-HMM template search: the query profile against every template profile (HHsearch's
+template search with its HMM-HMM Viterbi, Söding 2005, Bioinformatics 21:951, and its correlation score).
 
 :func:`search_templates` aligns the query profile (from its A3M, :func:`~workflow_lib.aligner.profile_from_alignment`)
 to all template profiles with the lane profile–profile Viterbi (:func:`~workflow_lib.aligner.align_profiles`,
@@ -8,8 +8,8 @@ secondary-structure score off as documented there), fits the query's null model 
 them by E-value (ties: higher bit score, then template ID) and returns the best ``max_hits`` as a
 :data:`~workflow_lib.schemas.templates.TEMPLATE_HITS` table.
 
-**Prefilter** (seed "Iterative MSA Alignment": HHblits runs its prefilter before Viterbi on every database,
-PDB70 included): against a database of more than :data:`PREFILTER_MIN_TEMPLATES` templates, only the
+**Prefilter** (HHblits, Remmert et al. 2012, Nat. Methods 9:173, runs its prefilter before Viterbi on every
+database, PDB70 included): against a database of more than :data:`PREFILTER_MIN_TEMPLATES` templates, only the
 candidates of the sequence search's gapless prefilter (:func:`~workflow_lib.search.gapless.gapless_prefilter`:
 the query profile's k-mer seeds against the templates' profile sequences, the best diagonals of each template
 scored exactly) reach the Viterbi stage, at the *sensitive* search setting's thresholds (0.5 bits of seed slack,
