@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from workflow_lib.aligner import align_targets, profile_from_sequence
-from workflow_lib.aligner import compiled
+from workflow_lib.aligner import compiled, device
 from workflow_lib.aligner.backtrace import SEQ_D_BIT, SEQ_M_POINTER_MASK, sequence_hits
 from workflow_lib.aligner.reference import viterbi_sequence_reference
 from workflow_lib.aligner.scores import sequence_scores
@@ -56,7 +56,7 @@ def test_compiled_equals_numpy_kernel_on_real_sequences(backtrace):
 
 @pytest.mark.parametrize("profile_kind", ["sequence", "position-specific"])
 def test_compiled_matches_the_reference(monkeypatch, profile_kind):
-    monkeypatch.delenv(compiled.KERNELS_ENV, raising=False)
+    monkeypatch.delenv(device.KERNELS_ENV, raising=False)
     sequences = real_pairs()
     if profile_kind == "sequence":
         profile = profile_from_sequence(sequences[2][:120])
@@ -99,12 +99,13 @@ def test_compiled_tracer_follows_the_same_paths():
 
 
 def test_switch_and_fallback(monkeypatch):
-    monkeypatch.setenv(compiled.KERNELS_ENV, "numpy")
-    assert not compiled.available()
-    monkeypatch.setenv(compiled.KERNELS_ENV, "")
-    assert compiled.available()
-    monkeypatch.setattr(compiled, "numba_module", lambda: None)   # numba not installed: the NumPy kernel runs
-    assert not compiled.available()
+    monkeypatch.setenv(device.KERNELS_ENV, "numpy")
+    assert not device.compiled_available()
+    monkeypatch.setenv(device.KERNELS_ENV, "")
+    assert device.compiled_available()
+    for module in (device, compiled):   # numba not installed: the NumPy kernel runs
+        monkeypatch.setattr(module, "numba_module", lambda: None)
+    assert not device.compiled_available()
     profile = profile_from_sequence("MKVLAAGIVGLLLA")
     hits = align_targets(profile, [encode("MKVLAAGIVG"), encode("PPPP")], backtrace=True)
     assert hits[0].states.startswith("M")

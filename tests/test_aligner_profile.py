@@ -8,7 +8,8 @@ import pytest
 from test_aligner_helpers import ALIGNER_DATA, SHARED_DATA
 from workflow_lib.aligner import Profile, add_pseudocounts, profile_from_alignment, profile_from_sequence, read_hhm
 from workflow_lib.aligner.hhm import format_hhm, write_hhm
-from workflow_lib.aligner.profile import (ADMIX_A, MM, cluster_sequences, observed_frequencies, transition_counts)
+from workflow_lib.aligner.profile import ADMIX_A, cluster_sequences, observed_frequencies, transition_counts
+from workflow_lib.aligner.transitions import MM
 from workflow_lib.aligner.substitution import (HHSUITE_BACKGROUND, ROBINSON_BACKGROUND, gonnet_matrix,
                                                substitution_probabilities)
 from workflow_lib.errors import InputError

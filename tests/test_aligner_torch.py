@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 
 from test_aligner_helpers import ALIGNER_DATA, SHARED_DATA, random_profile  # noqa: E402
 from workflow_lib.aligner import add_pseudocounts, align_queries, align_targets, read_hhm  # noqa: E402
-from workflow_lib.aligner import torch_kernels  # noqa: E402
+from workflow_lib.aligner import device, torch_kernels  # noqa: E402
 from workflow_lib.aligner import viterbi_seq as viterbi_seq_module  # noqa: E402
 from workflow_lib.aligner.reference import viterbi_sequence_reference  # noqa: E402
 from workflow_lib.aligner.scores import sequence_scores  # noqa: E402
@@ -72,12 +72,12 @@ def test_int64_path(monkeypatch, device):
 
 
 def test_device_selection(monkeypatch):
-    monkeypatch.setattr(torch_kernels, "_CUDA", False)
+    monkeypatch.setattr(device, "_CUDA", False)
     assert torch_kernels.resolve_device(None) == torch_kernels.NUMPY
     assert torch_kernels.resolve_device("cuda:1") == "cuda:1"
     with pytest.raises(ValueError):
         torch_kernels.resolve_device("")
-    monkeypatch.setattr(torch_kernels, "_CUDA", True)
+    monkeypatch.setattr(device, "_CUDA", True)
     assert torch_kernels.resolve_device(None) == "cuda"
     # with CUDA "available", the default path goes through the torch kernel (run here on CPU tensors)
     calls = []

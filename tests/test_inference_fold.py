@@ -14,7 +14,7 @@ import torch
 
 from workflow_lib.errors import InputError
 from workflow_lib.features import build_features
-from workflow_lib.aligner.compiled import KERNELS_ENV, available
+from workflow_lib.aligner.device import KERNELS_ENV, compiled_available
 from workflow_lib.inference.confidence import expected_lddt
 from workflow_lib.inference.fold import (BIN_CENTRES, CLASH_DISTANCE, TAIL_SLOPE, FoldOptions, _dihedral,
                                          _interpolate, _planar, fold_from_distogram, graph_energy, helix_handedness,
@@ -71,7 +71,7 @@ def myoglobin():
 
 @pytest.mark.parametrize("kernels", ["compiled", "numpy"])
 def test_a_native_distogram_folds_back_to_the_native(myoglobin, kernels, monkeypatch):
-    if kernels == "compiled" and not available():
+    if kernels == "compiled" and not compiled_available():
         pytest.skip("numba not importable")
     monkeypatch.setenv(KERNELS_ENV, "" if kernels == "compiled" else "numpy")
     torch.set_num_threads(1)
@@ -94,7 +94,7 @@ def restrained_pairs(coords: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     return pairs, potential[pairs[:, 0], pairs[:, 1]], weight[pairs[:, 0], pairs[:, 1]]
 
 
-@pytest.mark.skipif(not available(), reason="numba not importable")
+@pytest.mark.skipif(not compiled_available(), reason="numba not importable")
 def test_compiled_terms_match_the_torch_terms(myoglobin):
     """Energies and gradients of the compiled restraint and clash pass against the torch expressions, on chains
     with clashes, pairs beyond the last bin centre and pairs below the first."""
@@ -126,7 +126,7 @@ def test_compiled_terms_match_the_torch_terms(myoglobin):
     torch.testing.assert_close(bisected, got, rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.skipif(not available(), reason="numba not importable")
+@pytest.mark.skipif(not compiled_available(), reason="numba not importable")
 def test_compiled_chain_energy_matches_the_torch_graph(myoglobin):
     """The one-call energy (frames -> atoms -> Cβ -> restraints, clash and chain terms) and its gradients on the
     frames against autograd through the torch expressions, in float64, on starts near, squeezed and unnormalised."""

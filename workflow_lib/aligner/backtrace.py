@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from workflow_lib.aligner import compiled
+from workflow_lib.aligner.device import compiled_available
 from workflow_lib.aligner.scores import SCALE, Hit
 
 SEQ_STATES = "MID"
@@ -118,7 +119,7 @@ def sequence_hits(bt: np.ndarray, best: np.ndarray, best_i: np.ndarray, best_l: 
                   indices: list[int]) -> list[Hit]:
     """Hits (with alignments) of a sequence–profile lane batch; ``indices`` are the targets' input indices. The
     paths are followed by the compiled tracer where numba is installed (:mod:`workflow_lib.aligner.compiled`)."""
-    if compiled.available():
+    if compiled_available():
         return _lane_hits(compiled.sequence_paths_compiled(bt, best_i, best_l), best, indices, SEQ_STATES)
     return _lane_hits(_paths(bt, best_i, best_l, _seq_step, len(SEQ_STATES)), best, indices, SEQ_STATES)
 

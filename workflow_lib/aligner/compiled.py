@@ -15,48 +15,34 @@ Recurrences, tie-breaking and the best cell (first maximum in row-major order) a
 :mod:`workflow_lib.aligner.backtrace`'s. int32 is exact at any target length here: no shifted values are
 stored; M ≥ ``PAD_SCORE``, I and D ≥ ``NEG_INF`` less two transitions, and M ≤ Lq times the largest emission.
 
-numba is imported lazily; without it (or with ``TRACKFOLD_KERNELS=numpy`` in the environment) the NumPy
-kernels run, with the same results. The first call in a process compiles a kernel (~1 s each) or loads it
-from numba's on-disk cache (``__pycache__``, or ``NUMBA_CACHE_DIR``).
+numba is imported lazily (:mod:`workflow_lib.aligner.device`); without it (or with ``TRACKFOLD_KERNELS=numpy`` in
+the environment) the NumPy kernels run, with the same results. The first call in a process compiles a kernel
+(about a second each) or loads it from numba's on-disk cache (``__pycache__``, or ``NUMBA_CACHE_DIR``).
 """
 
 from __future__ import annotations
 
-import os
 from functools import lru_cache
 
 import numpy as np
 
-from workflow_lib.aligner.profile import DD, DM, II, IM, MD, MI, MM
+# KERNELS_ENV and available (= compiled_available) are re-exported for the packages that ask this module
+from workflow_lib.aligner.device import KERNELS_ENV, numba_module  # noqa: F401
+from workflow_lib.aligner.device import compiled_available as available  # noqa: F401
 from workflow_lib.aligner.scores import NEG_INF, PAD_CODE, SequenceScores
+from workflow_lib.aligner.transitions import DD, DM, II, IM, MD, MI, MM
 
 LANE_MULTIPLE = 8
 """Lanes per bucket are padded up to a multiple of this (8 int32 lanes fill one AVX2 vector)."""
-KERNELS_ENV = "TRACKFOLD_KERNELS"
-"""``numpy`` forces the NumPy kernels; anything else (or unset) uses the compiled ones where numba imports."""
-
-
-@lru_cache(maxsize=None)
-def numba_module():
-    """The ``numba`` module, or None where it does not import (then the NumPy kernels run)."""
-    try:
-        import numba
-    except ImportError:
-        return None
-    return numba
-
-
-def available() -> bool:
-    """Whether the compiled kernels run in this process (numba importable and not switched off)."""
-    return os.environ.get(KERNELS_ENV, "").strip().lower() != "numpy" and numba_module() is not None
 
 
 def _make_kernel(numba, backtrace: bool):
     """The kernel, compiled for one value of ``backtrace`` (a closure constant: the other branch is gone).
 
     Per row i: an M + I pass over l, then a D pass; the innermost loops run over the lanes with selects only,
-    which LLVM vectorises. What kept it from vectorising (3–4× slower, measured): DP buffers passed in as arguments or a row split into functions (LLVM cannot rule out overlaps), the
-    in-row left neighbours read from the row being written (hence the ``m_left``/``i_left`` lane buffers), and
+    which LLVM vectorises. What kept it from vectorising (several times slower): DP buffers passed in as
+    arguments or a row split into functions (LLVM cannot rule out overlaps), the in-row left neighbours read
+    from the row being written (hence the ``m_left``/``i_left`` lane buffers), and
     the best cell tracked inside the lane loop (hence a lane maximum per row, and the column of a better row
     maximum looked up after the row: a lane improves in few rows)."""
 

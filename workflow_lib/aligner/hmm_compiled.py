@@ -20,10 +20,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from workflow_lib.aligner import compiled
-from workflow_lib.aligner.profile import DD, DM, II, IM, MD, MI, MM, Profile
+from workflow_lib.aligner.device import compiled_available, numba_module
+from workflow_lib.aligner.profile import Profile
 from workflow_lib.aligner.scores import (HHSUITE_SHIFT, MIN_SCORE, NEG_INF, SCALE, PairScores, log2_safe,
                                          pair_scores, quantize)
+from workflow_lib.aligner.transitions import DD, DM, II, IM, MD, MI, MM
 
 MAX_STACKED_CELLS = 1 << 24
 """Column scores computed per batch of candidates (int32 cells: 64 MiB)."""
@@ -31,7 +32,7 @@ MAX_STACKED_CELLS = 1 << 24
 
 @lru_cache(maxsize=None)
 def _kernel():
-    numba = compiled.numba_module()
+    numba = numba_module()
 
     @numba.njit(nogil=True, cache=True, boundscheck=False, error_model="numpy")
     def viterbi_hmm_scores(S, starts, lengths, qtr, ttr, tstarts):  # pragma: no cover - compiled
@@ -134,7 +135,7 @@ def hmm_scores(query: Profile, templates: list[Profile | PairScores], *, shift: 
         return np.zeros(0, np.int64)
     query_scores = pair_scores(query)
     template_scores = [t if isinstance(t, PairScores) else pair_scores(t, query.background) for t in templates]
-    if not compiled.available():
+    if not compiled_available():
         return _numpy_scores(query_scores, template_scores, shift)
     kernel = _kernel()
     qtr = query_scores.transitions.astype(np.int64)

@@ -2,9 +2,10 @@
 
 HMMER stores ``-ln p`` (``*`` = p 0) for the match emissions of each node, the insert emissions (dropped:
 our insert states emit the background, as in HHsearch, Söding 2005, Bioinformatics 21:951) and the seven transitions
-``m->m m->i m->d i->m i->i d->m d->d`` out of each node, in the order of our :data:`TRANSITIONS`; the line
-after ``COMPO`` belongs to node 0 (begin). HMMER's emissions already include its Dirichlet-mixture priors,
-so the profile is marked ``has_pseudocounts=True``. The background is our default f(a) (HMMER's own null
+``m->m m->i m->d i->m i->i d->m d->d`` out of each node, in the order of our
+:data:`~workflow_lib.aligner.transitions.TRANSITIONS`; the line after ``COMPO`` belongs to node 0 (begin).
+HMMER's emissions already include its Dirichlet-mixture priors, so the profile is marked
+``has_pseudocounts=True``. The background is our default f(a) (HMMER's own null
 model differs slightly).
 """
 

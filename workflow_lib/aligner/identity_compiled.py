@@ -8,7 +8,7 @@ residues among them, then ``identical > identity · shared``. NumPy does each ro
 four [rows, L] temporaries; here one pass over the two rows' bytes counts both (branch-free sums that LLVM
 vectorises), and the filter stops at the first kept row a candidate is too similar to. Counts are integers and
 the threshold test is the same float64 product, so the results are identical to the NumPy functions'. Used when
-:func:`workflow_lib.aligner.compiled.available`.
+:func:`workflow_lib.aligner.device.compiled_available`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from workflow_lib.aligner.compiled import numba_module
+from workflow_lib.aligner.device import numba_module
 
 
 @lru_cache(maxsize=None)

@@ -20,9 +20,10 @@ PSI-BLAST's pseudocount rule (Altschul et al. 1997, Nucleic Acids Res. 25:3389):
 - transitions: weighted match/insert/delete transition counts of the MSA, then HH-suite's transition
   pseudocounts (:func:`add_transition_pseudocounts`, priors from HMMER via HH-suite).
 
-Transitions are stored as linear probabilities ``[L + 1, 7]`` in the order of :data:`TRANSITIONS`; row ``i``
-holds the transitions out of column ``i`` (row 0 is the begin state), as in ``.hhm`` files. After
-pseudocounts, the gap rows carry HH-suite's gap-penalty factors (``p**0.6``), so they need not sum to 1.
+Transitions are stored as linear probabilities ``[L + 1, 7]`` in the order of
+:data:`~workflow_lib.aligner.transitions.TRANSITIONS`; row ``i`` holds the transitions out of column ``i``
+(row 0 is the begin state), as in ``.hhm`` files. After pseudocounts, the gap rows carry HH-suite's gap-penalty
+factors (``p**0.6``), so they need not sum to 1.
 """
 
 from __future__ import annotations
@@ -32,11 +33,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from workflow_lib.aligner.context import ContextModel, one_hot_columns
+from workflow_lib.aligner.device import compiled_available
+from workflow_lib.aligner.identity_compiled import cluster_labels_compiled
 from workflow_lib.aligner.substitution import check_background, substitution_probabilities
+from workflow_lib.aligner.transitions import DD, DM, II, IM, MD, MI, MM
 from workflow_lib.seqio.alphabet import GAP_CODE, N_AMINO, X_CODE, decode, encode
-
-TRANSITIONS = ("M->M", "M->I", "M->D", "I->M", "I->I", "D->M", "D->D")
-MM, MI, MD, IM, II, DM, DD = range(7)
 
 PSIBLAST_BETA = 10.0
 """β of the PSI-BLAST pseudocount rule (Altschul et al. 1997, Nucleic Acids Res. 25:3389)."""
@@ -63,7 +64,8 @@ class Profile:
 
     - ``sequence``: uint8 ``[L]`` residue codes of the query / seed sequence (X where unknown);
     - ``emissions``: float32 ``[L, 20]`` match-state emission probabilities (rows sum to 1);
-    - ``transitions``: float32 ``[L + 1, 7]`` linear transition probabilities (:data:`TRANSITIONS`), row 0 = begin;
+    - ``transitions``: float32 ``[L + 1, 7]`` linear transition probabilities in the order of
+      :data:`~workflow_lib.aligner.transitions.TRANSITIONS`, row 0 = begin;
     - ``column_neff``: float32 ``[L + 1, 3]`` Neff of the M, I and D states per column (row 0 = begin);
     - ``neff``: the profile's overall number of effective sequences (mean column Neff);
     - ``background``: float32 ``[20]`` the null model f(a);
@@ -231,11 +233,7 @@ def cluster_sequences(matches: np.ndarray, identity: float = CLUSTER_IDENTITY) -
     if matches.ndim != 2:
         raise ValueError("matches must be [N, L]")
     count = matches.shape[0]
-    # imported here: the compiled kernels' module imports this one
-    from workflow_lib.aligner.compiled import available
-    from workflow_lib.aligner.identity_compiled import cluster_labels_compiled
-
-    if available():
+    if compiled_available():
         return _rank_labels(cluster_labels_compiled(matches, GAP_CODE, identity))
     residue = matches < GAP_CODE
     labels = np.arange(count)
@@ -358,8 +356,9 @@ def profile_from_alignment(alignment, *, name: str | None = None, identity: floa
 
     Emissions: q_obs from cluster weights (:func:`cluster_sequences`, :func:`observed_frequencies`), then the
     PSI-BLAST mix scaled by ``admix`` (when ``pseudocounts``, :func:`add_pseudocounts`). Transitions:
-    :func:`transition_counts` with per-sequence weights 1/|cluster|, then HH-suite's transition pseudocounts. Neff per column: :func:`column_neff_from_frequencies`
-    of q_obs; Neff_I / Neff_D: Neff_M times the fraction of weight in the I / D state.
+    :func:`transition_counts` with per-sequence weights 1/|cluster|, then HH-suite's transition pseudocounts.
+    Neff per column: :func:`column_neff_from_frequencies` of q_obs; Neff_I / Neff_D: Neff_M times the fraction
+    of weight in the I / D state.
     """
     matches = np.asarray(alignment.matches)
     insertions = np.asarray(alignment.insertions)

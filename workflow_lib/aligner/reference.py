@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from workflow_lib.aligner.profile import DD, DM, II, IM, MD, MI, MM
 from workflow_lib.aligner.scores import NEG_INF, PairScores, SequenceScores, column_scores
+from workflow_lib.aligner.transitions import DD, DM, II, IM, MD, MI, MM
 
 STOP = 0
 

@@ -20,15 +20,16 @@ there. The tests run it on CPU tensors and require scores and alignments equal t
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from contextlib import contextmanager
 
 import numpy as np
 
+from workflow_lib.aligner import triton_kernels
 from workflow_lib.aligner.backtrace import sequence_hits, sequence_hits_from_states
-from workflow_lib.aligner.profile import DD, DM, II, IM, MD, MI, MM
+from workflow_lib.aligner.device import cuda_available
 from workflow_lib.aligner.scores import NEG_INF, Hit, SequenceScores
+from workflow_lib.aligner.transitions import DD, DM, II, IM, MD, MI, MM
 
 NUMPY = "numpy"
 TORCH_LANE_CELLS = 1 << 22
@@ -36,24 +37,6 @@ TORCH_LANE_CELLS = 1 << 22
 TORCH_MAX_LANES = 1 << 14
 TORCH_BACKTRACE_BYTES = 1 << 30
 """Backtrace bytes per bucket on a GPU (copied to host memory once per bucket)."""
-
-_CUDA: bool | None = None
-
-
-def cuda_available() -> bool:
-    """``torch.cuda.is_available()`` (False without torch). Without an NVIDIA driver on the machine
-    (``/proc/driver/nvidia``, ``/dev/nvidiactl``) torch is not even imported, so CPU-only jobs do not pay
-    for the import; the answer is cached per process."""
-    global _CUDA
-    if _CUDA is None:
-        driver = os.path.exists("/proc/driver/nvidia") or os.path.exists("/dev/nvidiactl")
-        if not driver or importlib.util.find_spec("torch") is None:
-            _CUDA = False
-        else:
-            import torch
-            _CUDA = bool(torch.cuda.is_available())
-    return _CUDA
-
 
 def resolve_device(device: str | None) -> str:
     """``None`` → ``"cuda"`` when available, else :data:`NUMPY`; other values are returned as given."""
@@ -87,8 +70,7 @@ def kernel_choice(kernel: str | None, device: str) -> str:
     if kernel not in KERNELS:
         raise ValueError(f"{KERNEL_VARIABLE} must be one of {', '.join(KERNELS)}, got {kernel!r}")
     if kernel == "auto":
-        from workflow_lib.aligner.triton_kernels import triton_available
-        return "triton" if device.startswith("cuda") and triton_available() else "torch"
+        return "triton" if device.startswith("cuda") and triton_kernels.triton_available() else "torch"
     return kernel
 
 
@@ -120,10 +102,10 @@ def viterbi_mixed_lanes_torch(scores_list: list[SequenceScores], lane_profile: n
     ``scores_list[lane_profile[w]]``, so one call serves the pairs of many queries (on a GPU a DP row costs its
     ~30 launches whatever the lanes hold, so many queries' lanes in one call divide that cost among them).
 
-    The profiles the lanes use are stacked and padded to the longest of them, ``Lq``; rows past a lane's own profile are set to
-    ``NEG_INF`` (they can neither start nor end an alignment, and its backtrace never reaches them). Each lane's
-    score, best cell and backtrace bytes are those of its profile alone. Returns ``best`` int64 ``[W]``,
-    ``best_i``/``best_l`` ``[W]`` and the backtrace bytes ``uint8 [Lq, Lt, W]`` (or None).
+    The profiles the lanes use are stacked and padded to the longest of them, ``Lq``; rows past a lane's own
+    profile are set to ``NEG_INF`` (they can neither start nor end an alignment, and its backtrace never
+    reaches them). Each lane's score, best cell and backtrace bytes are those of its profile alone. Returns
+    ``best`` int64 ``[W]``, ``best_i``/``best_l`` ``[W]`` and the backtrace bytes ``uint8 [Lq, Lt, W]`` (or None).
 
     ``kernel`` (:func:`kernel_choice`): ``triton`` runs the fused kernel of
     :mod:`workflow_lib.aligner.triton_kernels` (int32 scores only; longer targets take the torch kernel).
@@ -147,9 +129,8 @@ def viterbi_mixed_lanes_torch(scores_list: list[SequenceScores], lane_profile: n
     emission_np, transitions_np, lengths = stack_scores(scores_list)
     n_query, n_codes = int(lengths.max()), scores_list[0].emission.shape[1]
     if _use_triton(kernel, device, n_target):
-        from workflow_lib.aligner.triton_kernels import viterbi_mixed_lanes_triton
-        return viterbi_mixed_lanes_triton(emission_np, transitions_np, lengths, lane_profile, residues,
-                                          backtrace=backtrace, device=device)
+        return triton_kernels.viterbi_mixed_lanes_triton(emission_np, transitions_np, lengths, lane_profile,
+                                                         residues, backtrace=backtrace, device=device)
     dtype = torch.int32 if n_target <= INT32_MAX_TARGET else torch.int64
     dev = torch.device(device)
     emission = torch.as_tensor(emission_np, device=dev).to(dtype)
@@ -245,9 +226,8 @@ def align_mixed_batch_torch(scores_list: list[SequenceScores], pair_profile: np.
     lanes = np.asarray(pair_profile)[indices]
     with _cpu_threads(device):
         if backtrace and _use_triton(None, device, residues.shape[0]):
-            from workflow_lib.aligner.triton_kernels import viterbi_mixed_lanes_triton
             used, lanes = np.unique(lanes, return_inverse=True)   # as viterbi_mixed_lanes_torch: the bucket's profiles
-            best, best_i, best_l, states = viterbi_mixed_lanes_triton(
+            best, best_i, best_l, states = triton_kernels.viterbi_mixed_lanes_triton(
                 *stack_scores([scores_list[k] for k in used]), lanes, residues, backtrace=True, device=device,
                 trace=True)
             return sequence_hits_from_states(states, best, best_i, best_l, indices)

@@ -4,10 +4,10 @@ HH-suite3, Steinegger et al. 2019, BMC Bioinformatics 20:473; recurrences, tie-b
 
 The torch kernel issues ~30 tensor operations per DP row, each reading and writing whole ``[Lt, W]`` rows of
 device memory: on an H100 it ran at 1 GCUPS score-only and 0.3 with backtrace (``benchmarks/RESULTS.md``,
-"Homology search on a GPU"). Here one GPU thread owns one lane and walks its DP matrix row by row, cell by cell, with the
-diagonal and left neighbours in registers; only the previous row's M, I, D values go through memory (one load
-and one store each per cell, contiguous across the lanes of a block), plus the residue code, its emission
-score, and the backtrace byte when asked for. Lanes may use different profiles (``lane_profile``), so one
+"Homology search on a GPU"). Here one GPU thread owns one lane and walks its DP matrix row by row, cell by
+cell, with the diagonal and left neighbours in registers; only the previous row's M, I, D values go through
+memory (one load and one store each per cell, contiguous across the lanes of a block), plus the residue code,
+its emission score, and the backtrace byte when asked for. Lanes may use different profiles (``lane_profile``), so one
 launch serves the pairs of many queries.
 
 The I state runs as the plain recurrence ``I(i, l) = max(M(i, l−1) + MI, I(i, l−1) + II)``, equal in integers
@@ -27,8 +27,9 @@ import os
 
 import numpy as np
 
-from workflow_lib.aligner.profile import DD, DM, II, IM, MD, MI, MM
+from workflow_lib.aligner.device import cuda_available
 from workflow_lib.aligner.scores import NEG_INF
+from workflow_lib.aligner.transitions import DD, DM, II, IM, MD, MI, MM
 
 BLOCK_LANES = 64
 """Lanes per Triton program (one thread each)."""
@@ -48,7 +49,6 @@ def triton_available() -> bool:
         return False
     if os.environ.get("TRITON_INTERPRET") == "1":
         return True
-    from workflow_lib.aligner.torch_kernels import cuda_available
     return cuda_available()
 
 

@@ -35,9 +35,9 @@ from __future__ import annotations
 import numpy as np
 
 from workflow_lib.aligner.backtrace import HMM_SELF_BITS, profile_paths
-from workflow_lib.aligner.profile import DD, DM, II, IM, MD, MI, MM
 from workflow_lib.aligner.scores import (CORRELATION_WEIGHT, HHSUITE_SHIFT, NEG_INF, SCALE, Hit, PairScores,
                                          column_scores, hit_from_path)
+from workflow_lib.aligner.transitions import DD, DM, II, IM, MD, MI, MM
 
 QUERY_ROW_BLOCK = 64
 CORRELATION_DISTANCES = (1, 2, 3, 4)

@@ -31,10 +31,10 @@ from __future__ import annotations
 import numpy as np
 
 from workflow_lib.aligner.backtrace import sequence_hits
-from workflow_lib.aligner.compiled import available as compiled_available
 from workflow_lib.aligner.compiled import viterbi_seq_lanes_compiled
-from workflow_lib.aligner.profile import DD, DM, II, IM, MD, MI, MM
+from workflow_lib.aligner.device import compiled_available
 from workflow_lib.aligner.scores import NEG_INF, PAD_CODE, Hit, SequenceScores
+from workflow_lib.aligner.transitions import DD, DM, II, IM, MD, MI, MM
 
 INT32_MAX_TARGET = 16000
 SCAN_PAD_ROWS = 128

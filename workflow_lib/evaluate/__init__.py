@@ -7,12 +7,14 @@
 - :mod:`.tmalign` — :func:`run_tmalign`, :func:`parse_tmalign`.
 - :mod:`.core` — :func:`evaluate_target`, :func:`evaluate_targets` (tables:
   :mod:`workflow_lib.schemas.evaluation`).
+- :mod:`.summary` — :func:`summary_means` (``evaluation.json``).
 - :mod:`.report` — figures and ``evaluation.html``.
 - :mod:`.cli` — ``trackfold evaluate``.
 """
 
 from workflow_lib.evaluate.align import ResidueMatch, match_residues
-from workflow_lib.evaluate.core import TARGET_COLUMNS, evaluate_target, evaluate_targets, read_targets, summary_means
+from workflow_lib.evaluate.core import TARGET_COLUMNS, evaluate_target, evaluate_targets, read_targets
+from workflow_lib.evaluate.summary import summary_means
 
 __all__ = ["TARGET_COLUMNS", "ResidueMatch", "evaluate_target",
            "evaluate_targets", "match_residues", "read_targets", "summary_means"]

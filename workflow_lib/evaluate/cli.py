@@ -37,7 +37,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
-    from workflow_lib.evaluate.core import evaluate_targets, read_targets, summary_means
+    from workflow_lib.evaluate.core import evaluate_targets, read_targets
+    from workflow_lib.evaluate.summary import summary_means
     from workflow_lib.evaluate.tmalign import tmalign_executable
 
     if args.targets is not None:

@@ -26,7 +26,8 @@ supplement section 1.9.6). Per target:
 
 Outputs of :func:`evaluate_targets` (each written atomically): ``evaluation.parquet`` (:data:`EVALUATION`),
 ``evaluation_residues.parquet`` (:data:`EVALUATION_RESIDUES`), ``evaluation.json`` (``count`` and the mean
-over targets of every numeric column, NaN left out, null when no target has a value), ``evaluation.html``
+over targets of every numeric column, NaN left out, null when no target has a value:
+:func:`~workflow_lib.evaluate.summary.summary_means`), ``evaluation.html``
 with the PNG figures (:mod:`workflow_lib.evaluate.report`).
 """
 
@@ -40,7 +41,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from workflow_lib.errors import InputError, SchemaError, TrackfoldError
 from workflow_lib.evaluate.align import match_residues
@@ -51,6 +51,7 @@ from workflow_lib.evaluate.contacts import (
     long_range_precision,
     native_contacts,
 )
+from workflow_lib.evaluate.summary import summary_means
 from workflow_lib.evaluate.tmalign import TmResult, run_tmalign
 from workflow_lib.schemas.evaluation import EVALUATION, EVALUATION_RESIDUES
 from workflow_lib.schemas.io import read_npz, write_table
@@ -282,23 +283,12 @@ def check_targets(targets: pd.DataFrame, *, where: str | Path | None = None) -> 
     return table[list(TARGET_COLUMNS)].reset_index(drop=True)
 
 
-def summary_means(table: pd.DataFrame) -> dict:
-    """``count`` and the mean of every numeric :data:`EVALUATION` column (NaN skipped; None when all NaN)."""
-    out: dict = {"count": int(len(table))}
-    for field in EVALUATION.schema:
-        if pa.types.is_integer(field.type) or pa.types.is_floating(field.type):
-            values = pd.to_numeric(table[field.name], errors="coerce").to_numpy(dtype=np.float64)
-            finite = values[np.isfinite(values)]
-            out[field.name] = float(finite.mean()) if finite.size else None
-    return out
-
-
 def evaluate_targets(targets: pd.DataFrame, out_dir: str | Path, *, tmalign: bool = True) -> pd.DataFrame:
     """Evaluate every target (:data:`TARGET_COLUMNS`) and write the outputs (module docstring) to ``out_dir``.
 
     Returns the :data:`EVALUATION` table. A bad target stops the run with an :class:`InputError` naming it.
     """
-    from workflow_lib.evaluate.report import write_report
+    from workflow_lib.evaluate.report import write_report   # imported here: it loads matplotlib
 
     targets = check_targets(targets)
     out_dir = Path(out_dir)

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from workflow_lib.evaluate.summary import summary_means
 from workflow_lib.report.plots import no_data, plt, save_figure
 from workflow_lib.seqio.atomic import write_text_atomic
 
@@ -142,8 +143,6 @@ def render_html(table: pd.DataFrame, means: dict, images: dict[str, bytes]) -> s
 
 def write_report(out_dir: str | Path, table: pd.DataFrame, residues: pd.DataFrame) -> None:
     """Write the three figures and ``evaluation.html`` into ``out_dir`` (each atomically)."""
-    from workflow_lib.evaluate.core import summary_means
-
     out_dir = Path(out_dir)
     plot_lddt(table, residues, out_dir / FIGURES[0])
     plot_calibration(residues, out_dir / FIGURES[1])

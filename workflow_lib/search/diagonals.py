@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from workflow_lib.aligner.compiled import available as compiled_available
+from workflow_lib.aligner.device import compiled_available
 from workflow_lib.search.prefilter_compiled import best_in_sorted_compiled, seed_best_diagonals_compiled, seed_blocks
 from workflow_lib.search.shard_cache import ShardCache
 

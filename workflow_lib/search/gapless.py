@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from workflow_lib.aligner.compiled import available as compiled_available
+from workflow_lib.aligner.device import compiled_available
 from workflow_lib.db.kmer_index import index_is_spaced, index_offsets
 from workflow_lib.search.diagonals import seeded_best_diagonals
 from workflow_lib.search.prefilter_compiled import diagonal_scores_compiled, padded_layout_compiled

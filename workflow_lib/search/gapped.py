@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from workflow_lib.aligner.compiled import available as compiled_available
+from workflow_lib.aligner.device import compiled_available
 from workflow_lib.aligner.lanes import ROW_COST_CELLS, min_cost_buckets
 from workflow_lib.aligner.viterbi_seq import LANE_MAX_FOLD, lane_max, reduce_max
 from workflow_lib.search.gapped_compiled import band_codes_compiled, banded_block_compiled, sw_block_compiled

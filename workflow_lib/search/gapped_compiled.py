@@ -22,7 +22,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from workflow_lib.aligner.compiled import numba_module
+from workflow_lib.aligner.device import numba_module
 
 
 @lru_cache(maxsize=None)

@@ -39,8 +39,8 @@ import numpy as np
 import pandas as pd
 
 from workflow_lib.aligner import Profile, profile_from_alignment, profile_from_sequence
-from workflow_lib.aligner.compiled import available as compiled_available
 from workflow_lib.aligner.context import ContextModel
+from workflow_lib.aligner.device import compiled_available
 from workflow_lib.aligner.identity_compiled import greedy_filter_compiled
 from workflow_lib.aligner.profile import alignment_neff
 from workflow_lib.aligner.render import hit_row  # noqa: F401  (the rows of an MSA; re-exported)

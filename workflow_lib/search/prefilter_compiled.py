@@ -31,7 +31,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from workflow_lib.aligner.compiled import numba_module
+from workflow_lib.aligner.device import numba_module
 
 DIAGONAL_LANES = 32
 """Diagonals advanced together, one query column at a time (their running values stay in registers)."""
