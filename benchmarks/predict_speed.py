@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from search_bench.report import publish  # noqa: E402
-from workflow_lib.aligner.compiled import KERNELS_ENV  # noqa: E402
+from workflow_lib.aligner.device import KERNELS_ENV  # noqa: E402
 from workflow_lib.inference.fold import FoldOptions, fold_from_distogram  # noqa: E402
 from workflow_lib.inference.predict import PredictOptions, predict_features  # noqa: E402
 from workflow_lib.inference.stitch import crop_plan  # noqa: E402
@@ -119,8 +119,8 @@ def main() -> int:
         explicit, seconds[MODES[0]] = timed(model, features, PredictOptions(pair_heads=("dist",), fold="network"), True)
         fused, seconds[MODES[1]] = timed(model, features, PredictOptions(pair_heads=("dist",), fold="network"), False)
         lean, seconds[MODES[2]] = timed(model, features, PredictOptions(pair_heads=(), fold="network"), False)
-        half, seconds[MODES[3]] = timed(model, features, PredictOptions(pair_heads=("dist",), precision="bfloat16", fold="network"),
-                                        False)
+        bf16 = PredictOptions(pair_heads=("dist",), precision="bfloat16", fold="network")
+        half, seconds[MODES[3]] = timed(model, features, bf16, False)
         d_half = np.abs(half.probs["dist"] - fused.probs["dist"])
         worst_half, mean_half = max(worst_half, float(d_half.max())), mean_half + [float(d_half.mean())]
         (seconds[FOLDS[0]], energy_torch), (seconds[FOLDS[1]], energy_compiled) = (

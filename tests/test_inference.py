@@ -343,9 +343,11 @@ def test_inference_reads_exactly_the_keys_the_network_reads_and_each_changes_the
 def test_bfloat16_inference_stays_close_to_float32(model, features):
     options = PredictOptions(fold="network", window=32, max_msa=16)
     reference = predict_features(model, features, options)
-    half = predict_features(model, features, PredictOptions(fold="network", window=32, max_msa=16, precision="bfloat16"))
+    half = predict_features(model, features,
+                            PredictOptions(fold="network", window=32, max_msa=16, precision="bfloat16"))
     assert half.n_crops == reference.n_crops > 1
-    again = predict_features(model, features, PredictOptions(fold="network", window=32, max_msa=16, precision="bfloat16"))
+    again = predict_features(model, features,
+                             PredictOptions(fold="network", window=32, max_msa=16, precision="bfloat16"))
     np.testing.assert_array_equal(again.probs["dist"], half.probs["dist"])                 # deterministic too
     for head in ("dist", "omega", "theta", "phi"):
         assert half.probs[head].dtype == np.float32
@@ -408,8 +410,8 @@ def test_batched_crops_match_one_by_one(model, features):
     one = dict(predict_many(model, item, PredictOptions(fold="network", max_msa=16, window=24)))["long"]
     assert one.n_crops == len(crop_plan(64, 24)) > 8
     for batch_size, max_tokens in ((4, 0), (64, 60)):
-        many = dict(predict_many(model, item, PredictOptions(fold="network", max_msa=16, window=24, batch_size=batch_size,
-                                                             max_tokens=max_tokens)))["long"]
+        options = PredictOptions(fold="network", max_msa=16, window=24, batch_size=batch_size, max_tokens=max_tokens)
+        many = dict(predict_many(model, item, options))["long"]
         assert many.n_crops == one.n_crops
         for head in ("dist", "omega", "theta", "phi"):
             np.testing.assert_allclose(many.probs[head], one.probs[head], atol=1e-5)
@@ -421,7 +423,8 @@ def test_crop_passes_keep_order_and_budgets():
     sizes = [24, 24, 24, 24, 20, 24, 24]
     assert crop_passes(sizes, PredictOptions(fold="network")) == [[i] for i in range(7)]
     assert crop_passes(sizes, PredictOptions(fold="network", batch_size=3)) == [[0, 1, 2], [3, 4, 5], [6]]
-    assert crop_passes(sizes, PredictOptions(fold="network", batch_size=8, max_tokens=50)) == [[0, 1], [2, 3], [4, 5], [6]]
+    assert crop_passes(sizes, PredictOptions(fold="network", batch_size=8, max_tokens=50)) == [
+        [0, 1], [2, 3], [4, 5], [6]]
     assert crop_passes(sizes, PredictOptions(fold="network", batch_size=8, max_tokens=10)) == [[i] for i in range(7)]
 
 
@@ -454,8 +457,8 @@ def test_token_batched_cli_equals_one_by_one(tmp_path, checkpoint, features):
     for run, extra in (("single", []), ("batched", ["--batch-size", "8", "--max-tokens", "130"])):
         out = tmp_path / run
         assert main(["predict", "--model", str(checkpoint), "--out-dir", str(out), "--device", "cpu",
-                     "--window", "48", "--max-msa", "16", "--fold", "network", "--stats", str(out / "stats.parquet"), *extra,
-                     *inputs]) == 0
+                     "--window", "48", "--max-msa", "16", "--fold", "network", "--stats", str(out / "stats.parquet"),
+                     *extra, *inputs]) == 0
         runs[run] = read_frame(out / "stats.parquet", PREDICTION_STATS).set_index("protein")
     assert runs["single"]["batch_size"].tolist() == [1, 1, 1, 1]
     batched = runs["batched"]
@@ -536,14 +539,14 @@ def test_killed_predict_resumes_from_receipts(tmp_path, checkpoint, features, mo
     """A run that dies after two of four passes keeps those proteins: the rerun predicts only the other two and
     ends with the files and stats of an uninterrupted run. A changed input, a missing output file, other
     settings or --no-resume recompute; an unreadable receipt is ignored."""
-    import workflow_lib.inference.cli as predict_cli
+    import workflow_lib.inference.jobs as predict_jobs
 
     inputs = []
     for name, stop in (("p40", 40), ("p38", 38), ("p44", 44), ("p64", 64)):
         npz = tmp_path / "in" / f"{name}.npz"
         write_features(npz, sliced(features, stop))
         inputs.append(str(npz))
-    real = predict_cli.predict_group
+    real = predict_jobs.predict_group
     ran: list[str] = []
 
     def counting(model, items, options, **keywords):
@@ -552,11 +555,12 @@ def test_killed_predict_resumes_from_receipts(tmp_path, checkpoint, features, mo
         ran.extend(name for name, _ in items)
         return real(model, items, options, **keywords)
 
-    monkeypatch.setattr(predict_cli, "predict_group", counting)
+    monkeypatch.setattr(predict_jobs, "predict_group", counting)
 
     def predict(out, *extra):
         return main(["predict", "--model", str(checkpoint), "--out-dir", str(out), "--device", "cpu",
-                     "--window", "48", "--max-msa", "16", "--fold", "network", "--stats", str(out / "stats.parquet"), *extra, *inputs])
+                     "--window", "48", "--max-msa", "16", "--fold", "network", "--stats", str(out / "stats.parquet"),
+                     *extra, *inputs])
 
     budget = [99]
     assert predict(tmp_path / "whole") == 0

@@ -20,7 +20,7 @@ from workflow_lib.errors import InputError
 from workflow_lib.schemas.io import read_frame
 from workflow_lib.schemas.search import MSA_STATS
 from workflow_lib.schemas.training import TRAINING_CHAINS, TRAINING_METRICS
-from workflow_lib.training.cli import chain_batches
+from workflow_lib.training.jobs import chain_batches
 from workflow_lib.training.config import TrainConfig, training_model_config
 from workflow_lib.workflow.config import TrainWorkflowConfig
 

@@ -379,7 +379,7 @@ def test_a_backbone_archive_is_a_native_for_evaluation(archive):
 
 
 def test_names_files_are_read_and_checked(tmp_path):
-    from workflow_lib.training.cli import read_names
+    from workflow_lib.training.jobs import read_names
 
     listed = tmp_path / "names.txt"
     listed.write_text("# chains with MSAs\n1KT6_A\n\n2IOJ_A extra words\n")

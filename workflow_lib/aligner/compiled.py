@@ -26,9 +26,7 @@ from functools import lru_cache
 
 import numpy as np
 
-# KERNELS_ENV and available (= compiled_available) are re-exported for the packages that ask this module
-from workflow_lib.aligner.device import KERNELS_ENV, numba_module  # noqa: F401
-from workflow_lib.aligner.device import compiled_available as available  # noqa: F401
+from workflow_lib.aligner.device import numba_module
 from workflow_lib.aligner.scores import NEG_INF, PAD_CODE, SequenceScores
 from workflow_lib.aligner.transitions import DD, DM, II, IM, MD, MI, MM
 

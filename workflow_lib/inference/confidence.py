@@ -87,8 +87,9 @@ class PlddtCalibration:
     :data:`CALIBRATION_KEY`).
 
     The expected lDDT ranks residues and chains by accuracy but reads low: the predicted distance distributions
-    are wider than the folded model's real errors, so on the default checkpoint's validation chains a residue at
-    expected lDDT 0.5 is at about 0.7 in truth. Calibrated, pLDDT reads on the lDDT-Cα scale that AlphaFold's
+    are wider than the folded model's real errors, so a residue's real lDDT-Cα is above its expected lDDT (by how
+    much on the default checkpoint's validation chains: benchmarks/RESULTS.md, "pLDDT calibration:
+    trackfold_small_v4.pt on validation chains"). Calibrated, pLDDT reads on the lDDT-Cα scale that AlphaFold's
     pLDDT predicts and AlphaFold DB's bands assume (Jumper et al. 2021, *Nature* 596:583: below 50 very low,
     50–70 low, 70–90 confident, above 90 very high). ``expected`` and ``lddt`` are the knots (both in [0, 1],
     ``expected`` strictly increasing, ``lddt`` non-decreasing); values between knots are interpolated linearly,

@@ -29,13 +29,14 @@ planar angle φ), on ω_ij, θ_ij, θ_ji, φ_ij and φ_ji of the current frames 
 probability. They run as torch expressions over those pairs.
 
 **The hand** (``choose_hand``, on by default): distances are the same for a fold and its mirror image, and the
-minimisation lands on either (from a native distogram, on the mirror image for 4 of 6 seeds; the virtual Cβ is too
-weak a signal). The lowest-energy result is therefore compared with its mirror image (:func:`prefer_mirror`): by
-the right-handed α-helix rule (Cα virtual dihedrals near +50°, not −50°) where the fold has helices, else by the
-ω / θ / φ restraint energy when those distributions are given (ω and θ are dihedrals and change sign in a
-mirror). A mirror image that wins
-is rebuilt from L residues (each residue's N, CA, C triangle is the same; its Cβ moves) and polished ``polish``
-steps against the same energy.
+minimisation lands on either, from a native distogram too (the virtual Cβ is too weak a signal; how often the
+mirror image wins and what choosing the hand gains: benchmarks/RESULTS.md, "Structure prediction: the default
+checkpoint (trackfold_small_v4) on 40 validation chains", its paragraph "The hand of the fold"). The
+lowest-energy result is therefore compared with its mirror image (:func:`prefer_mirror`): by the right-handed
+α-helix rule (Cα virtual dihedrals near +50°, not −50°) where the fold has helices, else by the ω / θ / φ
+restraint energy when those distributions are given (ω and θ are dihedrals and change sign in a mirror). A
+mirror image that wins is rebuilt from L residues (each residue's N, CA, C triangle is the same; its Cβ moves)
+and polished ``polish`` steps against the same energy.
 """
 
 from __future__ import annotations
@@ -172,8 +173,9 @@ def _interpolate_angle(potential: torch.Tensor, angle: torch.Tensor, cyclic: boo
 
 def orientation_energy(backbone: torch.Tensor, cb: torch.Tensor, pairs: torch.Tensor,
                        potentials: dict[str, torch.Tensor], weight: torch.Tensor) -> torch.Tensor:
-    """Σ over ``pairs [P, 2]`` of ``weight [P]`` × (V_ω(ω_ij) + V_θ(θ_ij) + V_θ(θ_ji) + V_φ(φ_ij) + V_φ(φ_ji)) for
-    ``backbone [S, L, 3, 3]`` (N, CA, C) and its Cβ ``[S, L, 3]``; summed over the starts ``S``."""
+    """Σ over ``pairs [P, 2]`` of ``weight [P]`` × (V_ω(ω_ij) + V_θ(θ_ij) + V_θ(θ_ji) + V_φ(φ_ij)
+    + V_φ(φ_ji)) for ``backbone [S, L, 3, 3]`` (N, CA, C) and its Cβ ``[S, L, 3]``; summed over the starts
+    ``S``."""
     i, j = pairs[:, 0], pairs[:, 1]
     n, ca = backbone[..., 0, :], backbone[..., 1, :]
     n_i, n_j, ca_i, ca_j, cb_i, cb_j = n[:, i], n[:, j], ca[:, i], ca[:, j], cb[:, i], cb[:, j]
@@ -213,7 +215,7 @@ def fold_from_distogram(dist_probs: np.ndarray, options: FoldOptions = FoldOptio
     summed energy's gradient for one start's frames is that start's own gradient and Adam acts element by element,
     so each start follows its own trajectory, as if run alone, at a fraction of the per-step overhead.
     """
-    from workflow_lib.aligner.compiled import available
+    from workflow_lib.aligner.device import compiled_available as available
 
     length = dist_probs.shape[0]
     compiled = available()

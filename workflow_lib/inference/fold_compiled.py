@@ -5,8 +5,8 @@ minimisation step, frames to atoms to Cβ to every term and back by the chain ru
 
 The torch expressions they replace (:func:`workflow_lib.inference.fold._interpolate` on gathered pair distances,
 and the Cα clash on a dense distance matrix) run a dozen full-size tensor operations per step and as many in
-the backward pass, each streaming ``starts × pairs`` values through memory: at 600 residues a step cost ~80 ms,
-most of it gathers and scatters. Here each pair is read once, its energy and its gradient on both residues
+the backward pass, each streaming ``starts × pairs`` values through memory, most of the time spent in gathers and
+scatters. Here each pair is read once, its energy and its gradient on both residues
 accumulated in float64; the result is the same energy to float rounding (tested against the torch terms).
 
 * Restraints: for the pairs ``(i, j)`` with potential rows ``pot [P, bins]`` and weights ``w [P]``,
@@ -23,7 +23,8 @@ could not live at module level.
   Cβ (trRosetta's) -> restraints / L + clash weight × clashes / L + bond weight × the C(i)–N(i+1) and
   Cα(i)–Cα(i+1) deviations / (L − 1), as the torch graph of the fold computes it, and the gradient on the
   quaternions through their normalisation. A minimisation step was a graph of about a hundred small tensor
-  operations forward and back; at 100 residues that graph cost three times the restraints themselves.
+  operations forward and back, whose fixed cost dominated short chains. What the compiled energy saves, by
+  length: benchmarks/RESULTS.md, "Structure prediction: the fold's compiled energy".
 
 Used when :func:`workflow_lib.aligner.compiled.available` (numba importable, ``TRACKFOLD_KERNELS`` not
 ``numpy``); otherwise the torch terms run, with the same results.
@@ -36,7 +37,7 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from workflow_lib.aligner.compiled import numba_module
+from workflow_lib.aligner.device import numba_module
 from workflow_lib.model.structure import CA_CA_TRANS, CB_A, CB_B, CB_C, IDEAL_BACKBONE, PEPTIDE_BOND
 
 _IDEAL = np.asarray(IDEAL_BACKBONE, dtype=np.float64)

@@ -1,7 +1,8 @@
 """Inference: feature dict -> network inputs -> backbone, pLDDT and 6D probabilities, with crop-and-stitch.
 
-RoseTTAFold (Baek et al. 2021, Science 373:871: the three-track network predicts 6D inter-residue geometry and
-coordinates) and DESIGN.md, "Features and the model" ("long proteins are cropped or chunked so memory stays bounded").
+After RoseTTAFold (Baek et al. 2021, Science 373:871: the three-track network predicts 6D inter-residue geometry
+and coordinates). Proteins longer than the window are cropped and stitched (below), so the memory of a network
+call stays bounded whatever the protein's length.
 
 Inputs (:func:`model_inputs`): the feature file's ``msa`` (row 0 = query), ``residue_index`` and, when the
 checkpoint's config reads them (:func:`~workflow_lib.schemas.features.feature_keys_read`), ``coevolution``,
@@ -22,7 +23,9 @@ seed, threads and inputs give byte-identical arrays. Batching (:func:`plan_batch
 one window by length and lets neighbours share a forward pass while the pass stays within ``batch_size``
 proteins and ``max_tokens`` padded residues (batch × longest length) and the longest is at most 10% (8
 residues) longer than the shortest; padding is masked, so a protein's outputs then differ from its unbatched
-outputs by float rounding only (~1e-6 in the logits), which is why ``batch_size`` defaults to 1.
+outputs by float rounding only. ``batch_size`` defaults to 1: a prediction then does not depend on which
+proteins share its pass, and on a CPU sharing a pass costs more than it saves (benchmarks/RESULTS.md,
+"Three-track inference on the CPU: batching, throughput and the whole proteome").
 """
 
 from __future__ import annotations
@@ -453,8 +456,9 @@ def _fold(prediction: Prediction, *, keep_dist: bool, seed: int,
     """The prediction with its backbone folded from its distogram and its pLDDT the lDDT that backbone expects
     under the distogram (:func:`~workflow_lib.inference.confidence.expected_lddt`; the network's pLDDT head
     scored the structure module's backbone, and on held-out chains does not follow the folded one's accuracy:
-    benchmarks/RESULTS.md), through ``calibration`` when given; ``dist`` dropped unless kept. The fold's
-    mirror-image choice reads the ω / θ / φ distributions when ``pair_heads`` kept them, else the helix rule
+    benchmarks/RESULTS.md, "pLDDT against the real lDDT: the network's head and the distogram's expected lDDT"),
+    through ``calibration`` when given; ``dist`` dropped unless kept. The fold's mirror-image choice reads the
+    ω / θ / φ distributions when ``pair_heads`` kept them, else the helix rule
     (:func:`~workflow_lib.inference.fold.hand_score`)."""
     orientations = ({head: prediction.probs[head] for head in ("omega", "theta", "phi")}
                     if {"omega", "theta", "phi"} <= set(prediction.probs) else None)   # they choose the hand

@@ -21,21 +21,22 @@ DEFAULT_WINDOW = 128
 """Residues per network call; longer proteins are cropped and stitched. 128 is the crop length the shipped
 checkpoint was trained on; on held-out PDB chains longer than that it folds better than larger windows
 (RoseTTAFold's 300) and than one pass over the whole chain, at about the same CPU (benchmarks/RESULTS.md,
-"the crop-and-stitch window")."""
+"Structure prediction: the crop-and-stitch window (validation chains)")."""
 
 DEFAULT_MAX_MSA = 64
 """MSA rows (query included) given to the network per call: the rows the shipped checkpoint was trained with
-(benchmarks/RESULTS.md, "MSA rows at inference"). The co-evolution maps and the profile are computed by the
-feature stage from every row, whatever this cap."""
+(other caps: benchmarks/RESULTS.md, "Structure prediction: MSA rows at inference (validation chains)" and
+"Structure prediction: MSA rows at inference (E. coli)"). The co-evolution maps and the profile are computed by
+the feature stage from every row, whatever this cap."""
 
 FOLD_MODES = ("network", "distogram")
 """Where the backbone comes from: the structure module's frames (``network``) or restraint minimisation on the
 predicted Cβ distogram (``distogram``, :mod:`workflow_lib.inference.fold`)."""
 
 DEFAULT_FOLD = "distogram"
-"""The fold that gives the better structures with the shipped checkpoint (benchmarks/RESULTS.md, "fold from
-the distogram"), and the only one whose pLDDT the checkpoint's calibration maps
-(:mod:`workflow_lib.inference.confidence`)."""
+"""The fold that gives the better structures with the shipped checkpoint (benchmarks/RESULTS.md, "Structure
+prediction: trained on 4,123 PDB chains, and folding from the distogram"), and the only one whose pLDDT the
+checkpoint's calibration maps (:mod:`workflow_lib.inference.confidence`)."""
 
 PRECISIONS = ("float32", "bfloat16")
 """Network precision at inference: float32, or bfloat16 autocast (matrix products and attention in bfloat16;

@@ -1,14 +1,17 @@
 """Crop-and-stitch: how a protein longer than the network's window is cut into crops and put back together.
 
-DESIGN.md, "Features and the model" ("long proteins are cropped or chunked so memory stays bounded").
+The network never sees more than ``window`` residues at once, so the memory of a network call stays bounded
+however long the protein; only the stitched pair maps grow with ``L²``.
 
 Crop-and-stitch (:func:`crop_plan`, :func:`stitch_pair`, :func:`stitch_backbone`), for ``L > window``, after
 RoseTTAFold's ``predict_e2e.py``, which for L > 300 runs every pair of 150-residue windows (shift 75) and
 averages the 6D probabilities by pair counts. trackfold's default window is 128
 (:data:`~workflow_lib.inference.predict.DEFAULT_WINDOW`: the checkpoint's training crop; with the fold from the
-distogram, measured better than 300 and than one pass over the whole chain). Differences: segments here do not
-overlap each other (shift = segment: at window 300, 21 crops at L = 1000 against RoseTTAFold's 78; at 128, 120), and RoseTTAFold re-runs its structure module on the averaged
-features of the whole chain, which this network has no entry point for, so coordinates are stitched instead:
+distogram, better than 300 and than one pass over the whole chain: benchmarks/RESULTS.md, "Structure prediction:
+the crop-and-stitch window (validation chains)"). Differences: segments here do not overlap each
+other (shift = segment: at window 300, 21 crops at L = 1000 against RoseTTAFold's 78; at 128, 120), and
+RoseTTAFold re-runs its structure module on the averaged features of the whole chain, which this network has no
+entry point for, so coordinates are stitched instead:
 
 * The chain is cut into segments of ``S = window // 2`` residues starting at 0, S, 2S, ...; the last one is
   moved back to end at residue L (it then overlaps its neighbour).

@@ -1,6 +1,6 @@
 """Training the three-track network (:mod:`workflow_lib.model`) on experimental chains.
 
-Two steps, each a command (:mod:`.cli`): ``trackfold train-data`` then ``trackfold train``.
+Two steps, each a command (:mod:`.cli`, :mod:`.jobs`): ``trackfold train-data`` then ``trackfold train``.
 
 - :mod:`.data` -- usable chains of structure files, identity clusters, the split (``chains.parquet``).
 - :mod:`.examples` -- a chain's true backbone; network inputs and loss targets of a crop.
@@ -11,7 +11,9 @@ Two steps, each a command (:mod:`.cli`): ``trackfold train-data`` then ``trackfo
 - :mod:`.state` -- the resumable training state ``train_state.pt``.
 - :mod:`.validation` -- per-chain validation metrics (``validation.parquet``).
 - :mod:`.metrics` -- the training curve (``metrics.parquet``, ``learning_curve.png``).
-- :mod:`.cli` -- ``trackfold train-data``, ``train``, ``train-batch``, ``train-targets``, ``train-card``.
+- :mod:`.jobs` -- the bodies of ``trackfold train-data``, ``train``, ``train-pack`` and of the training
+  workflow's glue (``train-batch``, ``train-select``, ``train-hits``, ``train-targets``, ``train-card``).
+- :mod:`.cli` -- those commands' arguments.
 - :mod:`.card` -- the model card of a training-workflow run.
 
 The tables' layouts are declared in :mod:`workflow_lib.schemas.training`. This ``__init__`` imports nothing, so

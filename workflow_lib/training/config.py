@@ -24,8 +24,8 @@ class TrainConfig(TrainSettings):
 
     def __post_init__(self) -> None:
         ModelConfig.from_dict(self.model)
-        for name in ("steps", "crop_size", "batch_size", "max_msa_rows", "checkpoint_every", "val_every", "val_max_chains",
-                     "val_crop", "redraw_every"):
+        for name in ("steps", "crop_size", "batch_size", "max_msa_rows", "checkpoint_every", "val_every",
+                     "val_max_chains", "val_crop", "redraw_every"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise InputError(f"training config: {name} must be a positive integer, got {value!r}")

@@ -28,8 +28,9 @@ gradients are exactly 0.
   early layers already place residues; weight ``fape_trajectory`` (0 turns it off).
 - unclamped FAPE — the final frames' FAPE without the clamp, weight ``fape_unclamped``: the clamped loss has no
   gradient for points more than ``fape_clamp`` off, so a structure that starts (or falls) collapsed, every
-  residue within a few Å of the others, never expands (measured: radius of gyration 2.6 Å against 15–21 Å
-  after 1,088 steps with the clamp alone); AlphaFold trains 10% of its batches unclamped for the same reason.
+  residue within a few Å of the others, never expands (a run trained with the clamp alone:
+  benchmarks/RESULTS.md, "Structure prediction: trained on 4,123 PDB chains, and folding from the distogram");
+  AlphaFold trains 10% of its batches unclamped for the same reason.
 - :func:`bond_violation_loss` — physical chain geometry between consecutive residues (``bonded``: residue
   numbers differ by one and both have N, CA, C): the peptide bond C(i)–N(i+1) = 1.329 Å and the Cα(i)–Cα(i+1)
   distance = 3.80 Å (trans peptide), each a flat-bottom penalty ``max(0, |d − d0| − tol)`` in Å with

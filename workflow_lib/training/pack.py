@@ -6,8 +6,9 @@ holds only what they are computed from: the MSA rows (the query and at most ``ma
 :func:`~workflow_lib.features.msa_features.sample_rows` does), their sequence weights
 (:func:`~workflow_lib.features.msa_features.sequence_weights`), the backbone (N, CA, C in 0.01 Å) and the
 residue index, and the rows' insertion counts (for a model that reads MSA statistics; the profile and deletion
-mean are computed from the rows), about 8 KB per chain compressed (at most 256 rows). ``trackfold train --pack`` reads it and computes each
-chain's co-evolution features on the training device
+mean are computed from the rows), compressed (a pack's size for thousands of chains: benchmarks/RESULTS.md,
+"Structure prediction: trained on 4,123 PDB chains, and folding from the distogram"). ``trackfold train --pack``
+reads it and computes each chain's co-evolution features on the training device
 (:func:`~workflow_lib.features.coevolution.coevolution_features_torch`, equal to the feature files' to
 rounding; statistics over the kept rows instead of up to 16,384).
 

@@ -46,9 +46,10 @@ class TrainSettings:
     redraw_every: int = 100
     seed: int = 0
     precision: str = "float32"
-    """``bfloat16``: the forward pass under autocast (parameters, optimizer state and losses stay float32): 1.6x
-    less CPU per step on a CPU with AVX512-BF16 (median of 12 paired steps, 96-residue crops), and tensor cores
-    on a GPU. Validation passes run in float32."""
+    """``bfloat16``: the forward pass under autocast (parameters, optimizer state and losses stay float32): less
+    CPU per step on a CPU with AVX512-BF16, and tensor cores on a GPU (what autocast saves on the network's
+    forward pass: benchmarks/RESULTS.md, "Three-track inference on real proteins (CPU)"). Validation passes run
+    in float32."""
     init_model: str = ""
     """Warm start: a checkpoint (``model.pt``) whose weights initialise a new run (keys and shapes must match,
     except a co-evolution input trained on fewer channels, widened with zeros for the channels appended since);
