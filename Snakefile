@@ -1,5 +1,6 @@
 # trackfold: proteomes -> MSAs -> templates -> features -> three-track structure predictions.
-# This file only wires: validation and input functions are in rules/common.smk, one rule file per stage.
+# This file only wires: the configuration (built once), paths and input functions are in rules/common.smk, one
+# rule file per stage.
 
 from snakemake.utils import min_version
 

@@ -5,16 +5,16 @@ rule chunk_table:
     input:
         fasta=proteome_fasta,
     output:
-        table=f"{RESULTS}/{{proteome}}/chunks/chunks.parquet",
+        table=PATHS.chunk_table(),
     params:
         trackfold=TRACKFOLD,
-        per_chunk=CHUNK_SETTINGS.proteins_per_chunk,
-        max_length=CHUNK_SETTINGS.max_length,
-        too_long=CHUNK_SETTINGS.too_long,
+        per_chunk=CFG.chunks.proteins_per_chunk,
+        max_length=CFG.chunks.max_length,
+        too_long=CFG.chunks.too_long,
     log:
         "logs/chunk_table/{proteome}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/chunk_table/{{proteome}}.tsv"
+        PATHS.benchmark("chunk_table", "{proteome}")
     threads: 1
     resources:
         mem_mb=1000,
@@ -32,7 +32,7 @@ rule chunk_fasta:
         fasta=proteome_fasta,
         table=rules.chunk_table.output.table,
     output:
-        fasta=f"{RESULTS}/{{proteome}}/chunks/chunk_{{chunk}}.fasta",
+        fasta=PATHS.chunk_fasta(),
     params:
         trackfold=TRACKFOLD,
     wildcard_constraints:
@@ -40,7 +40,7 @@ rule chunk_fasta:
     log:
         "logs/chunk_fasta/{proteome}/{chunk}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/chunk_fasta/{{proteome}}/{{chunk}}.tsv"
+        PATHS.benchmark("chunk_fasta", "{proteome}/{chunk}")
     group:
         "chunking"
     threads: 1

@@ -1,5 +1,7 @@
-# Validation, the protein/chunk plan known when the DAG is built, and input functions.
-# No rule lives here; every rule file includes the names defined below.
+# The configuration, built once, and what every rule file shares with the others (the typed configuration CFG,
+# the paths of the workflow's files PATHS, the protein/chunk plan known when the DAG is built, input functions).
+# No rule lives here. A rule file uses the names defined below and no name of another rule file, so the rule
+# files may be included in any order after this one.
 
 import re
 import shlex
@@ -13,27 +15,19 @@ if str(BASEDIR) not in sys.path:
     sys.path.insert(0, str(BASEDIR))
 
 from workflow_lib.db.chunks import chunk_name, chunk_table
-from workflow_lib.errors import InputError
 from workflow_lib.seqio.fasta import read_fasta
-from workflow_lib.workflow.config import (
-    ChunkConfig,
-    DatabaseConfig,
-    PredictConfig,
-    SearchConfig,
-    check_moved_keys,
-)
+from workflow_lib.workflow.config import WorkflowConfig, check_moved_keys
+from workflow_lib.workflow.paths import WorkflowPaths
+from workflow_lib.workflow.rule_inputs import ReportInputs, StageInputs
+from workflow_lib.workflow.train_plan import TrainPlan
 
-check_moved_keys(config)
+check_moved_keys(config)  # before the schema, whose message would only say that the key is not allowed
 validate(config, str(BASEDIR / "config" / "schema.yaml"), set_default=True)
-
-RESULTS = config["results"]
-CHUNK_SETTINGS = ChunkConfig.from_dict(config.get("chunks"), where="config 'chunks'")
-DATABASES = {
-    name: DatabaseConfig.from_dict(settings, where=f"config 'databases.{name}'")
-    for name, settings in config["databases"].items()
-}
-SEARCH_SETTINGS = SearchConfig.from_dict(config.get("search"), where="config 'search'")
-PREDICT_SETTINGS = PredictConfig.from_dict(config.get("predict"), where="config 'predict'")
+CFG = WorkflowConfig.from_dict(config)
+"""The whole configuration, typed (workflow_lib/workflow/config.py): CFG.results, CFG.databases, CFG.search,
+CFG.chunks, CFG.templates, CFG.features, CFG.report, CFG.predict, CFG.train (None without a train section)."""
+PATHS = WorkflowPaths(CFG.results)
+"""Every file the proteome workflow declares (workflow_lib/workflow/paths.py)."""
 
 
 def _model_path(path):
@@ -43,22 +37,7 @@ def _model_path(path):
     return str(BASEDIR / path)
 
 
-PREDICT_MODEL = _model_path(PREDICT_SETTINGS.model)
-SEARCH_DATABASE = SEARCH_SETTINGS.database or next(iter(DATABASES))
-if SEARCH_DATABASE not in DATABASES:
-    raise InputError(
-        f"config 'search.database' is '{SEARCH_DATABASE}', which is not one of the databases "
-        f"{sorted(DATABASES)}"
-    )
-PROFILE_SEARCH = DATABASES[SEARCH_DATABASE].profiles
-"""The MSA stage searches the search database's profile database (rule msa_profiles) instead of its shards."""
-if PROFILE_SEARCH and SEARCH_SETTINGS.precomputed_msas:
-    raise InputError(
-        "config 'search.precomputed_msas' works with the sharded sequence search only; the search database "
-        f"'{SEARCH_DATABASE}' has 'profiles: true'"
-    )
-
-
+PREDICT_MODEL = _model_path(CFG.predict.model)
 
 
 def _python():
@@ -83,20 +62,20 @@ def _plan_proteome(name, fasta):
     table = chunk_table(
         name,
         records,
-        CHUNK_SETTINGS.proteins_per_chunk,
-        max_length=CHUNK_SETTINGS.max_length,
-        too_long=CHUNK_SETTINGS.too_long,
+        CFG.chunks.proteins_per_chunk,
+        max_length=CFG.chunks.max_length,
+        too_long=CFG.chunks.too_long,
         source=fasta,
     )
     return table
 
 
-PLANS = {name: _plan_proteome(name, fasta) for name, fasta in config["proteomes"].items()}
+PLANS = {name: _plan_proteome(name, fasta) for name, fasta in CFG.proteomes.items()}
 PROTEOMES = sorted(PLANS)
 
 
 def proteome_fasta(wildcards):
-    return config["proteomes"][wildcards.proteome]
+    return CFG.proteomes[wildcards.proteome]
 
 
 def chunks_of(proteome):
@@ -107,20 +86,24 @@ def chunk_names(proteome):
     return [chunk_name(c) for c in chunks_of(proteome)]
 
 
+DATABASE_NAMES = "|".join(re.escape(name) for name in CFG.databases)
+"""The `database` wildcard's constraint: one of the configured databases."""
+
+
 def database_fasta(wildcards):
-    return list(DATABASES[wildcards.database].fasta)
+    return list(CFG.databases[wildcards.database].fasta)
 
 
 def database_shard_count(wildcards):
-    return DATABASES[wildcards.database].shards
+    return CFG.databases[wildcards.database].shards
 
 
 def database_duplicate_policy(wildcards):
-    return DATABASES[wildcards.database].duplicate_ids
+    return CFG.databases[wildcards.database].duplicate_ids
 
 
 def database_bad_record_policy(wildcards):
-    return DATABASES[wildcards.database].on_bad_record
+    return CFG.databases[wildcards.database].on_bad_record
 
 
 def output_parent(wildcards, output):
@@ -162,10 +145,6 @@ def torch_device(wildcards, resources):
     return "auto" if resources.gpu else "cpu"
 
 
-def database_shards(database):
-    return [f"{RESULTS}/db/{database}/shard_{i:03d}.parquet" for i in range(DATABASES[database].shards)]
-
-
 def workflow_rules():
     """Every rule of the workflow (called once all rule files are read)."""
     return workflow.rules
@@ -177,16 +156,16 @@ def default_targets():
 
 
 def all_targets():
-    if config.get("train"):
-        return train_targets()  # rules/train.smk: the training workflow instead of the proteome targets
-    targets = [f"{RESULTS}/db/{SEARCH_DATABASE}/manifest.json"]
+    if TRAIN_PLAN.enabled:
+        return TRAIN_PLAN.targets(CFG.results)  # rules/train.smk: the training run instead of the proteome targets
+    targets = [PATHS.db_manifest(CFG.search_database)]
     for proteome in PROTEOMES:
-        targets.append(f"{RESULTS}/{proteome}/chunks/chunks.parquet")
+        targets.append(PATHS.chunk_table(proteome))
         targets += [msa_stats_path(proteome, name) for name in chunk_names(proteome)]
         targets += STAGE_INPUTS.template_targets(proteome)
         targets += STAGE_INPUTS.feature_targets(proteome)
         targets += STAGE_INPUTS.structure_targets(proteome)
-        targets.append(f"{RESULTS}/{proteome}/summary.parquet")
+        targets.append(PATHS.proteome_file("summary.parquet", proteome))
     return targets
 
 
@@ -198,37 +177,36 @@ def all_targets():
 
 
 def msa_stats_path(proteome, chunk):
-    return f"{RESULTS}/{proteome}/msa/{chunk}.stats.parquet"
-
-
-def search_db_dir():
-    return f"{RESULTS}/db/{SEARCH_DATABASE}"
+    """The MSA stage's table of chunk `chunk` (chunk_NNNN), written after the chunk's A3Ms."""
+    return PATHS.chunk_stats("msa", proteome, chunk)
 
 
 def search_shards():
-    return [f"{i:03d}" for i in range(DATABASES[SEARCH_DATABASE].shards)]
+    return [f"{i:03d}" for i in range(CFG.databases[CFG.search_database].shards)]
 
 
-def search_iteration_dir(wildcards, iteration=None):
+def search_iteration(wildcards, iteration=None):
+    """The proteome, chunk and iteration of a search job (another `iteration` of the same chunk when given), as
+    the arguments of PATHS' search paths."""
     iteration = int(wildcards.iteration) if iteration is None else iteration
-    return f"{RESULTS}/{wildcards.proteome}/search/chunk_{wildcards.chunk}/iter_{iteration}"
+    return wildcards.proteome, f"chunk_{wildcards.chunk}", iteration
 
 
 def shard_hits(wildcards):
-    return [f"{search_iteration_dir(wildcards)}/shard_{s}.hits.parquet" for s in search_shards()]
+    return [PATHS.shard_hits(*search_iteration(wildcards), shard) for shard in search_shards()]
 
 
 def shard_times(wildcards):
-    return [f"{search_iteration_dir(wildcards)}/shard_{s}.times.parquet" for s in search_shards()]
+    return [PATHS.shard_times(*search_iteration(wildcards), shard) for shard in search_shards()]
 
 
 def iteration_a3m_dir(wildcards):
-    return f"{search_iteration_dir(wildcards)}/a3m"
+    return PATHS.iteration_a3m_dir(*search_iteration(wildcards))
 
 
 def final_state(wildcards):
     """The state table of the chunk's last iteration (rule msa_final's input)."""
-    return f"{search_iteration_dir(wildcards, SEARCH_SETTINGS.iterations)}/state.parquet"
+    return PATHS.search_state(*search_iteration(wildcards, CFG.search.iterations))
 
 
 def previous_state(wildcards):
@@ -236,7 +214,7 @@ def previous_state(wildcards):
     iteration = int(wildcards.iteration)
     if iteration == 1:
         return []
-    return f"{search_iteration_dir(wildcards, iteration - 1)}/state.parquet"
+    return PATHS.search_state(*search_iteration(wildcards, iteration - 1))
 
 
 def state_option(wildcards, input):
@@ -244,28 +222,29 @@ def state_option(wildcards, input):
 
 
 def precomputed_option(wildcards):
-    path = SEARCH_SETTINGS.precomputed_msas
+    path = CFG.search.precomputed_msas
     return f"--precomputed {shlex.quote(path)}" if path and int(wildcards.iteration) == 1 else ""
 
 
 def predict_mem_mb(wildcards, attempt):
     """A predict job's memory (resources mem_mb): from the longest protein of its chunk, times the attempt."""
     longest = STAGE_INPUTS.longest(wildcards.proteome, f"chunk_{wildcards.chunk}")
-    templates = FEATURE_SETTINGS.max_templates if TEMPLATE_SETTINGS.enabled else 0
-    return attempt * PREDICT_SETTINGS.memory_mb(longest, templates)
+    templates = CFG.features.max_templates if CFG.templates.enabled else 0
+    return attempt * CFG.predict.memory_mb(longest, templates)
 
 
 def predict_runtime(wildcards, attempt):
     """A predict job's minutes (resources runtime): from its proteins' forward passes, times the attempt."""
-    return attempt * PREDICT_SETTINGS.runtime_min(STAGE_INPUTS.lengths(wildcards.proteome, f"chunk_{wildcards.chunk}"))
+    lengths = STAGE_INPUTS.lengths(wildcards.proteome, f"chunk_{wildcards.chunk}")
+    return attempt * CFG.predict.runtime_min(lengths)
 
 
 def profile_identity(wildcards):
-    return DATABASES[wildcards.database].profile_identity
+    return CFG.databases[wildcards.database].profile_identity
 
 
 def profile_coverage(wildcards):
-    return DATABASES[wildcards.database].profile_coverage
+    return CFG.databases[wildcards.database].profile_coverage
 
 
 def manifest_parent(wildcards, input):
@@ -281,3 +260,19 @@ def profile_job_mem_mb(wildcards, attempt):
 
 def profile_job_runtime(wildcards, attempt):
     return attempt * 240
+
+
+# ------------------------------------------------------------------------------------------- per-stage helpers
+# Built once from CFG and PLANS; their bound methods are the rules' input and params functions.
+
+STAGE_INPUTS = StageInputs(CFG.results, CFG.templates, CFG.features, PLANS, msa_stats=msa_stats_path)
+"""The per-chunk template, feature and predict rules (workflow_lib/workflow/rule_inputs.py)."""
+
+REPORT_INPUTS = ReportInputs(CFG.results, PLANS, workflow_rules, default_targets,
+                             templates_enabled=CFG.templates.enabled, proteins=CFG.report.proteins)
+"""Inputs of the summary (rules/report.smk), from whichever stages the workflow has."""
+
+TRAIN_PLAN = TrainPlan.build(CFG, model_path=_model_path, configfiles=workflow.overwrite_configfiles or [])
+"""The training workflow (rules/train.smk; `enabled` with a train section): paths, batches and options."""
+TRAIN = TRAIN_PLAN.settings
+TRAIN_PATHS = TRAIN_PLAN.paths

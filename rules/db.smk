@@ -5,7 +5,7 @@ rule db_build:
     input:
         database_fasta,
     output:
-        manifest=f"{RESULTS}/db/{{database}}/manifest.json",
+        manifest=PATHS.db_manifest(),
     params:
         trackfold=TRACKFOLD,
         shards=database_shard_count,
@@ -13,11 +13,11 @@ rule db_build:
         bad_records=database_bad_record_policy,
         out_dir=output_parent,
     wildcard_constraints:
-        database="|".join(re.escape(name) for name in DATABASES),
+        database=DATABASE_NAMES,
     log:
         "logs/db_build/{database}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/db_build/{{database}}.tsv"
+        PATHS.benchmark("db_build", "{database}")
     threads: 1
     resources:
         mem_mb=2000,
@@ -31,9 +31,9 @@ rule db_build:
 
 rule db_cluster:
     input:
-        manifest=f"{RESULTS}/db/{{database}}/manifest.json",
+        manifest=rules.db_build.output.manifest,
     output:
-        manifest=f"{RESULTS}/db/{{database}}.profiles/manifest.json",
+        manifest=PATHS.profile_db_manifest(),
     params:
         trackfold=TRACKFOLD,
         db_dir=manifest_parent,
@@ -41,11 +41,11 @@ rule db_cluster:
         identity=profile_identity,
         coverage=profile_coverage,
     wildcard_constraints:
-        database="|".join(re.escape(name) for name in DATABASES),
+        database=DATABASE_NAMES,
     log:
         "logs/db_cluster/{database}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/db_cluster/{{database}}.tsv"
+        PATHS.benchmark("db_cluster", "{database}")
     threads: 1
     resources:
         mem_mb=profile_job_mem_mb,

@@ -1,7 +1,7 @@
 # Features: one job per chunk: a {protein}.npz per protein from its A3M and, when templates are configured, its
 # template hits; then the chunk's table chunk_NNNN.stats.parquet (the declared output).
 # Library: workflow_lib.features (layout in workflow_lib/schemas/features.py); input functions: STAGE_INPUTS
-# (rules/templates.smk, which must be included first).
+# (rules/common.smk); settings: CFG.features.
 
 
 rule features:
@@ -9,20 +9,20 @@ rule features:
         unpack(STAGE_INPUTS.feature_inputs),
         plan=STAGE_INPUTS.plan,
     output:
-        stats=f"{RESULTS}/{{proteome}}/features/chunk_{{chunk}}.stats.parquet",
+        stats=PATHS.chunk_stats("features"),
     params:
         trackfold=TRACKFOLD,
         msa_dir=STAGE_INPUTS.msa_dir,
         out_dir=output_parent,
         templates=STAGE_INPUTS.feature_template_options,
-        max_seqs=FEATURE_SETTINGS.max_seqs,
-        max_stats_seqs=FEATURE_SETTINGS.max_stats_seqs,
+        max_seqs=CFG.features.max_seqs,
+        max_stats_seqs=CFG.features.max_stats_seqs,
     wildcard_constraints:
         chunk=r"\d{4}",
     log:
         "logs/features/{proteome}/{chunk}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/features/{{proteome}}/{{chunk}}.tsv"
+        PATHS.benchmark("features", "{proteome}/{chunk}")
     threads: 1
     resources:
         mem_mb=4000,

@@ -6,34 +6,34 @@
 # GPU: the rule declares resources gpu=0 and runs on the CPU; a job given a GPU (`--set-resources predict:gpu=1`,
 # as profiles/slurm does) runs on CUDA when torch sees one. One thread by default: chunks
 # run side by side, and torch's OpenMP threads slow down badly when cores are oversubscribed (benchmarks/RESULTS.md).
-# PREDICT_SETTINGS lives in rules/common.smk, STAGE_INPUTS in rules/templates.smk.
+# Settings: CFG.predict; input functions: STAGE_INPUTS and predict_mem_mb / predict_runtime (rules/common.smk).
 
 rule predict:
     input:
-        features=f"{RESULTS}/{{proteome}}/features/chunk_{{chunk}}.stats.parquet",
+        features=PATHS.chunk_stats("features"),
         model=PREDICT_MODEL,
         plan=STAGE_INPUTS.plan,
     output:
-        stats=f"{RESULTS}/{{proteome}}/structures/chunk_{{chunk}}.stats.parquet",
+        stats=PATHS.chunk_stats("predict"),
     params:
         trackfold=TRACKFOLD,
         features_dir=STAGE_INPUTS.features_dir,
         out_dir=output_parent,
         device=torch_device,
-        window=PREDICT_SETTINGS.window,
-        seed=PREDICT_SETTINGS.seed,
-        max_msa=PREDICT_SETTINGS.max_msa,
-        batch_size=PREDICT_SETTINGS.batch_size,
-        max_tokens=PREDICT_SETTINGS.max_tokens,
-        pair_heads=PREDICT_SETTINGS.pair_heads_option,
-        fold=PREDICT_SETTINGS.fold,
-        precision=PREDICT_SETTINGS.precision,
+        window=CFG.predict.window,
+        seed=CFG.predict.seed,
+        max_msa=CFG.predict.max_msa,
+        batch_size=CFG.predict.batch_size,
+        max_tokens=CFG.predict.max_tokens,
+        pair_heads=CFG.predict.pair_heads_option,
+        fold=CFG.predict.fold,
+        precision=CFG.predict.precision,
     wildcard_constraints:
         chunk=r"\d{4}",
     log:
         "logs/predict/{proteome}/{chunk}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/predict/{{proteome}}/{{chunk}}.tsv"
+        PATHS.benchmark("predict", "{proteome}/{chunk}")
     threads: 1
     resources:
         mem_mb=predict_mem_mb,

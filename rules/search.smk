@@ -12,17 +12,17 @@
 
 rule search_profiles:
     input:
-        fasta=f"{RESULTS}/{{proteome}}/chunks/chunk_{{chunk}}.fasta",
-        manifest=f"{RESULTS}/db/{SEARCH_DATABASE}/manifest.json",
+        fasta=PATHS.chunk_fasta(),
+        manifest=PATHS.db_manifest(CFG.search_database),
         state=previous_state,
     output:
-        profiles=temp(f"{RESULTS}/{{proteome}}/search/chunk_{{chunk}}/iter_{{iteration}}/queries.npz"),
+        profiles=temp(PATHS.search_queries()),
     params:
         trackfold=TRACKFOLD,
         db=manifest_dir,
         state=state_option,
         precomputed=precomputed_option,
-        settings=SEARCH_SETTINGS.cli_options(),
+        settings=CFG.search.cli_options(),
         device=search_device,
     wildcard_constraints:
         chunk=r"\d{4}",
@@ -30,7 +30,7 @@ rule search_profiles:
     log:
         "logs/search_profiles/{proteome}/{chunk}/{iteration}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/search_profiles/{{proteome}}/{{chunk}}_{{iteration}}.tsv"
+        PATHS.benchmark("search_profiles", "{proteome}/{chunk}_{iteration}")
     threads: 1
     resources:
         mem_mb=2000,
@@ -45,18 +45,16 @@ rule search_profiles:
 
 rule search_shard:
     input:
-        fasta=f"{RESULTS}/{{proteome}}/chunks/chunk_{{chunk}}.fasta",
-        manifest=f"{RESULTS}/db/{SEARCH_DATABASE}/manifest.json",
-        profiles=f"{RESULTS}/{{proteome}}/search/chunk_{{chunk}}/iter_{{iteration}}/queries.npz",
+        fasta=PATHS.chunk_fasta(),
+        manifest=PATHS.db_manifest(CFG.search_database),
+        profiles=rules.search_profiles.output.profiles,
     output:
-        hits=temp(f"{RESULTS}/{{proteome}}/search/chunk_{{chunk}}/iter_{{iteration}}/shard_{{shard}}.hits.parquet"),
-        times=temp(
-            f"{RESULTS}/{{proteome}}/search/chunk_{{chunk}}/iter_{{iteration}}/shard_{{shard}}.times.parquet"
-        ),
+        hits=temp(PATHS.shard_hits()),
+        times=temp(PATHS.shard_times()),
     params:
         trackfold=TRACKFOLD,
         db=manifest_dir,
-        settings=SEARCH_SETTINGS.cli_options(),
+        settings=CFG.search.cli_options(),
         device=search_device,
     wildcard_constraints:
         chunk=r"\d{4}",
@@ -65,7 +63,7 @@ rule search_shard:
     log:
         "logs/search_shard/{proteome}/{chunk}/{iteration}_{shard}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/search_shard/{{proteome}}/{{chunk}}_{{iteration}}_{{shard}}.tsv"
+        PATHS.benchmark("search_shard", "{proteome}/{chunk}_{iteration}_{shard}")
     threads: 1
     resources:
         mem_mb=3000,
@@ -81,25 +79,25 @@ rule search_shard:
 
 rule msa_merge:
     input:
-        fasta=f"{RESULTS}/{{proteome}}/chunks/chunk_{{chunk}}.fasta",
+        fasta=PATHS.chunk_fasta(),
         hits=shard_hits,
         times=shard_times,
         state=previous_state,
     output:
-        state=f"{RESULTS}/{{proteome}}/search/chunk_{{chunk}}/iter_{{iteration}}/state.parquet",
+        state=PATHS.search_state(),
     params:
         trackfold=TRACKFOLD,
         a3m_dir=iteration_a3m_dir,
         state=state_option,
         precomputed=precomputed_option,
-        settings=SEARCH_SETTINGS.cli_options(),
+        settings=CFG.search.cli_options(),
     wildcard_constraints:
         chunk=r"\d{4}",
         iteration=r"\d+",
     log:
         "logs/msa_merge/{proteome}/{chunk}/{iteration}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/msa_merge/{{proteome}}/{{chunk}}_{{iteration}}.tsv"
+        PATHS.benchmark("msa_merge", "{proteome}/{chunk}_{iteration}")
     threads: 1
     resources:
         mem_mb=3000,
@@ -112,25 +110,25 @@ rule msa_merge:
         "--a3m-dir {params.a3m_dir} --out-state {output.state} > {log} 2>&1"
 
 
-if PROFILE_SEARCH:
+if CFG.profile_search:
 
     rule msa_profiles:
         input:
-            profiles=f"{RESULTS}/db/{SEARCH_DATABASE}.profiles/manifest.json",
-            fasta=f"{RESULTS}/{{proteome}}/chunks/chunk_{{chunk}}.fasta",
+            profiles=PATHS.profile_db_manifest(CFG.search_database),
+            fasta=PATHS.chunk_fasta(),
         output:
-            stats=f"{RESULTS}/{{proteome}}/msa/chunk_{{chunk}}.stats.parquet",
+            stats=PATHS.chunk_stats("msa"),
         params:
             trackfold=TRACKFOLD,
             out_dir=output_parent,
             db_dir=manifest_parent,
-            settings=SEARCH_SETTINGS.cli_options(),
+            settings=CFG.search.cli_options(),
         wildcard_constraints:
             chunk=r"\d{4}",
         log:
             "logs/msa_profiles/{proteome}/{chunk}.log",
         benchmark:
-            f"{RESULTS}/benchmarks/msa_profiles/{{proteome}}/{{chunk}}.tsv"
+            PATHS.benchmark("msa_profiles", "{proteome}/{chunk}")
         threads: 1
         resources:
             mem_mb=profile_job_mem_mb,
@@ -145,20 +143,20 @@ else:
 
     rule msa_final:
         input:
-            fasta=f"{RESULTS}/{{proteome}}/chunks/chunk_{{chunk}}.fasta",
+            fasta=PATHS.chunk_fasta(),
             state=final_state,
         output:
-            stats=f"{RESULTS}/{{proteome}}/msa/chunk_{{chunk}}.stats.parquet",
+            stats=PATHS.chunk_stats("msa"),
         params:
             trackfold=TRACKFOLD,
             out_dir=output_parent,
-            settings=SEARCH_SETTINGS.cli_options(),
+            settings=CFG.search.cli_options(),
         wildcard_constraints:
             chunk=r"\d{4}",
         log:
             "logs/msa_final/{proteome}/{chunk}.log",
         benchmark:
-            f"{RESULTS}/benchmarks/msa_final/{{proteome}}/{{chunk}}.tsv"
+            PATHS.benchmark("msa_final", "{proteome}/{chunk}")
         threads: 1
         resources:
             mem_mb=2000,

@@ -24,31 +24,23 @@
 # (or `--forcerun train_model` after a time limit) continues from it. Library: workflow_lib.training
 # (data, loop, ...; cli: train-data, train, train-batch, train-select, train-hits, train-pack, train-targets,
 # train-card; card: the model card).
+# From rules/common.smk: TRAIN (CFG.train's settings, or the defaults without a train section), TRAIN_PLAN
+# (workflow_lib/workflow/train_plan.py) and TRAIN_PATHS (the run's files, workflow_lib/workflow/paths.py);
+# all_targets() asks for TRAIN_PLAN's targets when the config has `train`.
 
 import functools
 import json
-
-from workflow_lib.workflow.train_plan import TrainPlan
-
-TRAIN_PLAN = TrainPlan.build(config.get("train"), results=RESULTS, databases=DATABASES,
-                             search_database=SEARCH_DATABASE, search=SEARCH_SETTINGS, features=FEATURE_SETTINGS,
-                             model_path=_model_path, configfiles=workflow.overwrite_configfiles or [],
-                             template_manifest=STAGE_INPUTS.db_manifest if TEMPLATE_SETTINGS.enabled else None)
-TRAIN = TRAIN_PLAN.settings
-TRAIN_ROOT = TRAIN_PLAN.root
-# The training workflow's final outputs; rules/common.smk's all_targets() returns them when config has `train`.
-train_targets = functools.partial(TRAIN_PLAN.targets, RESULTS)
 
 
 rule train_structures:
     input:
         archive=TRAIN.structures_archive or [],
     output:
-        directory(f"{TRAIN_ROOT}/structures"),
+        directory(TRAIN_PATHS.structures()),
     log:
         f"logs/train_structures/{TRAIN.name}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/train_structures/{TRAIN.name}.tsv"
+        PATHS.benchmark("train_structures", TRAIN.name)
     threads: 1
     resources:
         mem_mb=1000,
@@ -64,8 +56,8 @@ rule train_data:
         structures=TRAIN_PLAN.structures,
         extracted=TRAIN_PLAN.extracted,
     output:
-        chains=f"{TRAIN_ROOT}/data/chains.parquet",
-        split=f"{TRAIN_ROOT}/data/split.json",
+        chains=TRAIN_PATHS.chains(),
+        split=TRAIN_PATHS.split(),
     params:
         trackfold=TRACKFOLD,
         out_dir=output_parent,
@@ -74,7 +66,7 @@ rule train_data:
     log:
         f"logs/train_data/{TRAIN.name}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/train_data/{TRAIN.name}.tsv"
+        PATHS.benchmark("train_data", TRAIN.name)
     threads: TRAIN.data_threads
     resources:
         mem_mb=4000,
@@ -88,24 +80,24 @@ rule train_data:
 
 rule train_msa:
     input:
-        chains=f"{TRAIN_ROOT}/data/chains.parquet",
+        chains=rules.train_data.output.chains,
         manifest=TRAIN_PLAN.manifest,
     output:
-        stats=f"{TRAIN_ROOT}/msa/batch_{{batch}}/msa_stats.parquet",
-        fasta=f"{TRAIN_ROOT}/msa/batch_{{batch}}.fasta",
+        stats=TRAIN_PATHS.msa_stats(),
+        fasta=TRAIN_PATHS.msa_fasta(),
     params:
         trackfold=TRACKFOLD,
         out_dir=output_parent,
         batches=TRAIN.msa_batches,
         db=manifest_dir,
         precomputed=TRAIN.precomputed_option(),
-        settings=SEARCH_SETTINGS.cli_options(),
+        settings=CFG.search.cli_options(),
     wildcard_constraints:
         batch=r"\d{3}",
     log:
         f"logs/train_msa/{TRAIN.name}/{{batch}}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/train_msa/{TRAIN.name}/{{batch}}.tsv"
+        PATHS.benchmark("train_msa", f"{TRAIN.name}/{{batch}}")
     threads: TRAIN.msa_threads
     resources:
         mem_mb=4000,
@@ -121,28 +113,28 @@ rule train_msa:
 
 rule train_features:
     input:
-        chains=f"{TRAIN_ROOT}/data/chains.parquet",
-        stats=f"{TRAIN_ROOT}/msa/batch_{{batch}}/msa_stats.parquet",
+        chains=rules.train_data.output.chains,
+        stats=rules.train_msa.output.stats,
         templates=TRAIN_PLAN.batch_template_flag,
         db=TRAIN_PLAN.template_db,
     output:
-        inputs=f"{TRAIN_ROOT}/features/batch_{{batch}}.inputs",
-        flag=touch(f"{TRAIN_ROOT}/features/batch_{{batch}}.done"),
+        inputs=TRAIN_PATHS.feature_inputs(),
+        flag=touch(TRAIN_PATHS.feature_flag()),
     params:
         trackfold=TRACKFOLD,
         out_dir=output_parent,
         msa_dir=input_parent("stats"),
         split=TRAIN_PLAN.feature_split,
-        max_seqs=FEATURE_SETTINGS.max_seqs,
-        max_stats_seqs=FEATURE_SETTINGS.max_stats_seqs,
+        max_seqs=CFG.features.max_seqs,
+        max_stats_seqs=CFG.features.max_stats_seqs,
         usable=functools.partial(TRAIN_PLAN.feature_template_step, TRACKFOLD),
-        templates=TRAIN_PLAN.feature_template_options(FEATURE_SETTINGS.max_templates),
+        templates=TRAIN_PLAN.feature_template_options(CFG.features.max_templates),
     wildcard_constraints:
         batch=r"\d{3}",
     log:
         f"logs/train_features/{TRAIN.name}/{{batch}}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/train_features/{TRAIN.name}/{{batch}}.tsv"
+        PATHS.benchmark("train_features", f"{TRAIN.name}/{{batch}}")
     threads: 1
     resources:
         mem_mb=4000,
@@ -158,26 +150,26 @@ rule train_features:
 
 rule train_templates:
     input:
-        chains=f"{TRAIN_ROOT}/data/chains.parquet",
-        stats=f"{TRAIN_ROOT}/msa/batch_{{batch}}/msa_stats.parquet",
+        chains=rules.train_data.output.chains,
+        stats=rules.train_msa.output.stats,
         db=TRAIN_PLAN.template_db,
     output:
-        inputs=f"{TRAIN_ROOT}/templates/batch_{{batch}}.inputs",
-        flag=touch(f"{TRAIN_ROOT}/templates/batch_{{batch}}.done"),
+        inputs=TRAIN_PATHS.template_inputs(),
+        flag=touch(TRAIN_PATHS.template_flag()),
     params:
         trackfold=TRACKFOLD,
         msa_dir=input_parent("stats"),
         db_dir=TRAIN_PLAN.template_db_dir,
-        out_dir=f"{TRAIN_ROOT}/templates/hits",
-        max_hits=TEMPLATE_SETTINGS.max_hits,
-        min_aligned=TEMPLATE_SETTINGS.min_aligned,
-        decoys=TEMPLATE_SETTINGS.decoys,
+        out_dir=TRAIN_PATHS.template_hits(),
+        max_hits=CFG.templates.max_hits,
+        min_aligned=CFG.templates.min_aligned,
+        decoys=CFG.templates.decoys,
     wildcard_constraints:
         batch=r"\d{3}",
     log:
         f"logs/train_templates/{TRAIN.name}/{{batch}}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/train_templates/{TRAIN.name}/{{batch}}.tsv"
+        PATHS.benchmark("train_templates", f"{TRAIN.name}/{{batch}}")
     threads: 1
     resources:
         mem_mb=2000,
@@ -194,12 +186,12 @@ rule train_templates:
 
 rule train_pack:
     input:
-        chains=f"{TRAIN_ROOT}/data/chains.parquet",
+        chains=rules.train_data.output.chains,
         stats=TRAIN_PLAN.msa_stats,
         templates=TRAIN_PLAN.template_flags,
         db=TRAIN_PLAN.template_db,
     output:
-        pack=f"{TRAIN_ROOT}/pack/pack.npz",
+        pack=TRAIN_PATHS.pack(),
     params:
         trackfold=TRACKFOLD,
         msa_dirs=TRAIN_PLAN.msa_dirs_option(),
@@ -208,7 +200,7 @@ rule train_pack:
     log:
         f"logs/train_pack/{TRAIN.name}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/train_pack/{TRAIN.name}.tsv"
+        PATHS.benchmark("train_pack", TRAIN.name)
     threads: 1
     resources:
         mem_mb=8000,
@@ -222,14 +214,14 @@ rule train_pack:
 
 rule train_model:
     input:
-        chains=f"{TRAIN_ROOT}/data/chains.parquet",
+        chains=rules.train_data.output.chains,
         data=TRAIN_PLAN.model_inputs,
         init=TRAIN_PLAN.init,
     output:
-        model=f"{TRAIN_ROOT}/run/model.pt",
-        metrics=f"{TRAIN_ROOT}/run/metrics.parquet",
-        metrics_json=f"{TRAIN_ROOT}/run/metrics.json",
-        validation=f"{TRAIN_ROOT}/run/validation.parquet",
+        model=TRAIN_PATHS.run_file("model.pt"),
+        metrics=TRAIN_PATHS.run_file("metrics.parquet"),
+        metrics_json=TRAIN_PATHS.run_file("metrics.json"),
+        validation=TRAIN_PATHS.run_file("validation.parquet"),
     params:
         trackfold=TRACKFOLD,
         out_dir=output_parent,
@@ -240,7 +232,7 @@ rule train_model:
     log:
         f"logs/train_model/{TRAIN.name}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/train_model/{TRAIN.name}.tsv"
+        PATHS.benchmark("train_model", TRAIN.name)
     threads: TRAIN.threads
     resources:
         mem_mb=TRAIN.mem_mb,
@@ -256,13 +248,13 @@ rule train_model:
 
 rule train_predict:
     input:
-        model=f"{TRAIN_ROOT}/run/model.pt",
-        chains=f"{TRAIN_ROOT}/data/chains.parquet",
+        model=rules.train_model.output.model,
+        chains=rules.train_data.output.chains,
         stats=TRAIN_PLAN.msa_stats,
         features=TRAIN_PLAN.feature_flags,
     output:
-        targets=f"{TRAIN_ROOT}/predictions/targets.tsv",
-        inputs=f"{TRAIN_ROOT}/predictions/inputs.txt",
+        targets=TRAIN_PATHS.prediction_file("targets.tsv"),
+        inputs=TRAIN_PATHS.prediction_file("inputs.txt"),
     params:
         trackfold=TRACKFOLD,
         out_dir=output_parent,
@@ -270,14 +262,14 @@ rule train_predict:
         msa_dir=input_parent("stats", levels=2),
         features_dir=input_parent("features"),
         device=torch_device,
-        window=PREDICT_SETTINGS.window,
-        seed=PREDICT_SETTINGS.seed,
-        max_msa=PREDICT_SETTINGS.max_msa,
-        fold=PREDICT_SETTINGS.fold,
+        window=CFG.predict.window,
+        seed=CFG.predict.seed,
+        max_msa=CFG.predict.max_msa,
+        fold=CFG.predict.fold,
     log:
         f"logs/train_predict/{TRAIN.name}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/train_predict/{TRAIN.name}.tsv"
+        PATHS.benchmark("train_predict", TRAIN.name)
     threads: 1
     resources:
         mem_mb=8000,
@@ -296,17 +288,17 @@ rule train_predict:
 
 rule train_evaluate:
     input:
-        targets=f"{TRAIN_ROOT}/predictions/targets.tsv",
+        targets=rules.train_predict.output.targets,
     output:
-        table=f"{TRAIN_ROOT}/evaluation/evaluation.parquet",
-        summary=f"{TRAIN_ROOT}/evaluation/evaluation.json",
+        table=TRAIN_PATHS.evaluation_file("evaluation.parquet"),
+        summary=TRAIN_PATHS.evaluation_file("evaluation.json"),
     params:
         trackfold=TRACKFOLD,
         out_dir=output_parent,
     log:
         f"logs/train_evaluate/{TRAIN.name}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/train_evaluate/{TRAIN.name}.tsv"
+        PATHS.benchmark("train_evaluate", TRAIN.name)
     threads: 1
     resources:
         mem_mb=4000,
@@ -319,26 +311,26 @@ rule train_evaluate:
 
 rule train_card:
     input:
-        chains=f"{TRAIN_ROOT}/data/chains.parquet",
-        split=f"{TRAIN_ROOT}/data/split.json",
+        chains=rules.train_data.output.chains,
+        split=rules.train_data.output.split,
         stats=TRAIN_PLAN.msa_stats,
-        model=f"{TRAIN_ROOT}/run/model.pt",
-        metrics=f"{TRAIN_ROOT}/run/metrics.parquet",
-        validation=f"{TRAIN_ROOT}/run/validation.parquet",
-        evaluation=f"{TRAIN_ROOT}/evaluation/evaluation.parquet",
+        model=rules.train_model.output.model,
+        metrics=rules.train_model.output.metrics,
+        validation=rules.train_model.output.validation,
+        evaluation=rules.train_evaluate.output.table,
     output:
-        card=f"{TRAIN_ROOT}/MODEL_CARD.md",
+        card=TRAIN_PATHS.model_card(),
     params:
         trackfold=TRACKFOLD,
         data_dir=input_parent("chains"),
         run_dir=input_parent("model"),
         evaluation_dir=input_parent("evaluation"),
         settings=shlex.quote(json.dumps(TRAIN_PLAN.card_settings, sort_keys=True)),
-        benchmarks=f"{RESULTS}/benchmarks",
+        benchmarks=PATHS.benchmark_dir(),
     log:
         f"logs/train_card/{TRAIN.name}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/train_card/{TRAIN.name}.tsv"
+        PATHS.benchmark("train_card", TRAIN.name)
     threads: 1
     resources:
         mem_mb=2000,

@@ -373,7 +373,10 @@ def test_job_log_finds_every_rules_log_from_its_benchmark_file(tmp_path):
     def filled(pattern: str) -> str:
         return re.sub(r"\{\{?([\w.]+)\}?\}", lambda m: values[m.group(1)], pattern)
 
-    benchmarks = {rule: filled(rest) for rule, rest in re.findall(r"benchmarks/(\w+)/([^\"]+)\.tsv", text)}
+    # PATHS.benchmark("rule", "{proteome}/{chunk}"), PATHS.benchmark("rule", TRAIN.name) or f"{TRAIN.name}/{{batch}}"
+    declared = re.findall(r"PATHS\.benchmark\(\"(\w+)\", (f?\"[^\"]+\"|TRAIN\.name)\)", text)
+    benchmarks = {rule: filled("{TRAIN.name}" if job == "TRAIN.name" else job.lstrip("f").strip('"'))
+                  for rule, job in declared}
     logs = {rule: filled(rest) for rule, rest in re.findall(r"\"logs/(\w+)/([^\"]+)\.log\"", text)}
     assert len(benchmarks) >= 20 and set(benchmarks) <= set(logs)
     for rule, job in benchmarks.items():

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from workflow_lib.aligner.compiled import available
+from workflow_lib.aligner.device import compiled_available
 from workflow_lib.errors import InputError
 from workflow_lib.workflow.rule_inputs import StageInputs, expand_structures
 from workflow_lib.workflow.config import FeatureConfig, PredictConfig, TemplateConfig
@@ -65,11 +65,12 @@ def test_predict_memory_and_runtime_follow_the_chunk():
     settings = PredictConfig(window=300, fold="network")
     coevolution = 2 * 1000 * 1000 * 12 // 10**6                              # the feature file's [L, L, 3]
     assert settings.memory_mb(1000) == 3000 + 1560 + coevolution and settings.memory_mb(2500) > 12000
-    assert PredictConfig(window=300, fold="network", pair_heads=()).memory_mb(1000) == 3000 + coevolution   # no 6D maps kept
+    # no 6D maps kept
+    assert PredictConfig(window=300, fold="network", pair_heads=()).memory_mb(1000) == 3000 + coevolution
     assert PredictConfig(window=300, fold="network", pair_heads=("dist",)).memory_mb(1000) == 3000 + 444 + coevolution
     # 4 template maps of float16 [L, L, 131]: RPOB (1,342 residues) peaked at 5.6 GB
     assert 5600 < PredictConfig(window=300, fold="network", pair_heads=()).memory_mb(1342, templates=4) < 8000
-    batched = PredictConfig(window=300, fold="network", batch_size=16, max_tokens=1024)        # 4 proteins of 256 per pass
+    batched = PredictConfig(window=300, fold="network", batch_size=16, max_tokens=1024)   # 4 proteins of 256 a pass
     assert batched.memory_mb(256) == int(3000 + 3 * 256 * 256 * 10_000 / 10**6 + 2 * 256 * 256 * 12 / 10**6)
     assert settings.memory_mb(300) < 4000
     # forward passes as crop_plan makes them: 1 within the window, one per pair of 150-residue segments beyond
@@ -83,7 +84,7 @@ def test_predict_memory_and_runtime_follow_the_chunk():
     # folding from the distogram: its float64 [L, L, 37] potential three times, and minutes growing with L²
     folding = PredictConfig(window=300, fold="distogram")
     assert folding.memory_mb(1000) == settings.memory_mb(1000) + int(3 * 1000 * 1000 * 37 * 8 / 10**6)
-    per_protein = 0.05 if available() else 0.25
+    per_protein = 0.05 if compiled_available() else 0.25
     assert folding.runtime_min([1000]) == int(10 + 2 * len(crop_plan(1000, 300)) + per_protein * 25)
     # no pair output kept and the structure module's backbone: only the contiguous crops run
     lean = PredictConfig(window=300, fold="network", pair_heads=())

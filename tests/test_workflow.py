@@ -15,6 +15,7 @@ import yaml
 from workflow_lib.schemas.db import CHUNKS
 from workflow_lib.schemas.io import read_frame
 from workflow_lib.seqio.fasta import read_fasta
+from workflow_lib.workflow.paths import WorkflowPaths
 
 SNAKEMAKE = shutil.which("snakemake", path=str(Path(sys.executable).parent)) or shutil.which("snakemake")
 pytestmark = pytest.mark.skipif(SNAKEMAKE is None, reason="snakemake is not installed")
@@ -104,8 +105,11 @@ def test_rules_follow_the_snakemake_conventions(root):
             for section in ("log:", "benchmark:", "threads:", "resources:"):
                 assert re.search(rf"\n\s+{section}", rule), (name, rule.split(":")[0], section)
     search = rules_text["search.smk"]
-    for output in ("queries.npz", "shard_{{shard}}.hits.parquet", "shard_{{shard}}.times.parquet"):
-        assert re.search(r"temp\(\s*f\"[^\"]*" + re.escape(output), search), output
+    paths = WorkflowPaths("results")
+    for method, output in (("search_queries", "queries.npz"), ("shard_hits", "shard_{shard}.hits.parquet"),
+                           ("shard_times", "shard_{shard}.times.parquet")):
+        assert re.search(rf"temp\(\s*PATHS\.{method}\(\)\)", search), method
+        assert getattr(paths, method)().endswith(f"/iter_{{iteration}}/{output}"), method
 
 
 def test_device_comes_from_resources_not_config(root, tmp_path):
@@ -160,6 +164,7 @@ def test_real_run_builds_database_and_chunks(root, tmp_path):
     assert chunk_ids == sorted(table["protein"]) and len(chunk_ids) == 30
     assert (tmp_path / "logs" / "db_build" / "sprot.log").exists()
     assert (results / "benchmarks" / "db_build" / "sprot.tsv").exists()
-    again = _snakemake(root, tmp_path, "--cores", "2", "--configfile", str(config), "--until", "chunk_fasta", "db_build")
+    again = _snakemake(root, tmp_path, "--cores", "2", "--configfile", str(config),
+                       "--until", "chunk_fasta", "db_build")
     output = again.stdout + again.stderr
     assert "Nothing to be done" in output or _job_counts(output) == {"total": 0}  # nothing was rerun

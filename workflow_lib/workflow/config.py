@@ -1,9 +1,10 @@
-"""Stage settings as frozen dataclasses: configuration flows one way, YAML → schema → dataclass → library.
+"""The workflow configuration as frozen dataclasses: it flows one way, YAML → schema → dataclass → library.
 
-``config/schema.yaml`` validates the whole file and fills defaults; each rule hands its sub-tree to the
-dataclass of its stage (``DatabaseConfig.from_dict(config["databases"][name])``), which rejects unknown keys and
-wrong types with an :class:`~workflow_lib.errors.InputError` naming the key, so library functions take typed
-keyword arguments and never read YAML.
+``config/schema.yaml`` validates the whole file and fills defaults; :meth:`WorkflowConfig.from_dict` then turns
+the validated config into one typed object, a dataclass per section (``CFG.search``, ``CFG.templates``,
+``CFG.report``, ...), built once in ``rules/common.smk`` and read by every rule file. Each section rejects
+unknown keys and wrong types with an :class:`~workflow_lib.errors.InputError` naming the key, so library
+functions take typed keyword arguments and never read YAML.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ import typing
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-from workflow_lib.aligner.compiled import available as compiled_kernels
+from workflow_lib.aligner.device import compiled_available as compiled_kernels
 from workflow_lib.db.chunks import ChunkSettings
 from workflow_lib.errors import InputError
 from workflow_lib.inference.settings import DEFAULT_MODEL, FOLD_MODES, HEADS_6D, PRECISIONS, PredictSettings
 from workflow_lib.schemas.features import C_COEVOLUTION, C_TEMPLATE_PAIR
 from workflow_lib.search.settings import SETTING_NAMES, WORKFLOW_MAX_EVALUE, Settings, cli_options, setting_error
 from workflow_lib.training.settings import TrainSettings
+from workflow_lib.workflow.paths import TrainPaths, WorkflowPaths
 
 T = TypeVar("T", bound="StageConfig")
 
@@ -200,6 +202,20 @@ class FeatureConfig(StageConfig):
 
 
 @dataclasses.dataclass(frozen=True)
+class ReportConfig(StageConfig):
+    """The per-proteome summary and report figures (config section ``report``; rules/report.smk): the proteins
+    always drawn one by one (``trackfold summarize --protein``, FASTA or safe IDs), then ``plot_proteins`` more
+    spread over the pLDDT range (``--plot-proteins``)."""
+
+    proteins: tuple[str, ...] = ()
+    plot_proteins: int = 6
+
+    def __post_init__(self) -> None:
+        if self.plot_proteins < 0:
+            raise InputError(f"report.plot_proteins must be at least 0, got {self.plot_proteins}")
+
+
+@dataclasses.dataclass(frozen=True)
 class PredictConfig(StageConfig, PredictSettings):
     """Structure prediction (config section ``predict``; see workflow_lib.inference.predict): the settings and
     defaults of :class:`~workflow_lib.inference.settings.PredictSettings`, which ``trackfold predict`` shares, and
@@ -327,9 +343,9 @@ class TrainWorkflowConfig(StageConfig, TrainSettings):
             raise InputError(f"train: need 1 <= min_length <= max_length, got {self.min_length}, {self.max_length}")
         if not 0 < self.identity <= 1 or not 0 < self.val_fraction < 1:
             raise InputError("train: identity must be in (0, 1] and val_fraction in (0, 1)")
-        for key in ("data_threads", "msa_batches", "msa_threads", "pack_max_rows", "steps", "crop_size", "batch_size", "max_msa_rows",
-                    "checkpoint_every", "val_every", "val_max_chains", "val_crop", "redraw_every", "threads",
-                    "mem_mb", "runtime"):
+        for key in ("data_threads", "msa_batches", "msa_threads", "pack_max_rows", "steps", "crop_size",
+                    "batch_size", "max_msa_rows", "checkpoint_every", "val_every", "val_max_chains", "val_crop",
+                    "redraw_every", "threads", "mem_mb", "runtime"):
             if getattr(self, key) < 1:
                 raise InputError(f"train.{key} must be at least 1, got {getattr(self, key)}")
         if self.val_chains is not None and self.val_chains < 1:
@@ -350,12 +366,12 @@ class TrainWorkflowConfig(StageConfig, TrainSettings):
 
     def root(self, results: str) -> str:
         """The run's output folder."""
-        return f"{results}/train/{self.name}"
+        return WorkflowPaths(results).train_root(self.name)
 
     def targets(self, results: str) -> list[str]:
         """The final outputs of the run: model card, evaluation table, checkpoint."""
-        root = self.root(results)
-        return [f"{root}/MODEL_CARD.md", f"{root}/evaluation/evaluation.parquet", f"{root}/run/model.pt"]
+        paths = TrainPaths(self.root(results))
+        return [paths.model_card(), paths.evaluation_file("evaluation.parquet"), paths.run_file("model.pt")]
 
     def batch_names(self) -> list[str]:
         """MSA batch labels ``000``, ``001``, ...: chain ``i`` of chains.parquet is in batch ``i mod msa_batches``."""
@@ -413,3 +429,90 @@ class TrainWorkflowConfig(StageConfig, TrainSettings):
             if value is not None:
                 options.append(f"--{key.replace('_', '-')} {value}")
         return " ".join(options)
+
+
+SECTIONS: dict[str, type[StageConfig]] = {
+    "search": SearchConfig,
+    "chunks": ChunkConfig,
+    "templates": TemplateConfig,
+    "features": FeatureConfig,
+    "report": ReportConfig,
+    "predict": PredictConfig,
+}
+"""The config sections with one settings object each (``databases`` has one per database, ``train`` is optional)."""
+
+TOP_LEVEL_KEYS = ("results", "proteomes", "databases", *SECTIONS, "train")
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkflowConfig:
+    """The whole configuration, typed: :meth:`from_dict` of the schema-validated config, built once in
+    ``rules/common.smk`` (``CFG``) and read by every rule file (``CFG.search``, ``CFG.templates``, ``CFG.report``,
+    ...). ``train`` is None when the config has no ``train`` section (the proteome workflow)."""
+
+    proteomes: dict[str, str]
+    databases: dict[str, DatabaseConfig]
+    results: str = "results"
+    search: SearchConfig = dataclasses.field(default_factory=SearchConfig)
+    chunks: ChunkConfig = dataclasses.field(default_factory=ChunkConfig)
+    templates: TemplateConfig = dataclasses.field(default_factory=TemplateConfig)
+    features: FeatureConfig = dataclasses.field(default_factory=FeatureConfig)
+    report: ReportConfig = dataclasses.field(default_factory=ReportConfig)
+    predict: PredictConfig = dataclasses.field(default_factory=PredictConfig)
+    train: TrainWorkflowConfig | None = None
+
+    def __post_init__(self) -> None:
+        if not self.proteomes:
+            raise InputError("config 'proteomes' must name at least one proteome")
+        if not self.databases:
+            raise InputError("config 'databases' must name at least one database")
+        if self.search_database not in self.databases:
+            raise InputError(f"config 'search.database' is '{self.search_database}', which is not one of the "
+                             f"databases {sorted(self.databases)}")
+        if self.profile_search and self.search.precomputed_msas:
+            raise InputError("config 'search.precomputed_msas' works with the sharded sequence search only; the "
+                             f"search database '{self.search_database}' has 'profiles: true'")
+
+    @classmethod
+    def from_dict(cls, config: Mapping[str, Any], *, where: str = "config") -> WorkflowConfig:
+        """The typed configuration of ``config`` (a mapping as Snakemake's ``config``, after schema validation
+        filled in the defaults; a key left out gets the same default here). Unknown keys, moved keys and wrong
+        types raise an :class:`~workflow_lib.errors.InputError` naming the key, e.g. ``config 'report'.proteins:
+        expected a list``."""
+        if not isinstance(config, Mapping):
+            raise InputError(f"{where}: expected a mapping of sections, got {type(config).__name__}")
+        check_moved_keys(config, where=where)
+        unknown = sorted(set(config) - set(TOP_LEVEL_KEYS))
+        if unknown:
+            raise InputError(f"unknown key(s) {unknown} in {where}; known keys: {sorted(TOP_LEVEL_KEYS)}")
+        results = _check_type(config.get("results", "results"), str, f"{where} 'results'")
+        proteomes = {name: _check_type(path, str, f"{where} 'proteomes.{name}'")
+                     for name, path in _mapping(config.get("proteomes"), f"{where} 'proteomes'").items()}
+        databases = {name: DatabaseConfig.from_dict(_mapping(settings, f"{where} 'databases.{name}'"),
+                                                    where=f"{where} 'databases.{name}'")
+                     for name, settings in _mapping(config.get("databases"), f"{where} 'databases'").items()}
+        sections = {name: kind.from_dict(_mapping(config.get(name), f"{where} '{name}'"), where=f"{where} '{name}'")
+                    for name, kind in SECTIONS.items()}
+        train = _mapping(config.get("train"), f"{where} 'train'")
+        return cls(proteomes=proteomes, databases=databases, results=results, **sections,
+                   train=TrainWorkflowConfig.from_dict(train, where=f"{where} 'train'") if train else None)
+
+    @property
+    def search_database(self) -> str:
+        """The database the MSA stage searches: ``search.database``, else the first one configured."""
+        return self.search.database or next(iter(self.databases))
+
+    @property
+    def profile_search(self) -> bool:
+        """True when the MSA stage searches the search database's profile database (rule msa_profiles) instead
+        of its shards."""
+        return self.databases[self.search_database].profiles
+
+
+def _mapping(value: Any, where: str) -> Mapping[str, Any]:
+    """A config section as a mapping (an absent or null section is empty)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InputError(f"{where}: expected a mapping of keys, got {type(value).__name__} {value!r}")
+    return value

@@ -1,9 +1,10 @@
 """Input, parameter and target functions of the stages whose inputs depend on the configuration and the plan.
 
-:class:`StageInputs` serves ``rules/templates.smk`` and ``rules/features.smk``; :class:`ReportInputs` serves
-``rules/report.smk``. One of each is made per run from the validated configuration (``rules/common.smk`` holds
-the simple input functions); their bound methods are what the rules use as input and params functions, so no
-rule carries a lambda.
+:class:`StageInputs` serves ``rules/templates.smk``, ``rules/features.smk`` and ``rules/predict.smk``;
+:class:`ReportInputs` serves ``rules/report.smk``. One of each is made per run in ``rules/common.smk`` from the
+typed configuration (:class:`~workflow_lib.workflow.config.WorkflowConfig`; ``rules/common.smk`` also holds the
+simple input functions); their bound methods are what the rules use as input and params functions, so no rule
+carries a lambda. Paths come from :class:`~workflow_lib.workflow.paths.WorkflowPaths`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from workflow_lib.db.chunks import chunk_name
 from workflow_lib.errors import InputError
 from workflow_lib.structure.backbones import companion_files, is_backbone_archive
 from workflow_lib.workflow.config import FeatureConfig, TemplateConfig
+from workflow_lib.workflow.paths import STAGE_FOLDERS, WorkflowPaths
 
 
 def expand_structures(patterns: tuple[str, ...] | list[str]) -> list[str]:
@@ -42,14 +44,15 @@ class StageInputs:
     the job's declared output: as for the MSA stage, a chunk is complete when its table exists, so a killed job
     is rerun whole and 100,000 proteins are a few thousand jobs, not several hundred thousand.
 
-    ``msa_stats(proteome, chunk_name)`` is the MSA stage's chunk table (``rules/common.smk``); without it the
-    chunk's A3Ms at the documented location ``{results}/{proteome}/msa/{protein}.a3m`` are the inputs
-    (hand-placed A3Ms).
+    ``msa_stats(proteome, chunk_name)`` is the MSA stage's chunk table (``rules/common.smk`` passes
+    :meth:`WorkflowPaths.chunk_stats` of stage ``msa``); without it the chunk's A3Ms at the documented location
+    ``{results}/{proteome}/msa/{protein}.a3m`` are the inputs (hand-placed A3Ms).
     """
 
     def __init__(self, results: str, templates: TemplateConfig, features: FeatureConfig,
                  plans: Mapping[str, pd.DataFrame], *, msa_stats: Callable[[str, str], str] | None = None) -> None:
         self.results = results
+        self.paths = WorkflowPaths(results)
         self.templates = templates
         self.features = features
         self.plans = plans
@@ -58,15 +61,15 @@ class StageInputs:
         # a backbone archive is read with its sequence and DSSP files: inputs of the template rules too
         self.structure_companions = [str(p) for s in self.structures if is_backbone_archive(s)
                                      for p in companion_files(s)]
-        self.db_dir = f"{results}/templates/{templates.name}"
-        self.db_manifest = f"{self.db_dir}/manifest.json"
+        self.db_dir = self.paths.template_db_dir(templates.name)
+        self.db_manifest = self.paths.template_manifest(templates.name)
         if templates.msa_dir:
             self.msas = sorted(glob.glob(str(Path(templates.msa_dir) / "*.a3m")))
             self.msa_option = f"--msa-dir {shlex.quote(templates.msa_dir)}"
         elif templates.search_msas:
             # rule template_msas: the template chains searched against the sequence database
-            self.msas = [f"{self.db_dir}_msas/msa_stats.parquet"]
-            self.msa_option = f"--msa-dir {shlex.quote(self.db_dir + '_msas')}"
+            self.msas = [self.paths.template_msa_stats(templates.name)]
+            self.msa_option = f"--msa-dir {shlex.quote(self.paths.template_msa_dir(templates.name))}"
         else:
             self.msas, self.msa_option = [], ""
         self._members: dict[str, dict[str, list[str]]] = {}
@@ -103,27 +106,28 @@ class StageInputs:
         """Length of the longest protein of a chunk (0 when the plan has no lengths)."""
         return max(self.lengths(proteome, chunk), default=0)
 
-    def _files(self, wildcards, folder: str, suffix: str) -> list[str]:
+    def _files(self, wildcards, stage: str, suffix: str) -> list[str]:
         chunk = f"chunk_{wildcards.chunk}"
-        return [f"{self.results}/{wildcards.proteome}/{folder}/{p}{suffix}"
-                for p in self.chunk_proteins(wildcards.proteome, chunk)]
+        folder = self.paths.stage_dir(stage, wildcards.proteome)
+        return [f"{folder}/{p}{suffix}" for p in self.chunk_proteins(wildcards.proteome, chunk)]
 
     def stats_path(self, stage: str, proteome: str, chunk: str) -> str:
-        """A per-chunk stage's declared output: ``{results}/{proteome}/{stage}/chunk_NNNN.stats.parquet``."""
-        return f"{self.results}/{proteome}/{stage}/{chunk}.stats.parquet"
+        """A per-chunk stage's declared output: ``{results}/{proteome}/{folder}/chunk_NNNN.stats.parquet``
+        (:meth:`WorkflowPaths.chunk_stats`; ``stage`` is msa, templates, features or predict)."""
+        return self.paths.chunk_stats(stage, proteome, chunk)
 
     # --- inputs and options of the rules -------------------------------------------------------------------
     def plan(self, wildcards) -> str:
         """The proteome's chunk table: the per-chunk commands read their proteins from it (``--chunk-plan``)."""
-        return f"{self.results}/{wildcards.proteome}/chunks/chunks.parquet"
+        return self.paths.chunk_table(wildcards.proteome)
 
     def msa_dir(self, wildcards) -> str:
         """The folder of the proteome's A3Ms, quoted for the shell."""
-        return shlex.quote(f"{self.results}/{wildcards.proteome}/msa")
+        return shlex.quote(self.paths.stage_dir("msa", wildcards.proteome))
 
     def features_dir(self, wildcards) -> str:
         """The folder of the proteome's feature files, quoted for the shell (rule predict)."""
-        return shlex.quote(f"{self.results}/{wildcards.proteome}/features")
+        return shlex.quote(self.paths.stage_dir("features", wildcards.proteome))
 
     def msa_done(self, wildcards) -> str | list[str]:
         """The MSA stage's chunk table (the chunk's A3Ms are complete then), or the A3Ms themselves."""
@@ -165,12 +169,12 @@ class StageInputs:
         return [self.stats_path("features", proteome, c) for c in self.chunks(proteome)]
 
     def structure_targets(self, proteome: str) -> list[str]:
-        return [self.stats_path("structures", proteome, c) for c in self.chunks(proteome)]
+        return [self.stats_path("predict", proteome, c) for c in self.chunks(proteome)]
 
 
 # The summary (rules/report.smk).
 # Input and parameter functions of ``rules/report.smk`` (kept out of the rule file, as Snakemake's lint asks).
-# 
+#
 # The summary picks up whichever stages the run has: a stage is in the run when some rule (other than the
 # summary's) makes its files, the stages it reads from are in the run, the template stage also has structures
 # (``TemplateConfig.enabled``), and the default target (``rule all``) asks for the stage's files or for a later
@@ -183,12 +187,13 @@ _DOWNSTREAM = {"msa": ("templates", "features", "predict"), "templates": ("featu
 
 
 class ReportInputs:
-    """Built once per run in rules/report.smk from the plan of every proteome and the workflow's rules."""
+    """Built once per run in rules/common.smk from the plan of every proteome and the workflow's rules."""
 
     def __init__(self, results: str, plans: Mapping[str, pd.DataFrame], rules: Callable[[], Iterable],
                  targets: Callable[[], Iterable[str]] | None = None, *, templates_enabled: bool = True,
                  proteins: Iterable[str] = ()) -> None:
         self.results = results
+        self.paths = WorkflowPaths(results)
         self._targets = targets
         self.plans = plans
         self._rules = rules
@@ -205,16 +210,14 @@ class ReportInputs:
         plan = self.plans[proteome]
         planned = [str(s) for s in plan.loc[plan["chunk"] >= 0, "safe_id"]]
         chunks = sorted({int(c) for c in plan["chunk"] if c >= 0})
-        root = f"{self.results}/{proteome}"
         inputs: dict[str, str | list[str]] = {
-            "chunks": f"{root}/chunks/chunks.parquet",
-            "chunk_fastas": [f"{root}/chunks/{chunk_name(c)}.fasta" for c in chunks],
+            "chunks": self.paths.chunk_table(proteome),
+            "chunk_fastas": [self.paths.chunk_fasta(proteome, chunk_name(c)) for c in chunks],
         }
         if not planned:
             return inputs
-        folders = {"msa": "msa", "templates": "templates", "features": "features", "predict": "structures"}
-        candidates = {stage: [f"{root}/{folder}/{chunk_name(c)}.stats.parquet" for c in chunks]
-                      for stage, folder in folders.items()}
+        candidates = {stage: [self.paths.chunk_stats(stage, proteome, chunk_name(c)) for c in chunks]
+                      for stage in STAGE_FOLDERS}
         targets = set(map(str, self._targets())) if self._targets is not None else None
         targeted = {stage: targets is None or bool(targets.intersection(paths))
                     for stage, paths in candidates.items()}

@@ -1,20 +1,22 @@
-"""What ``rules/train.smk`` needs, computed once from the validated ``train`` section and the run's databases.
+"""What ``rules/train.smk`` needs, computed once (``rules/common.smk``) from the typed configuration.
 
 The training workflow's DAG is static (as for proteome chunks, so ``snakemake -n`` lists every job): chain ``i``
 of ``chains.parquet`` is in MSA batch ``i mod train.msa_batches``. Everything the rules read (output root,
 batches, structure arguments, the database manifest, per-batch flags, the warm-start checkpoint and the
-settings shown on the model card) is a field of one :class:`TrainPlan`.
+settings shown on the model card) is a field of one :class:`TrainPlan`; file names come from
+:class:`~workflow_lib.workflow.paths.TrainPaths`.
 """
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from workflow_lib.errors import InputError
-from workflow_lib.workflow.config import DatabaseConfig, FeatureConfig, SearchConfig, TrainWorkflowConfig
+from workflow_lib.workflow.config import FeatureConfig, TrainWorkflowConfig, WorkflowConfig
+from workflow_lib.workflow.paths import TrainPaths, WorkflowPaths
 
 STRUCTURE_PATTERNS = ("*.pdb*", "*.cif*", "*.ent*")
 """Files of an extracted structure archive that ``trackfold train-data`` reads."""
@@ -42,25 +44,27 @@ class TrainPlan:
     card_settings: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, section: Mapping[str, Any] | None, *, results: str, databases: Mapping[str, DatabaseConfig],
-              search_database: str, search: SearchConfig, features: FeatureConfig,
-              model_path: Callable[[str], str], configfiles: Sequence[str] = (),
-              template_manifest: str | None = None) -> TrainPlan:
-        """The plan of config section ``train`` (``section``); ``model_path`` resolves a checkpoint path as
-        ``predict.model`` is resolved (working directory, else the workflow's ``models/``); ``template_manifest``
-        is the run's template database (config section ``templates``; None when it has no structures), which
-        ``train.templates`` searches the chains against."""
-        settings = TrainWorkflowConfig.from_dict(section)
-        enabled = bool(section)
+    def build(cls, config: WorkflowConfig, *, model_path: Callable[[str], str],
+              configfiles: Sequence[str] = ()) -> TrainPlan:
+        """The plan of config section ``train`` (``config.train``; without it the plan is not ``enabled`` and
+        holds the defaults' paths); ``model_path`` resolves a checkpoint path as ``predict.model`` is resolved
+        (working directory, else the workflow's ``models/``). ``train.templates`` searches the chains against the
+        run's template database (config section ``templates``), which must have structures then."""
+        enabled = config.train is not None
+        settings = config.train if config.train is not None else TrainWorkflowConfig()
+        results, databases = config.results, config.databases
         root = settings.root(results)
+        paths = TrainPaths(root)
         batches = settings.batch_names()
-        database = settings.database or search_database
+        database = settings.database or config.search_database
+        template_manifest = (WorkflowPaths(results).template_manifest(config.templates.name)
+                             if config.templates.enabled else None)
         if enabled and not settings.msa_dir and database not in databases:
             raise InputError(f"config 'train.database' is '{database}', which is not one of the databases "
                              f"{sorted(databases)}")
         structures = settings.structure_files() if enabled else []
-        extracted = [f"{root}/structures"] if settings.structures_archive else []
-        manifest = [] if settings.msa_dir else [f"{results}/db/{database}/manifest.json"]
+        extracted = [paths.structures()] if settings.structures_archive else []
+        manifest = [] if settings.msa_dir else [WorkflowPaths(results).db_manifest(database)]
         from workflow_lib.structure.backbones import companion_files
 
         companions = [str(path) for name in structures if name.lower().endswith(".npz")
@@ -74,17 +78,22 @@ class TrainPlan:
             settings=settings, enabled=enabled, root=root, batches=batches, database=database,
             structures=structures + companions + names_file, extracted=extracted,
             structure_args=structure_arguments(structures, extracted), manifest=manifest,
-            msa_stats=[f"{root}/msa/batch_{b}/msa_stats.parquet" for b in batches],
-            feature_flags=[f"{root}/features/batch_{b}.done" for b in batches],
+            msa_stats=[paths.msa_stats(b) for b in batches],
+            feature_flags=[paths.feature_flag(b) for b in batches],
             init=[model_path(settings.init_model)] if settings.init_model else [],
-            pack=[f"{root}/pack/pack.npz"] if settings.pack else [],
+            pack=[paths.pack()] if settings.pack else [],
             template_db=[template_manifest] if use_templates else [],
-            template_flags=[f"{root}/templates/batch_{b}.done" for b in batches] if use_templates else [])
-        plan.card_settings.update(card_settings(settings, features, configfiles))
+            template_flags=[paths.template_flag(b) for b in batches] if use_templates else [])
+        plan.card_settings.update(card_settings(settings, config.features, configfiles))
         if not settings.msa_dir and database in databases:
             plan.card_settings.update(database=database, database_fasta=list(databases[database].fasta),
-                                      database_manifest=manifest[0], search=search.to_dict())
+                                      database_manifest=manifest[0], search=config.search.to_dict())
         return plan
+
+    @property
+    def paths(self) -> TrainPaths:
+        """The run's file names."""
+        return TrainPaths(self.root)
 
     @property
     def feature_split(self) -> str:
@@ -101,13 +110,13 @@ class TrainPlan:
         """``trackfold train``'s data options: ``--pack PACK``, or ``--chains`` and ``--features-dir``."""
         if self.settings.pack:
             return f"--pack {shlex.quote(self.pack[0])}"
-        return (f"--chains {shlex.quote(self.root + '/data/chains.parquet')} "
-                f"--features-dir {shlex.quote(self.root + '/features')}")
+        return (f"--chains {shlex.quote(self.paths.chains())} "
+                f"--features-dir {shlex.quote(self.paths.features_dir())}")
 
     def batch_template_flag(self, wildcards) -> list[str]:
         """Input function: the batch's template search flag (rule train_templates), which its feature job waits
         for; none without ``train.templates``."""
-        return [f"{self.root}/templates/batch_{wildcards.batch}.done"] if self.template_db else []
+        return [self.paths.template_flag(wildcards.batch)] if self.template_db else []
 
     def feature_template_step(self, trackfold: str, wildcards) -> str:
         """Params function (with ``trackfold`` bound): the feature job's first command with ``train.templates``,
@@ -115,10 +124,10 @@ class TrainPlan:
         with the templates training allows; empty otherwise."""
         if not self.template_db:
             return ""
-        return (f"{trackfold} train-hits --chains {shlex.quote(self.root + '/data/chains.parquet')} "
-                f"--hits {shlex.quote(self.root + '/templates/hits')} "
-                f"--a3m-list {shlex.quote(f'{self.root}/features/batch_{wildcards.batch}.inputs')} "
-                f"--out-dir {shlex.quote(self.root + '/templates/usable')} && ")
+        return (f"{trackfold} train-hits --chains {shlex.quote(self.paths.chains())} "
+                f"--hits {shlex.quote(self.paths.template_hits())} "
+                f"--a3m-list {shlex.quote(self.paths.feature_inputs(wildcards.batch))} "
+                f"--out-dir {shlex.quote(self.paths.usable_hits())} && ")
 
     @property
     def template_db_dir(self) -> str:
@@ -133,14 +142,14 @@ class TrainPlan:
         """``trackfold features``' template options with ``train.templates`` (the usable hits), else empty."""
         if not self.template_db:
             return ""
-        return (f"--templates {shlex.quote(self.template_db_dir)} --template-hits {shlex.quote(self.root + '/templates/usable')} "
-                f"--max-templates {max_templates}")
+        return (f"--templates {shlex.quote(self.template_db_dir)} "
+                f"--template-hits {shlex.quote(self.paths.usable_hits())} --max-templates {max_templates}")
 
     def pack_template_option(self) -> str:
         """``trackfold train-pack``'s template options (empty without ``train.templates``)."""
         if not self.template_db:
             return ""
-        return (f"--template-hits {shlex.quote(self.root + '/templates/hits')} "
+        return (f"--template-hits {shlex.quote(self.paths.template_hits())} "
                 f"--templates {shlex.quote(self.template_db_dir)}")
 
     def targets(self, results: str) -> list[str]:
