@@ -101,8 +101,9 @@ def plot_plddt_per_residue(plddt: Mapping[str, np.ndarray], path: str | Path) ->
 
 
 def plot_distributions(summary: pd.DataFrame, path: str | Path) -> None:
-    """Histograms of mean pLDDT and of MSA Neff across the proteome's proteins."""
-    figure, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4))
+    """Histograms of mean pLDDT, of MSA Neff and of the top template's probability across the proteome's
+    proteins (the template panel says how many have a template at probability ≥ 0.5)."""
+    figure, (left, middle, right) = plt.subplots(1, 3, figsize=(13, 3.4))
     plddt = summary["mean_plddt"].dropna().astype(float)
     if len(plddt):
         left.hist(plddt, bins=np.linspace(0, 100, 21), color="#0053d6", edgecolor="white")
@@ -114,13 +115,23 @@ def plot_distributions(summary: pd.DataFrame, path: str | Path) -> None:
     neff = summary["msa_neff"].dropna().astype(float)
     if len(neff):
         upper = max(float(neff.max()), 2.0)
-        right.hist(neff, bins=np.geomspace(1, upper * 1.01, 21), color="#2a9d8f", edgecolor="white")
-        right.set_xscale("log")
-        right.set_xlabel("Neff")
-        right.set_ylabel("proteins")
+        middle.hist(neff, bins=np.geomspace(1, upper * 1.01, 21), color="#2a9d8f", edgecolor="white")
+        middle.set_xscale("log")
+        middle.set_xlabel("Neff")
+        middle.set_ylabel("proteins")
     else:
-        no_data(right, "no Neff: the MSA stage is not in this run")
-    right.set_title(f"MSA Neff ({len(neff)} proteins)", fontsize=10)
+        no_data(middle, "no Neff: the MSA stage is not in this run")
+    middle.set_title(f"MSA Neff ({len(neff)} proteins)", fontsize=10)
+    probability = summary["top_template_probability"].dropna().astype(float)
+    if len(probability):
+        right.hist(probability, bins=np.linspace(0, 1, 21), color="#e76f51", edgecolor="white")
+        right.set_xlabel("top template probability (exp(-E-value))")
+        right.set_ylabel("proteins")
+        covered = int((probability >= 0.5).sum())
+        right.set_title(f"templates: {covered} of {len(probability)} searched proteins at ≥ 0.5", fontsize=10)
+    else:
+        no_data(right, "no template search in this run")
+        right.set_title("templates", fontsize=10)
     save_figure(figure, path)
 
 
