@@ -3,7 +3,7 @@
 Each stage family owns a ``cli`` module with ``register(subparsers)``; this module only assembles them, so a
 new stage adds its module and its command names to :data:`COMMAND_MODULES` and nothing else here changes.
 A command imports only the module that owns it (the model's modules import torch, the report's matplotlib:
-~1.5 s that every Snakemake job of the search stage would otherwise pay); ``trackfold --help`` imports them
+seconds of imports that every Snakemake job of the search stage would otherwise pay); ``trackfold --help`` imports them
 all. Errors raised on purpose (:class:`~workflow_lib.errors.TrackfoldError`) are printed as one line and exit
 with status 2. Every command ends by logging its own resource use (:data:`RESOURCES_PREFIX`: CPU seconds of the
 process and its children, peak resident memory): the workflow's job logs carry exact CPU, where Snakemake's

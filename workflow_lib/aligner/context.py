@@ -20,14 +20,14 @@ the same admixture τ_i.
 The shipped weights (:data:`DEFAULT_CONTEXT_MODEL`, 13 columns) were fitted by maximum likelihood
 (:func:`workflow_lib.aligner.context_train.fit_context_model`) to the residues that remote homologs place
 in the columns of real MSAs: trackfold's own MSAs of 4,339 PDB chains (``pdb_chains_promod3``, every kind of
-fold) against UniProt-2014 + the Swiss-Prot subsets (one iteration, the fast setting), rows at most 50% identical to the query, chains at least
-90% identical to a Pfam, CATH or SCOP benchmark protein left out (``benchmarks/context_model.py`` refits them and
-writes the provenance next to the weights). On held-out MSAs they predict those residues with 2.406 nats per
-residue, against 2.455 for the Gonnet matrix with the 0.9 admixture; on proteome MSAs of another origin (the
-twelve *E. coli* MSAs against the Swiss-Prot subsets in tests/data, never seen) 2.643 against 2.648. Weights fitted to the *E. coli* MSAs alone
-predicted those better (2.613) but lost remote homologs on the SCOP benchmark (ROC1 0.179 against 0.199 with these
-weights and 0.211 with Gonnet profiles; benchmarks/RESULTS.md): the divergence of prokaryotic proteome
-homologs is not that of folds in general.
+fold) against UniProt-2014 + the Swiss-Prot subsets (one iteration, the fast setting), rows at most 50%
+identical to the query, chains at least 90% identical to a Pfam, CATH or SCOP benchmark protein left out
+(``benchmarks/context_model.py`` refits them and writes the provenance, held-out likelihoods included, next to
+the weights). On held-out MSAs they predict those residues better than the Gonnet matrix with the 0.9
+admixture, and on proteome MSAs of another origin (the twelve *E. coli* MSAs against the Swiss-Prot subsets in
+tests/data, never seen) slightly better. Weights fitted to the *E. coli* MSAs alone predicted those better but
+lost remote homologs on the SCOP benchmark (the shipped weights there: benchmarks/RESULTS.md, "Remote homologs:
+SCOP superfamilies"): the divergence of prokaryotic proteome homologs is not that of folds in general.
 """
 
 from __future__ import annotations

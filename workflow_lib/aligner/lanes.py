@@ -2,8 +2,8 @@
 
 HH-suite3 packs 4 or 8 templates into one SIMD register (Steinegger et al. 2019, BMC Bioinformatics 20:473); here a
 lane axis holds up to :data:`MAX_LANES` targets of similar length. Targets are sorted by length and cut into
-buckets whose lane count keeps one DP row (``Lt × W`` cells) near :data:`LANE_CELLS` (cache-sized; measured
-in ``benchmarks/RESULTS.md``) and, with a backtrace, the ``Lq × Lt × W`` byte matrix under
+buckets whose lane count keeps one DP row (``Lt × W`` cells) near :data:`LANE_CELLS` (a row's buffers stay in
+the L2 cache: benchmarks/RESULTS.md, "Viterbi kernel") and, with a backtrace, the ``Lq × Lt × W`` byte matrix under
 :data:`BACKTRACE_BYTES`. Where the cuts fall is a small optimisation (:func:`min_cost_buckets`): every lane
 is padded to its bucket's longest target, and every bucket pays a fixed cost per DP row (its ~20 NumPy calls),
 so the cuts minimise padded cells plus :data:`ROW_COST_CELLS` per bucket.
@@ -37,10 +37,9 @@ MAX_LANES = 512
 MIN_LANES = 8
 BACKTRACE_BYTES = 96 * 1024 * 1024
 ROW_COST_CELLS = 8192
-"""Fixed cost of one bucket's DP row, in cells. Measured for the Viterbi kernel: ~18 µs of calls against ~5.5 ns
-per cell with a backtrace, ~11 µs against ~2.8 ns without (250-column profile, 300-residue targets), so ~4k
-cells; on the Pfam survivors 4k and 8k cut the same CPU, 2k and 1k more (``benchmarks/RESULTS.md``). The
-gapped stage's Smith–Waterman rows (~18 calls) use the same value."""
+"""Fixed cost of one bucket's DP row, in cells: of the order of the Viterbi kernel's time for its NumPy calls of
+one row over its time per cell (on the Pfam survivors half this value cut the same CPU, smaller ones cost more).
+The gapped stage's Smith–Waterman rows (~18 calls) use the same value."""
 TORCH_ROW_COST_CELLS = 1 << 22
 """On a GPU a row's kernel launches cost far more than its cells: buckets as wide as the limits allow."""
 

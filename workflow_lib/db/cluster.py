@@ -21,10 +21,9 @@ Linclust clusters in time linear in the database size; this module follows Lincl
    centre became someone else's member stays free and later founds or joins another cluster.
 
 Cost: one sort of ``N · m`` hashes and at most ``N · MAX_CENTRES`` pairwise alignments (spread over ``cpus``
-processes; on UniProt-2014 + the Swiss-Prot subsets, 447,873 sequences, one core aligned about a fifth of the
-centres' candidates in 29 CPU-minutes, so about 2.5 CPU-hours in all). Like Linclust, it
-misses pairs that share no kept k-mer, which at 30% identity are many: the clusters are an under-merged
-(conservative) Uniclust30; what matters downstream is that a cluster never mixes unrelated sequences.
+processes). Like Linclust, it misses pairs that share no kept k-mer, which at 30% identity are many: the
+clusters are an under-merged (conservative) Uniclust30; what matters downstream is that a cluster never mixes
+unrelated sequences.
 
 Each accepted member's alignment to its representative is kept as an A3M row (:func:`cluster_rows`), from
 which :mod:`workflow_lib.db.profiles` builds the cluster's profile.

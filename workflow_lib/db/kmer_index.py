@@ -9,9 +9,9 @@ position skipped), as PatternHunter, MMseqs2 and DIAMOND use spaced seeds: ``111
 ``1010011`` (the default, :data:`DEFAULT_SHAPE`) reads residues 0, 2, 5 and 6 of a 7-residue window. The
 weight ``k`` (the number of ``1``) sets the code space (``20**k``) and so the entries per code; the gaps make
 the seeds of one alignment less correlated, so at the same number of seeds more homologous diagonals get one.
-Measured on Pfam (benchmarks/RESULTS.md, "spaced seeds"): ``1010011`` at 5.0 bits (its default,
-:data:`~workflow_lib.search.settings.SPACED_EXTRA_BITS`) gives the same benchmark scores as ``1111`` at 4.5 bits
-from about half the seeds.
+``1010011`` at 5.0 bits (its default, :data:`~workflow_lib.search.settings.SPACED_EXTRA_BITS`) gives the same
+Pfam benchmark scores as ``1111`` at 4.5 bits from fewer seeds (benchmarks/RESULTS.md, "Prefilter: seed shape
+and the banded stage").
 
 Layout (one npz per shard, ``shard_NNN.kmer.npz``, schema :data:`KMER_INDEX`): every window of ``span``
 residues whose shape positions are standard residues (no X) gives the code ``sum(r_t * 20**(k-1-t))`` over
@@ -30,7 +30,7 @@ from workflow_lib.seqio.alphabet import N_AMINO
 
 DEFAULT_K = 4
 """Weight of the default shape: 160,000 codes, so a database of R residues has about R / 160,000 entries per code
-(3-mers: R / 8,000). Contiguous 4-mers at 4.5 bits count 4.6× fewer seeds than 3-mers at 3 bits and lose no
+(3-mers: R / 8,000). Contiguous 4-mers at 4.5 bits count far fewer seeds than 3-mers at 3 bits and lose no
 more of the homologs an exhaustive Viterbi finds (benchmarks/RESULTS.md, "Prefilter: reduction and homologs
 lost")."""
 DEFAULT_SHAPE = "1010011"

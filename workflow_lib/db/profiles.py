@@ -23,11 +23,11 @@ cache), from the cluster's A3M (:func:`~workflow_lib.aligner.profile_from_alignm
 pseudocounts at :data:`DB_ADMIX`: a search touches a few hundred clusters per query, and stored profiles would
 cost about 70 bytes per residue (12 GB for UniProt-2014). The cache is bounded in bytes, not entries
 (:data:`PROFILE_CACHE_BYTES` for the whole database, each shard its equal part: a profile and its score tables
-take about 470 bytes per residue, and a count bound of 50,000 clusters per shard let one search against
-UniProt-2014 grow to 18 GB; a small database such as SCOP's stays whole in the cache). The database side gets lighter pseudocounts than a
-query (admix 0.9): on the SCOP benchmark's first iteration (100 queries, ``benchmarks/remote_homology.py``) a
-database profile at the query's admix 0.9 gave ROC1 0.103 (0.098 with context-specific pseudocounts), at 0.4
-and at 0.05 0.123, with fewer false hits at 0.4.
+take about 470 bytes per residue, and a bound on the count of clusters per shard let one search against
+UniProt-2014 grow to many gigabytes; a small database such as SCOP's stays whole in the cache). The database
+side gets lighter pseudocounts (:data:`DB_ADMIX`) than a query (admix 0.9): on the SCOP benchmark's first
+iteration (``benchmarks/remote_homology.py``) database profiles at the query's admix ranked remote homologs
+lower than lighter ones, and :data:`DB_ADMIX` gave fewer false hits than lighter still.
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ per-state variance; PSICOV shrinks towards the diagonal in the same spirit). The
 alignment's depth, ``clip(10 · (100 / Neff)², 10, 300)`` (:func:`default_shrinkage`; Neff = the sum of the
 rows' weights): a shallow alignment's inverse is mostly noise and needs a strong ridge (at 300 the couplings
 are close to the covariance itself), a deep one's carries the direct couplings. Chosen by measurement on
-training chains (benchmarks/RESULTS.md, "Direct couplings"). The couplings are the
-off-diagonal blocks of ``−C_λ⁻¹``. Where the alignment is shallower than ``qL`` (nearly always: an MSA of
+training chains (benchmarks/RESULTS.md, "Direct couplings: contacts from the alignment alone"). The couplings
+are the off-diagonal blocks of ``−C_λ⁻¹``. Where the alignment is shallower than ``qL`` (nearly always: an MSA of
 N = 1,000 rows for 300 columns has rank ≤ 1,000 against 6,000 dimensions), the Woodbury identity gives them
 without ever forming the ``[qL, qL]`` matrix:
 

@@ -40,7 +40,7 @@ def orthogonal_gaussian_matrix(nb_rows: int, nb_columns: int, *, generator: torc
         gaussian = torch.randn(nb_columns, nb_columns, generator=generator, dtype=torch.float64)
         q, r = torch.linalg.qr(gaussian)
         # Sign-fix so that Q is Haar-distributed; without it rows are not marginally N(0, I) in direction
-        # and the kernel estimate is biased (measured: +8% on exp(q.k/sqrt(d)) for d = 16).
+        # and the kernel estimate of exp(q.k/sqrt(d)) is biased.
         q = q * torch.sign(torch.diagonal(r)).unsqueeze(0)
         blocks.append(q.T)
     matrix = torch.cat(blocks, dim=0)[:nb_rows]

@@ -164,7 +164,8 @@ class Attention(nn.Module):
     Algorithm 7 line 4). ``chunk_size`` bounds memory by processing queries in blocks (logits are
     ``[*, H, chunk, K]`` instead of ``[*, H, Q, K]``); the result is identical. Without autograd (inference)
     the product runs through :func:`fused_attention`, and biases that are all zero (the key mask of an unpadded
-    input) are skipped: 1.6x faster for a 300-residue protein on one CPU thread, same output to float rounding.
+    input) are skipped: the same output to float rounding, in less time (benchmarks/RESULTS.md, "Three-track
+    inference on real proteins (CPU)").
     """
 
     def __init__(self, c_q: int, c_kv: int, c_hidden: int, no_heads: int, gating: bool = True,

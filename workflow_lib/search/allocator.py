@@ -1,27 +1,23 @@
 """Keep freed array memory inside a search process instead of handing it back to the kernel after every query.
 
 The prefilter's seed counting (:func:`workflow_lib.search.diagonals.count_seeds`) allocates and frees a few
-arrays of 50–250 MB per query and shard: the seeds' bins and weights (8 bytes per seed, millions of seeds) and
+large arrays per query and shard: the seeds' bins and weights (8 bytes per seed, millions of seeds) and
 the dense (sequence, diagonal) counts (8 bytes per bin, residues + sequences × query length). glibc serves every
 allocation above its mmap threshold (at most 32 MiB) with a private ``mmap`` and returns it with ``munmap`` when
 NumPy frees it, so the next query faults the same amount of memory in again and the kernel zeroes it page by
-page. On 40 *E. coli* proteins against the 15,351-sequence proteome database that was 15–20 s of system time in
-160 CPU s, nearly all of it under ``count_seeds`` (measured in benchmarks/RESULTS.md).
+page: system time, nearly all of it under ``count_seeds``.
 
 :func:`keep_freed_memory` sets two glibc options for the running process (inherited by forked workers):
 ``M_MMAP_MAX = 0`` serves large blocks from the heap, and ``M_TRIM_THRESHOLD`` (1 GiB) keeps freed heap memory
-for the next query instead of trimming it. Measured: the same hits, system time 15–20 → 2.7 s, CPU −7 to −9%,
-peak RSS unchanged there (812–837 vs 829–838 MB); against 1–16× an archaeal Swiss-Prot set CPU −14 to −26% and
-peak RSS +24 to +99 MiB (freed heap blocks a larger request cannot reuse). The same settings can be given to any process through the
-environment (``MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=...``); when the user has set either variable, it is
-left alone. On other C libraries (macOS, musl) it does nothing.
+for the next query instead of trimming it: the same hits for less system time and CPU, at a peak RSS that can
+grow by the freed heap blocks a larger request cannot reuse. The same settings can be given to any process
+through the environment (``MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=...``); when the user has set either
+variable, it is left alone. On other C libraries (macOS, musl) it does nothing.
 
 The search commands (``trackfold search``, ``msa``, ``search-shard``) call it; library users can too.
 ``trackfold predict`` calls it with :data:`NEVER_TRIM`: the network's activations for one crop are freed and
-allocated again for the next, some 3 GB at L ≈ 300, more than a trim threshold of 1 GiB (or any ``int``,
-the type ``mallopt`` takes) would keep. Measured on the bundled example's longest protein (344 residues, two
-crops, 1 thread): the same output files, wall 69 → 43 s, system time 31 → 7 s, peak RSS 2.8 → 3.5 GB
-(measured in benchmarks/RESULTS.md).
+allocated again for the next, more than a trim threshold of 1 GiB (or any ``int``, the type ``mallopt``
+takes) would keep for a long protein: the same output files for less wall and system time, at a higher peak RSS.
 """
 
 from __future__ import annotations

@@ -26,9 +26,8 @@ from workflow_lib.search.settings import Settings, add_settings_arguments, setti
 def _device_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="numpy",
                         help="where the Viterbi stages run: numpy, a torch device (cuda, cuda:1, cpu), or auto "
-                             "(CUDA when torch sees a GPU, else NumPy); hits are identical on every backend; on a "
-                             "GPU machine's 16 cores the CUDA path used fewer CPU seconds but more wall time than "
-                             "NumPy (benchmarks/RESULTS.md) (default %(default)s)")
+                             "(CUDA when torch sees a GPU, else NumPy); hits are identical on every backend (their "
+                             "cost: benchmarks/RESULTS.md, \"Homology search on a GPU\") (default %(default)s)")
 
 
 def _device(args: argparse.Namespace) -> str | None:

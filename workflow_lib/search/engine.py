@@ -9,9 +9,9 @@ HHblits (Remmert et al. 2012, Nat. Methods 9:173): for each query profile and ea
 1b. its banded Smith–Waterman score (a band of ``band_width`` = 16 diagonals around its best gapless diagonal,
    :func:`workflow_lib.search.gapped.banded_scores_many`) is above ``band_offset + log2(Lq · Lt)`` (6) bits.
    A remote homolog's alignment is split by indels over nearby diagonals, so its best single diagonal can
-   score low; the band sums the pieces. At the same CPU this finds more homologs than HHblits' single
-   pass (measured in benchmarks/RESULTS.md). ``band_gate >= gapless_offset`` turns 1b off (HHblits' stage 1
-   at ``gapless_offset``). The queries of one task share the banded kernel's rows;
+   score low; the band sums the pieces. For no more CPU this finds more homologs than HHblits' single
+   pass (benchmarks/RESULTS.md, "Prefilter: seed shape and the banded stage"). ``band_gate >= gapless_offset``
+   turns 1b off (HHblits' stage 1 at ``gapless_offset``). The queries of one task share the banded kernel's rows;
    Stages 1 and 2 score the profile against a null model with some of the profile's own mean composition
    (``prefilter_composition``, :func:`workflow_lib.search.seeds.prefilter_background`; context-specific
    profiles only, by default), so that targets whose score comes from composition, which step 4 would take
@@ -37,9 +37,8 @@ prefilter only, and this process, the only one that touches the device, aligns t
 the shard in shared buckets (:func:`workflow_lib.aligner.align_pairs`; on CUDA the fused Triton kernel with the
 traceback on the device); the calibration of all queries of a batch is batched the same way
 (:func:`make_queries`). The hits are identical on every backend. (A CUDA context cannot cross ``fork``: the
-worker processes never touch the device.) NumPy is the default because it is the faster one measured on a GPU
-machine's 16 cores (measured in ``benchmarks/RESULTS.md``): the device path used a third fewer CPU seconds
-per query but took longer.
+worker processes never touch the device.) NumPy is the default because the device path, though it saves CPU
+seconds, took more wall time on a GPU machine (benchmarks/RESULTS.md, "Homology search on a GPU").
 """
 
 from __future__ import annotations

@@ -14,14 +14,13 @@ HH-suite use). The HHblits prefilter (Remmert et al. 2012, Nat. Methods 9:173) u
    that grows with the query's length and Neff;
 3. fit μ by maximum likelihood with λ given by :func:`gumbel_lambda` (a per-query λ from a few hundred samples
    is noisy, μ is not; HMMER fixes λ = ln 2 per bit, but for our scores λ is lower for long queries and for
-   MSA profiles, so a fixed ln 2 made E-values of iterated profiles 1.3–1.6× optimistic);
+   MSA profiles, so a fixed ln 2 made E-values of iterated profiles optimistic);
 4. ``E(S, Lt) = N_db · P(x > ·)``, with ``N_db`` the number of sequences in the *whole* database (from the
    manifest), so every shard and an unsharded search give the same E-value for the same hit.
 
-λ and c come from a regression measured on 56 profiles (36 single-sequence Pfam-benchmark queries, 20
-iteration-3 profiles of *E. coli* proteins, 129–895 columns, Neff 1–8.5), scored against 400 random sequences
-at each of 150–2,000 residues, and checked on 9 other profiles against 50,000 random sequences of real database
-lengths each (benchmarks/RESULTS.md, "E-values of iterated profiles").
+λ and c come from a regression on single-sequence Pfam-benchmark queries and iterated *E. coli* MSA profiles,
+each scored against random sequences of many lengths, and were checked on other profiles against random
+sequences of real database lengths (benchmarks/RESULTS.md, "Homology search: E-values").
 
 The random sequences are seeded from the profile's contents only (never the shard or the time), so a search
 is deterministic and sharding does not change any number.
@@ -30,10 +29,10 @@ is deterministic and sharding does not change any number.
 (:data:`DECOY_SAMPLES`) windows of reversed real proteins (:data:`DECOY_POOL_PATH`, built by
 ``benchmarks/calibration_decoys.py``): unrelated sequences that keep the composition and the local structure
 (helix and strand periodicity, low-complexity stretches) of real ones. Context-specific pseudocounts reward that
-local structure in every protein, related or not, so against i.i.d. sequences their μ came out 1.24 bits too low
-on 25 Pfam queries (E-values of unrelated hits ~2.4× optimistic); for Gonnet profiles the two differ by 0.17 bits
-(measured in ``benchmarks/RESULTS.md``). Their score tail is also heavier against real proteins, so with reversed
-decoys step 3 takes λ as :func:`gumbel_lambda` × :data:`REVERSED_LAMBDA_SCALE` (measured in benchmarks/RESULTS.md).
+local structure in every protein, related or not, so against i.i.d. sequences their μ came out too low (E-values
+of unrelated hits optimistic), where for Gonnet profiles the two differ little. Their score tail is also heavier
+against real proteins, so with reversed decoys step 3 takes λ as :func:`gumbel_lambda` ×
+:data:`REVERSED_LAMBDA_SCALE` (benchmarks/RESULTS.md, "E-values of context-specific profiles").
 """
 
 from __future__ import annotations
@@ -51,43 +50,41 @@ LAMBDA = float(np.log(2.0))
 """λ = ln 2 per bit, the value for log2-odds scores of a probabilistic local model (HMMER's choice); the
 default of :func:`fit_mu` and :class:`Calibration`. Searches use :func:`gumbel_lambda` instead."""
 LAMBDA_MODEL = (0.848, -0.016, -0.020)
-"""``λ = a + b log2(Neff) + d log2(Lq)``, least squares on the fitted λ of 56 profiles (residual 0.024, the
-sampling error of λ from 400 scores; λ = 0.69 at a 250-column single sequence, 0.63 at a 550-column MSA)."""
+"""``λ = a + b log2(Neff) + d log2(Lq)``, least squares on the fitted λ of single-sequence and MSA profiles, to
+within the sampling error of λ (benchmarks/RESULTS.md, "Homology search: E-values"); λ = 0.69 at a 250-column
+single sequence, 0.63 at a 550-column MSA."""
 LAMBDA_RANGE = (0.55, 0.80)
-"""Bounds on the modelled λ (the measured profiles span 0.58–0.74)."""
+"""Bounds on the modelled λ (a margin around the λ of the profiles :data:`LAMBDA_MODEL` was fitted on)."""
 SLOPE_MODEL = (-0.237, 0.033, 0.038)
 """``slope = a + b log2(Neff) + d log2(Lq)``: the excess growth of μ per doubling of the target length
-(residual 0.021; 0.05 for a 200-column single sequence, 0.2 for a 550-column MSA)."""
+(fitted with :data:`LAMBDA_MODEL`; 0.05 for a 200-column single sequence, 0.2 for a 550-column MSA)."""
 SLOPE_RANGE = (0.0, 0.35)
 CALIBRATION_MAX_LENGTH = 100
 """Calibration sequences are at most this long: μ extrapolates to other lengths through :func:`length_slope`.
-Measured (benchmarks/RESULTS.md): 10 Pfam and 4 *E. coli* MSA profiles (Neff 2.3–5.7, 101–413
-columns) fitted on 1,024 sequences each at 100, 200 and 400 residues give μ at 400 residues within 0.12 bits
-(mean difference 100 − 400: −0.01 bits), and whole searches calibrated at 100 instead of 200 give the same
-benchmark hits and false-positive counts with 35–45% less calibration CPU (an earlier measurement had found 200 and
-the database mean of 399 equal within 4%)."""
+Fits at 100, 200 and 400 residues predict the same μ at 400 residues within their sampling error
+(benchmarks/RESULTS.md, "Homology search: E-values"), and whole searches calibrated at 100 instead of 200 give
+the same benchmark hits and false-positive counts for less calibration CPU."""
 DECOY_WINDOW_LENGTH = 200
 """Windows of reversed proteins (``calibration = "reversed"``) stay at most 200 residues long: the local structure
-context profiles score in real proteins adds more over longer windows (their μ over i.i.d. μ: +0.94 bits at 200
-residues, +0.66 at 100 on six example proteins), and the reversed calibration was measured at 200."""
+context profiles score in real proteins adds more over longer windows, and :data:`REVERSED_LAMBDA_SCALE` was
+chosen with windows of this length (benchmarks/RESULTS.md, "E-values of context-specific profiles")."""
 REVERSED_LAMBDA_SCALE = 0.9
 """λ of a profile calibrated on reversed proteins (``calibration = "reversed"``, the context-specific profiles'
 default) is :func:`gumbel_lambda` times this. Context profiles score real unrelated proteins with a heavier tail
-than i.i.d. sequences (λ 0.43 on reversed proteins against 0.64 on i.i.d. ones, 12 Pfam queries, measured in
-benchmarks/RESULTS.md), so μ fitted on reversed proteins with the i.i.d. λ left E-values ~2.5× optimistic at E ≤ 1
-on the whole Pfam benchmark (14 false pairs where 5.6 are expected), while λ fitted on the reversed proteins
-themselves made them ~7× conservative and lost pairs. On the whole Pfam benchmark 0.9 gives 4 / 47 false pairs at E
-≤ 1 / 10 (expected 5.6 / 56) and 0.8 gives 1 / 28 (measured in benchmarks/RESULTS.md, with CATH as the check)."""
+than i.i.d. sequences, so μ fitted on reversed proteins with the i.i.d. λ left E-values optimistic on the whole
+Pfam benchmark, while λ fitted on the reversed proteins themselves made them conservative and lost pairs. With
+this scale the false pairs stay near their expectation; a smaller one loses pairs (benchmarks/RESULTS.md,
+"E-values of context-specific profiles", with CATH as the check)."""
 CALIBRATION_SAMPLES = 128
 """Random sequences per calibration. With λ given, the maximum-likelihood μ has a standard error of
 ``1 / (λ √N)`` ≈ 0.13 bits at N = 128 (E-values within ×1.09 at one standard error; HMMER calibrates with
-200); 256 halved the error to 0.09 bits for twice the cost, which was a third of the search time."""
+200); 256 cuts the error to 0.09 bits for twice the calibration's cost, a large share of the search time."""
 DECOY_SAMPLES = 64
 """Windows of reversed proteins per calibration (``calibration = "reversed"``). They are twice as long as the
 i.i.d. sequences (:data:`DECOY_WINDOW_LENGTH`), so 64 of them hold the residues of 128 i.i.d. ones and cost the
 same; μ's standard error is ≈ 0.2 bits (E-values within ×1.13 at one standard error). On the whole Pfam
-benchmark 64 instead of 128 cut the context search's CPU by 10% (363 → 327 s) with the same ROC AUC (0.9593
-against 0.9591) and false pairs (4 / 27 against 3 / 28 at E ≤ 1 / 10) (measured in benchmarks/RESULTS.md)."""
+benchmark 64 instead of 128 cost less CPU for the same ROC AUC and false pairs; fewer windows change the result
+no more than another draw of them (benchmarks/RESULTS.md, "Homology search: settings measured and not taken")."""
 
 
 def calibration_samples(calibration: str, samples: int | None = None) -> int:
@@ -171,7 +168,7 @@ def random_sequences(background: np.ndarray, mean_length: float, count: int, see
     """``count`` i.i.d. sequences from ``background``, each :func:`calibration_length` (``mean_length``) long.
 
     Scores at other lengths are brought to this one by :meth:`Calibration.corrected`; a log-normal spread of
-    lengths gave the same μ at 1.8× the cells (lane padding)."""
+    lengths gave the same μ for more cells (the lanes' padding)."""
     return iid_sequences(background, calibration_length(mean_length), count, seed)
 
 

@@ -28,9 +28,9 @@ def prefilter_background(emissions: np.ndarray, background: np.ndarray, weight: 
     with ``f`` alone and passed targets whose score came from composition, which the correction then removed.
     HMMER's MSV filter is followed by a bias filter for the same reason (Eddy 2011, *PLoS Comput Biol*
     7:e1002195, "bias filter"). Context-specific profiles need it most: their mean emissions stray further from
-    ``f`` (Kullback–Leibler divergence 0.07 bits against 0.01 for Gonnet profiles of single sequences), and
-    64% of their prefilter survivors were never reported (survivors 2.7× the default's, 1.1× with w = 0.5).
-    ``weight = 0`` gives ``f`` back."""
+    ``f`` than those of Gonnet profiles, and without it most of their prefilter survivors were never reported.
+    ``weight = 0`` gives ``f`` back (the weight searches use:
+    :data:`~workflow_lib.search.settings.CONTEXT_PREFILTER_COMPOSITION`)."""
     background = np.asarray(background, dtype=np.float64)
     if weight == 0.0:
         return background

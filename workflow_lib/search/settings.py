@@ -4,8 +4,8 @@ Three frozen dataclasses, from the user's view down to the engine's:
 
 - :class:`Settings`: what a user chooses (the ``trackfold search`` / ``msa`` options and the workflow's
   ``search`` section have the same names). Its defaults are the product's: context-specific pseudocounts and the
-  sensitive prefilter (benchmarks/RESULTS.md, "peers": level with hhblits on the Pfam benchmark at jackhmmer
-  -N 3's CPU). :data:`PRESETS` names it ``default`` and the cheaper ``fast`` one.
+  sensitive prefilter (against hhblits and jackhmmer: benchmarks/RESULTS.md, "Homology search: the whole Pfam
+  benchmark"). :data:`PRESETS` names it ``default`` and the cheaper ``fast`` one.
 - :class:`MsaSettings` (:attr:`Settings.msa`): iterations, inclusion, filters and pseudocounts of the
   iterative MSA assembly (:mod:`workflow_lib.search.iterative`).
 - :class:`SearchSettings` (:attr:`Settings.search`): the thresholds of the search passes
@@ -40,31 +40,31 @@ PSEUDOCOUNTS = ("substitution", "context")
 
 KMER_BITS_PER_EXTRA_RESIDUE = 1.5
 """Default seed threshold: a query window seeds a database k-mer when its profile score is at least
-``1.5 · (k - 1)`` bits (:func:`default_kmer_threshold`): 3 bits for 3-mers, 4.5 for 4-mers. Measured with
-single-sequence profiles against an exhaustive Viterbi (benchmarks/RESULTS.md, "Prefilter: reduction and
-homologs lost"): 4-mers at 4.5 bits lose no more of the homologs Viterbi finds than 3-mers at 3 bits (Pfam 1.0%
-at E ≤ 10, CATH the same), and count 4.4–4.6× fewer seeds, which is what the prefilter's cost grows with."""
+``1.5 · (k - 1)`` bits (:func:`default_kmer_threshold`): 3 bits for 3-mers, 4.5 for 4-mers. 4-mers at 4.5 bits
+lose no more of the homologs an exhaustive Viterbi finds than 3-mers at 3 bits, and count far fewer seeds, which
+is what the prefilter's cost grows with (benchmarks/RESULTS.md, "Prefilter: reduction and homologs lost")."""
 SPACED_EXTRA_BITS = 0.5
 """A spaced shape's seeds (:mod:`~workflow_lib.db.kmer_index`) start this many bits higher: 5.0 bits for
-the default ``1010011``, about half the seeds of contiguous 4-mers at 4.5 bits. Measured (benchmarks/RESULTS.md,
-"spaced seeds"): the same Pfam benchmark scores (ROC AUC 0.953, 1,210 pairs) and 11% less CPU for a proteome
-``search_shard`` job; at 5.5 bits (3.5× fewer seeds) the first round passes as many labelled homologs, but the
-iterated search lost 8 Pfam pairs."""
+the default ``1010011``. Its seeds of one alignment at different offsets are less correlated than overlapping
+contiguous ones, so at this threshold it keeps the Pfam benchmark's scores with fewer seeds than contiguous
+4-mers at 4.5 bits, and a proteome ``search_shard`` job costs less (benchmarks/RESULTS.md, "Prefilter: seed
+shape and the banded stage"); a higher threshold passes as many labelled homologs in the first round but loses
+pairs in the iterated search."""
 DIAGONALS_PER_TARGET = 4
 """Diagonals scored exactly per target by the fast prefilter: the ones with the highest summed seed scores."""
 SENSITIVE_KMER_SLACK = 0.5
 """The sensitive seed threshold is this many bits below the fast one (2.5 bits for 3-mers, 4 for 4-mers)."""
 SEED_BUDGET = 32_000.0
 """The seed budget of iteration 1 of the default (sensitive) search: at most this many seeds per query column over
-the whole database (:attr:`SearchSettings.seed_budget`). Against UniProt-2014 (170 M residues) the 5.0-bit
-threshold counts about 220,000 per column; the budget keeps the strongest, about what 6.5 bits would (RESULTS
-"Homology search: E. coli against UniProt-2014"). Databases below about 25 M residues never reach it: the
-benchmarks on Pfam, CATH and SCOP search exactly as without a budget."""
+the whole database (:attr:`SearchSettings.seed_budget`). Against UniProt-2014 the 5.0-bit threshold counts
+many times that; the budget keeps the strongest, as a higher threshold would (benchmarks/RESULTS.md, "Homology
+search: E. coli against UniProt-2014 (cost, depth, Neff)"). Small databases never reach it: the benchmarks on
+Pfam, CATH and SCOP search exactly as without a budget."""
 FAST_SEED_BUDGET = 16_000.0
-"""The fast setting's seed budget (``--no-sensitive``, every iteration): half of :data:`SEED_BUDGET`. Measured
-with the fast setting on 100 *E. coli* proteins against UniProt-2014 (benchmarks/RESULTS.md, "the seed budget
-against UniProt-2014"): 0.87× the CPU of 32,000 for MSAs 3% shallower on average (median the same, Neff 0.5%
-lower; the rows lost are in the deepest MSAs). Databases below about 12 M residues never reach it."""
+"""The fast setting's seed budget (``--no-sensitive``, every iteration): half of :data:`SEED_BUDGET`, for less
+CPU against a large database at the cost of slightly shallower MSAs, the rows lost being in the deepest ones
+(benchmarks/RESULTS.md, "Homology search: the seed budget against UniProt-2014"). Small databases never reach
+it."""
 FIRST_ITERATION_PREFILTER = {"kmer_slack": 0.0, "diagonals_per_target": DIAGONALS_PER_TARGET,
                              "gapless_offset": BAND_SURE_PASS_BITS, "seed_budget": SEED_BUDGET}
 """Iteration 1 of the default (sensitive) iterated search, and the profile database's fast prefilter: the fast
@@ -75,15 +75,16 @@ SENSITIVE_PREFILTER = {"kmer_slack": SENSITIVE_KMER_SLACK, "diagonals_per_target
                        "seed_budget": 2 * SEED_BUDGET}
 """The sensitive prefilter (``--sensitive``, ``search.sensitive``, the default): more seeds (threshold 0.5 bits
 lower), 8 diagonals scored per target and the gapless pass at ``log2(Lq · Lt)`` bits instead of HHblits'
-``2.5 + log2(Lq · Lt)``, with twice the seed budget (0.5 bits lower is about twice the seeds). Each of the three recovers homologs the fast prefilter drops (benchmarks/RESULTS.md,
-"where the remaining misses are lost"). An iterated search uses it from iteration 2 on (iteration 1 keeps
-:data:`FIRST_ITERATION_PREFILTER`, :attr:`SearchSettings.first_iteration_prefilter`). 8 diagonals rather than 16: on the
-whole Pfam benchmark with context profiles the same 4,828 pairs and ROC AUC for 12% less CPU; 4 lost 3 pairs
-(measured in benchmarks/RESULTS.md)."""
+``2.5 + log2(Lq · Lt)``, with twice the seed budget (the lower threshold counts more seeds). Each of the three
+recovers homologs the fast prefilter drops before the Viterbi (benchmarks/RESULTS.md, "Prefilter: seed shape and
+the banded stage"). An iterated search uses it from iteration 2 on (iteration 1 keeps
+:data:`FIRST_ITERATION_PREFILTER`, :attr:`SearchSettings.first_iteration_prefilter`). 8 diagonals rather than
+16 or 4: 16 found no more pairs for more CPU, 4 lost pairs (benchmarks/RESULTS.md, "Homology search: settings
+measured and not taken")."""
 CONTEXT_PREFILTER_COMPOSITION = 0.5
 """The prefilter's composition weight (:func:`workflow_lib.search.seeds.prefilter_background`) for
-context-specific profiles: chosen on the whole Pfam benchmark among 0.3, 0.5, 0.75 and 1 (measured in
-benchmarks/RESULTS.md); Gonnet profiles use 0."""
+context-specific profiles: chosen on the whole Pfam benchmark among 0.3, 0.5, 0.75 and 1; Gonnet profiles,
+which lose pairs with it, use 0 (benchmarks/RESULTS.md, "Homology search: settings measured and not taken")."""
 WORKFLOW_MAX_EVALUE = 1.0
 """The workflow's ``search.max_evalue``: its per-shard hits tables keep hits up to this E-value, where the
 command line reports up to :attr:`Settings.max_evalue` (10). Only the tables differ: the MSAs include hits at
@@ -269,10 +270,11 @@ class Settings:
         iterated search keeps the fast prefilter's values for the knobs not given
         (:attr:`SearchSettings.first_iteration_prefilter`). Iteration 1 searches with the query sequence alone,
         and only its hits at the inclusion E-value (1e-3) shape what follows; the homologs the sensitive
-        prefilter adds are weak ones. On the Pfam benchmark the deferred sensitive search finds the same pairs at
-        the same ROC AUC for a quarter less CPU (measured in benchmarks/RESULTS.md). A query that converges in
-        iteration 1 is searched again with the sensitive prefilter (:func:`~workflow_lib.search.iterative.msa_step`),
-        so every query's last search is a sensitive one. Reports up to ``max(max_evalue, inclusion_evalue)``."""
+        prefilter adds are weak ones. On the Pfam benchmark the deferred sensitive search finds the same pairs
+        for less CPU than the sensitive prefilter in every iteration (benchmarks/RESULTS.md, "Homology search:
+        settings measured and not taken"). A query that converges in iteration 1 is searched again with the
+        sensitive prefilter (:func:`~workflow_lib.search.iterative.msa_step`), so every query's last search is a
+        sensitive one. Reports up to ``max(max_evalue, inclusion_evalue)``."""
         base = SENSITIVE_PREFILTER if self.sensitive else FAST_PREFILTER
         given = {"kmer_threshold": self.kmer_threshold, "diagonals_per_target": self.diagonals_per_target,
                  "gapless_offset": self.gapless_offset, "band_gate": self.band_gate, "band_offset": self.band_offset,
@@ -304,8 +306,9 @@ PRESETS = {
 }
 """Named settings (the search benchmark's trackfold variants, benchmarks/search_bench/tools.py). ``default``: the
 product's (context pseudocounts, the sensitive prefilter). ``fast`` (``--no-sensitive --pseudocounts
-substitution``; the library's defaults before the sensitive search became the default): 1/2 the CPU on Pfam and
-1/2.7 on E. coli proteins, 0.006 lower ROC AUC on Pfam (benchmarks/RESULTS.md, "peers"). ``sensitive``
+substitution``; the library's defaults before the sensitive search became the default): less CPU, fewer
+homologs (benchmarks/RESULTS.md, "Homology search: the whole Pfam benchmark" and "Homology search: proteome
+scale (E. coli through Snakemake)"). ``sensitive``
 (``--sensitive --pseudocounts substitution``) and ``context`` (``--no-sensitive --pseudocounts context``): one
 of the default's two choices each."""
 DEFAULT = PRESETS["default"]
@@ -350,11 +353,9 @@ def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
                        help=f"sensitive prefilter: seeds {sensitive['kmer_slack']} bits below the fast one, "
                             f"{sensitive['diagonals_per_target']} diagonals per target, gapless pass at "
                             f"{sensitive['gapless_offset']} + log2(Lq*Lt) bits, from iteration 2 on when "
-                            f"iterating (with --pseudocounts context: level with hhblits on the Pfam benchmark at "
-                            f"jackhmmer -N 3's CPU); --no-sensitive: the fast prefilter (with --pseudocounts "
-                            f"substitution 1/2 the CPU on Pfam and 1/2.7 on E. coli proteins, 0.006 lower ROC AUC on "
-                            f"Pfam); a value given with "
-                            f"the options below holds in every iteration (default: "
+                            f"iterating; --no-sensitive: the fast prefilter, cheaper and less sensitive "
+                            f"(benchmarks/RESULTS.md, \"Homology search: the whole Pfam benchmark\"); a value given "
+                            f"with the options below holds in every iteration (default: "
                             f"{'sensitive' if default.sensitive else 'no-sensitive'})")
     group.add_argument("--kmer-threshold", type=float, default=default.kmer_threshold,
                        help=f"prefilter seed threshold in bits (default: 1.5 * (k - 1) for the database's k-mers, "
@@ -381,14 +382,15 @@ def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
                             f"database; beyond it only the strongest seed, as a higher threshold would (the cost "
                             f"of seeding stops growing with the database; 0: no budget) (--no-sensitive: "
                             f"{fast['seed_budget']:.0f}; --sensitive: {SEED_BUDGET:.0f} in iteration 1, "
-                            f"{sensitive['seed_budget']:.0f} from iteration 2 on; databases below about 12 M residues "
-                            f"never reach it)")
+                            f"{sensitive['seed_budget']:.0f} from iteration 2 on; small databases never reach it: "
+                            f"benchmarks/RESULTS.md, \"Homology search: the seed budget against UniProt-2014\")")
     group.add_argument("--max-sequences", type=int, default=default.max_sequences,
                        help="cap on MSA sequences after filtering (default %(default)s)")
     group.add_argument("--pseudocounts", choices=PSEUDOCOUNTS, default=default.pseudocounts,
                        help="emission pseudocounts of the searched profiles: the Gonnet substitution matrix, or "
                             "context-specific ones predicted from the 13 columns around each column (more remote "
-                            "homologs for about 1.15x the CPU, see benchmarks/RESULTS.md) (default %(default)s)")
+                            "homologs for more CPU: benchmarks/RESULTS.md, \"Homology search: the whole Pfam "
+                            "benchmark\") (default %(default)s)")
     group.add_argument("--context-model", default=default.context_model,
                        help="with --pseudocounts context: the model's .npz (default: the shipped one)")
     group.add_argument("--calibration", choices=("auto",) + CALIBRATIONS, default=default.calibration,

@@ -14,10 +14,11 @@ candidates of the sequence search's gapless prefilter (:func:`~workflow_lib.sear
 the query profile's k-mer seeds against the templates' profile sequences, the best diagonals of each template
 scored exactly) reach the Viterbi stage, at the *sensitive* search setting's thresholds (0.5 bits of seed slack,
 8 diagonals per template, pass above 0 + log2(Lq · Lt) bits) and at most ``max_candidates`` of them, best
-gapless score first. A full Viterbi scan of 20,000 PDB chains costs about 104 s per query on one core, the
-prefiltered search 3.8 s with the same hits (:data:`DEFAULT_MAX_CANDIDATES`); E-values
-still count every template of the database (``db_size``), so they keep their meaning. ``prefilter=False`` (or
-``trackfold templates search --no-prefilter``) scans every template.
+gapless score first. Against the PDB the prefiltered search keeps the hits of a full Viterbi scan in a
+fraction of its time (:data:`DEFAULT_MAX_CANDIDATES`; benchmarks/RESULTS.md, "Template search: prefilter
+against a full scan of 19,887 PDB chains"); E-values still count every template of the database (``db_size``),
+so they keep their meaning. ``prefilter=False`` (or ``trackfold templates search --no-prefilter``) scans every
+template.
 
 - ``identity``: aligned pairs with the same residue / aligned columns (query residue vs template profile
   sequence residue; X never counts as identical);
@@ -55,9 +56,9 @@ DEFAULT_MIN_ALIGNED = 10
 PREFILTER_MIN_TEMPLATES = 1000
 """Template databases up to this size are scanned by Viterbi in full; larger ones are prefiltered."""
 DEFAULT_MAX_CANDIDATES = 300
-"""Prefilter candidates (best gapless scores) passed to the Viterbi stage per query: on 16 queries against 19,887
-PDB chains, 300 kept every hit of a full scan (185 at E <= 1) at 1/27 of its time; 100 lost one, 1,000 cost
-twice as much (benchmarks/template_prefilter.py)."""
+"""Prefilter candidates (best gapless scores) passed to the Viterbi stage per query: against PDB chains this
+many kept every hit of a full scan, fewer lost hits and more cost time for none gained (benchmarks/RESULTS.md,
+"Template search: prefilter against a full scan of 19,887 PDB chains")."""
 QUERY_ONLY = frozenset("ID")
 TEMPLATE_ONLY = frozenset("JG")
 
