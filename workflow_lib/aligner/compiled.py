@@ -5,7 +5,7 @@ targets at once as in HH-suite3, Steinegger et al. 2019, BMC Bioinformatics 20:4
 Same layout as the NumPy kernel: rows are query columns i, each row an int32 array ``[Lt + 1, W]`` over target
 positions l and W lanes (targets of similar length, lanes contiguous). The innermost loop runs over the lanes,
 which LLVM turns into SIMD instructions (8 int32 lanes per AVX2 instruction), as HH-suite packs targets into
-one register. Compiled, a row costs no fixed ~20 µs of NumPy calls, and the in-row I chain is the plain
+one register. Compiled, a row costs no fixed overhead of NumPy calls, and the in-row I chain is the plain
 recurrence ``I(l) = max(M(l−1) + t.MI, I(l−1) + t.II)`` instead of doubling scans, so every I value is exact
 (the NumPy kernel leaves I below its true value in cells no optimal path reads: scores and alignments are the
 same, a few backtrace bits of such cells may differ).
@@ -38,11 +38,11 @@ def _make_kernel(numba, backtrace: bool):
     """The kernel, compiled for one value of ``backtrace`` (a closure constant: the other branch is gone).
 
     Per row i: an M + I pass over l, then a D pass; the innermost loops run over the lanes with selects only,
-    which LLVM vectorises. What kept it from vectorising (several times slower): DP buffers passed in as
-    arguments or a row split into functions (LLVM cannot rule out overlaps), the in-row left neighbours read
-    from the row being written (hence the ``m_left``/``i_left`` lane buffers), and
-    the best cell tracked inside the lane loop (hence a lane maximum per row, and the column of a better row
-    maximum looked up after the row: a lane improves in few rows)."""
+    which LLVM vectorises. What kept it from vectorising (several times slower: benchmarks/RESULTS.md,
+    "Homology search: compiled CPU kernels"): DP buffers passed in as arguments or a row split into functions
+    (LLVM cannot rule out overlaps), the in-row left neighbours read from the row being written (hence the
+    ``m_left``/``i_left`` lane buffers), and the best cell tracked inside the lane loop (hence a lane maximum
+    per row, and the column of a better row maximum looked up after the row: a lane improves in few rows)."""
 
     @numba.njit(nogil=True, cache=True, boundscheck=False, error_model="numpy")
     def kernel(emission, transitions, residues, bt, best, best_i, best_l):

@@ -1,4 +1,4 @@
-"""Read and write HH-suite ``.hhm`` text profiles (format of ``hhmake`` 3.x, e.g. ``shared/data/hhsuite_examples/query.hhm``).
+"""Read and write HH-suite ``.hhm`` text profiles (the format ``hhmake`` 3.x writes).
 
 Layout: header lines (``HHsearch 1.5``, ``NAME``, ``LENG``, ``NEFF`` ...), an optional ``SEQ`` block of FASTA
 records (``>ss_pred``, ``>ss_conf``, ``>Consensus``, then the member sequences) ended by ``#``, the ``NULL`` line

@@ -26,7 +26,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from workflow_lib.aligner.profile import Profile
-from workflow_lib.aligner.scores import HHSUITE_SHIFT, SCALE, Hit, PairScores, SequenceScores, pair_scores, sequence_scores
+from workflow_lib.aligner.scores import (HHSUITE_SHIFT, SCALE, Hit, PairScores, SequenceScores, pair_scores,
+                                         sequence_scores)
 from workflow_lib.aligner.torch_kernels import (NUMPY, TORCH_BACKTRACE_BYTES, TORCH_LANE_CELLS, TORCH_MAX_LANES,
                                                 align_lane_batch_torch, align_mixed_batch_torch, resolve_device)
 from workflow_lib.aligner.viterbi_hmm import align_template_batch

@@ -14,8 +14,7 @@ Sources of the constants
     ACDEFGHIKLMNPQRSTVWY; ``tests/test_aligner_profile.py`` checks every value against Biopython's copy
     (``substitution_matrices.load("GONNET1992")``).
 ``HHSUITE_NULL_MILLIBITS`` / ``HHSUITE_BACKGROUND``
-    The null model of HH-suite 3 (the ``NULL`` line every ``hhmake`` profile carries, e.g.
-    ``shared/data/hhsuite_examples/query.hhm``), i.e. the marginals of HH-suite's Gonnet joint-probability
+    The null model of HH-suite 3 (the ``NULL`` line every ``hhmake`` profile carries), i.e. the marginals of HH-suite's Gonnet joint-probability
     matrix, in -1000·log2(p). This is our default f(a): profiles built by ``hhmake`` and scored by ``hhalign``
     use the same null model, so scores are comparable.
 ``ROBINSON_BACKGROUND``

@@ -3,12 +3,11 @@ HH-suite3, Steinegger et al. 2019, BMC Bioinformatics 20:473; recurrences, tie-b
 :mod:`workflow_lib.aligner.reference` and :mod:`workflow_lib.aligner.torch_kernels`).
 
 The torch kernel issues ~30 tensor operations per DP row, each reading and writing whole ``[Lt, W]`` rows of
-device memory: on an H100 it ran at 1 GCUPS score-only and 0.3 with backtrace (``benchmarks/RESULTS.md``,
-"Homology search on a GPU"). Here one GPU thread owns one lane and walks its DP matrix row by row, cell by
-cell, with the diagonal and left neighbours in registers; only the previous row's M, I, D values go through
-memory (one load and one store each per cell, contiguous across the lanes of a block), plus the residue code,
-its emission score, and the backtrace byte when asked for. Lanes may use different profiles (``lane_profile``), so one
-launch serves the pairs of many queries.
+device memory (both kernels' speed: benchmarks/RESULTS.md, "Homology search on a GPU"). Here one GPU thread
+owns one lane and walks its DP matrix row by row, cell by cell, with the diagonal and left neighbours in
+registers; only the previous row's M, I, D values go through memory (one load and one store each per cell,
+contiguous across the lanes of a block), plus the residue code, its emission score, and the backtrace byte when
+asked for. Lanes may use different profiles (``lane_profile``), so one launch serves the pairs of many queries.
 
 The I state runs as the plain recurrence ``I(i, l) = max(M(i, l−1) + MI, I(i, l−1) + II)``, equal in integers
 to the torch kernel's cummax form (ties keep M, i.e. the "I came from I" bit is set only when the chain is

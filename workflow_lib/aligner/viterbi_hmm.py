@@ -22,9 +22,8 @@ prediction ρ with confidence c, and
 predicted; the numbers are frequencies from PSIPRED runs on SCOP domains.
 HH-suite 3 hard-codes them in its source (``hhmatrices.cpp``, GPL-3; ``hhalign -ssm 2 -ssw 0.11 -ssa 1`` by
 default: scored during the alignment, weight 0.11 on the log-odds, the PSIPRED confusion matrix unmixed).
-``shared/data`` does not carry those statistics, PSIPRED is not available to derive them (``shared/data``
-has one ``.ss2`` file), and copying HH-suite's GPL tables into this code base is a licensing decision, not an
-engineering one. So ``Profile.ss_pred`` / ``ss_conf`` (read from ``.hhm`` / A3M ``>ss_pred``, ``>ss_conf``) are
+trackfold's data do not carry those statistics, PSIPRED is not available to derive them, and copying
+HH-suite's GPL tables into this code base is a licensing decision, not an engineering one. So ``Profile.ss_pred`` / ``ss_conf`` (read from ``.hhm`` / A3M ``>ss_pred``, ``>ss_conf``) are
 carried but not scored, and the HH-suite agreement tests run ``hhalign -ssm 0`` (the comparable setting; the
 ``.hhm`` files there carry no SS anyway). With a table, the score is one lookup per (i, j) added to the column
 score block ``S`` below, before the Viterbi (for every MM state, as HH-suite's ``-ssm 2``).

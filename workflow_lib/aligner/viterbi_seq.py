@@ -6,9 +6,9 @@ The recurrences are those of :mod:`workflow_lib.aligner.reference`. Layout: the 
 boundary) and W lanes = targets of similar length packed side by side, lanes contiguous. Per row:
 
 - M: the emission scores of all lanes are gathered at once from the row's 22-entry table (``np.take`` with
-  ``mode="wrap"``: every code is in range, and wrap is NumPy's cheapest index mode, ~40% faster than ``"clip"``)
+  ``mode="wrap"``: every code is in range, and wrap is NumPy's cheapest index mode)
   with the M->M transition out of the row folded in; the predecessors are combined with in-place maxima and the
-  local start as ``A = max(g, g + X)`` (two array-array passes; an int32 maximum with a scalar is ~3× slower);
+  local start as ``A = max(g, g + X)`` (two array-array passes; an int32 maximum with a scalar is slower);
 - D depends on the previous row only (two ops, updated in place);
 - I is the in-row chain ``I(l) = max(M(l-1) + t.MI, I(l-1) + t.II)`` with a constant step t.II, kept in the
   shifted form ``B = I − l·t.II`` where the chain is a plain cumulative maximum. Only I values with
@@ -47,7 +47,7 @@ PACK_ROWS = 8
 FULL_RAMP_WIDTH = 16
 """Buckets with fewer lanes add the in-row ramps as full ``[Lt, W]`` rows (a multiply and an add with scalars,
 then an array add) instead of a broadcast ``[Lt, 1]`` column: NumPy runs a column broadcast as one inner loop
-of W elements per position, 26–32 µs for 12k cells at W = 2–4 against ~3 µs per full pass."""
+of W elements per position, several times slower than a full pass when W is small."""
 
 
 LANE_MAX_FOLD = 8
@@ -55,8 +55,8 @@ LANE_MAX_FOLD = 8
 
 
 reduce_max = np.maximum.reduce
-"""The ufunc's reduction, called directly: ``ndarray.max`` goes through two Python-level wrappers (~1 µs a call,
-several calls per DP row)."""
+"""The ufunc's reduction, called directly: ``ndarray.max`` goes through two Python-level wrappers (a fixed cost per
+call, several calls per DP row)."""
 
 
 def padded_length(n_positions: int) -> int:
@@ -70,9 +70,9 @@ def lane_max(values: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``values.max(axis=0)`` for a C-contiguous ``[n, W]`` array, faster when W is small.
 
     NumPy reduces over the first axis with one inner loop of W elements per position, so a bucket of a few
-    long targets (W = 8, n = 1,100) pays ~27 ns per position. Viewed as ``[n / 8, 8 · W]`` the inner loops are
-    8× longer, and the last ``[8, W]`` maxima are a second, tiny reduction: 2–3× faster for W ≤ 40, the same
-    at W = 160 (measured). Maxima are exact, so the result is identical.
+    long targets (W = 8) pays that loop's fixed cost at every position. Viewed as ``[n / 8, 8 · W]`` the inner
+    loops are 8× longer, and the last ``[8, W]`` maxima are a second, tiny reduction: faster for narrow buckets,
+    the same for wide ones. Maxima are exact, so the result is identical.
     """
     n, width = values.shape
     if n % LANE_MAX_FOLD or n == LANE_MAX_FOLD or not values.flags.c_contiguous:
@@ -92,7 +92,7 @@ def chain_steps(excess: int, step: int, n_positions: int) -> int:
     the scan the full cumulative maximum.
 
     A blocked full scan for rows needing more than 8 steps was measured and not taken: its strided passes cost
-    2–2.5× more than 9–11 contiguous doubling passes.
+    more than the 9–11 contiguous doubling passes it would replace.
     """
     if excess <= 0:
         return 0
@@ -291,8 +291,7 @@ def _pack_seq_byte(out: np.ndarray, scratch: np.ndarray, m_beats_i: np.ndarray, 
     np.maximum(out, scratch, out=out)
     np.subtract(stop.view(np.uint8), 1, out=scratch)  # 0 where STOP, 255 elsewhere
     np.bitwise_and(out, scratch, out=out)
-    # the bits by multiplication: NumPy's uint8 left_shift has no vectorised loop (29 µs against 2 µs for 120k
-    # bytes, measured)
+    # the bits by multiplication: NumPy's uint8 left_shift has no vectorised loop (many times slower)
     np.multiply(from_i.view(np.uint8), 1 << 2, out=scratch)
     np.bitwise_or(out, scratch, out=out)
     np.multiply(from_d.view(np.uint8), 1 << 3, out=scratch)

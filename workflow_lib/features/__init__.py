@@ -34,7 +34,8 @@ from workflow_lib.features.templates import DEFAULT_MAX_TEMPLATES, read_hits, te
 
 __all__ = [
     "DEFAULT_MAX_SEQS", "DEFAULT_MAX_STATS_SEQS", "DEFAULT_MAX_TEMPLATES", "apc", "build_features",
-    "coevolution_features", "coupling_features", "msa_features", "raw_coevolution", "read_features", "read_hits", "sample_rows",
+    "coevolution_features", "coupling_features", "msa_features", "raw_coevolution", "read_features", "read_hits",
+    "sample_rows",
     "sampling_order", "sequence_weights", "template_features", "weighted_profile",
     "write_features",
 ]

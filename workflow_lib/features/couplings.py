@@ -21,7 +21,8 @@ are the off-diagonal blocks of ``−C_λ⁻¹``. Where the alignment is shallowe
 N = 1,000 rows for 300 columns has rank ≤ 1,000 against 6,000 dimensions), the Woodbury identity gives them
 without ever forming the ``[qL, qL]`` matrix:
 
-    C_λ⁻¹ = (1/λ) (I − Uᵀ (λ I_N + U Uᵀ)⁻¹ U)   so, for i ≠ j,   J_ij = (1/λ) U_iᵀ M U_j,  M = (λ I_N + U Uᵀ)⁻¹
+    C_λ⁻¹ = (1/λ) (I − Uᵀ (λ I_N + U Uᵀ)⁻¹ U)
+    so, for i ≠ j,   J_ij = (1/λ) U_iᵀ M U_j,  M = (λ I_N + U Uᵀ)⁻¹
 
 With the eigendecomposition ``U Uᵀ = Q diag(e) Qᵀ`` and ``V = diag((λ + e)^-½) Qᵀ U`` (``[N, qL]``),
 ``J_ij = (1/λ) V_iᵀ V_j``. Each block is put in the zero-sum gauge (rows and columns centred over the q

@@ -27,7 +27,8 @@ States
 Sequence weights (:func:`sequence_weights`)
     ``w_n = 1 / |{m : id(n, m) ≥ ⌈0.8·L⌉}|`` where ``id(n, m)`` counts the columns in which the two rows
     have the same state, gap = gap included (the convention of trRosetta's ``reweight``, which differs only
-    by a strict ``>`` at the threshold; ``m = n`` counts, so ``w_n ≤ 1``). Neff = Σ w_n, so ``1 ≤ Neff ≤ N``. Computed as block one-hot matrix products
+    by a strict ``>`` at the threshold; ``m = n`` counts, so ``w_n ≤ 1``). Neff = Σ w_n, so ``1 ≤ Neff ≤ N``.
+    Computed as block one-hot matrix products
     (float32, exact for integer counts), O(N²·L·21) operations, memory bounded by ``block_bytes``.
 
 Profile (:func:`weighted_profile`)

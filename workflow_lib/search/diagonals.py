@@ -30,9 +30,9 @@ def seed_diagonals(window_scores: np.ndarray, index: dict[str, np.ndarray], kmer
 
     Sorted by (sequence, diagonal). Seeds are counted per diagonal with one dense ``np.bincount`` over every
     possible (sequence, diagonal) of the shard when the shard's sequence ``offsets`` are given and that space
-    is at most ``dense_limit`` bins per seed plus 2**20 (≈ 4× faster than sorting the seeds); otherwise with
-    ``np.unique`` (a sort). The dense count takes counts and summed bits from one weighted pass when that is
-    exact (:func:`count_scale`), else from two. All paths give the same arrays.
+    is at most ``dense_limit`` bins per seed plus 2**20 (one linear pass, cheaper than sorting the seeds);
+    otherwise with ``np.unique`` (a sort). The dense count takes counts and summed bits from one weighted pass
+    when that is exact (:func:`count_scale`), else from two. All paths give the same arrays.
     """
     positions, codes = np.nonzero(window_scores >= kmer_threshold)
     return count_seeds(positions, codes, window_scores[positions, codes], window_scores.shape[0], index,
@@ -106,8 +106,8 @@ def seed_bins(base: np.ndarray, starts: np.ndarray, counts: np.ndarray, position
     The entries of one k-mer are one contiguous run of ``base``, and ``positions`` (from ``np.nonzero``) is
     sorted: per query window, the runs of its k-mers are concatenated into their slice of the output and the
     window subtracted in place. Two passes over the seeds instead of the six of gathering by an entry array
-    (``np.repeat``, ``arange``, add, gather, ``np.repeat``, subtract): 1.2-2.6x faster on 0.4-30 million seeds
-    of 3-mers. With few entries per k-mer (below :data:`SLICE_MIN_ENTRIES` on average) the Python cost per slice
+    (``np.repeat``, ``arange``, add, gather, ``np.repeat``, subtract): faster on the millions of seeds
+    that 3-mers give. With few entries per k-mer (below :data:`SLICE_MIN_ENTRIES` on average) the Python cost per slice
     dominates and the gather is used.
     """
     if total < SLICE_MIN_ENTRIES * counts.size:  # few entries per k-mer (4-mers): one gather beats the slices
@@ -164,8 +164,9 @@ def seeded_best_diagonals(window: np.ndarray, code: np.ndarray, bits: np.ndarray
     the number of targets with such a diagonal.
 
     With the compiled kernels (and a ``per_target``), one blocked count that chooses the diagonals as it goes
-    (:func:`~workflow_lib.search.prefilter_compiled.seed_best_diagonals_compiled`, 3× faster, the same arrays);
-    the block layout is kept in ``cache`` per query-length class, like the dense path's bin base.
+    (:func:`~workflow_lib.search.prefilter_compiled.seed_best_diagonals_compiled`, the same arrays; its cost:
+    benchmarks/RESULTS.md, "Prefilter: blocked seed counting"); the block layout is kept in ``cache`` per
+    query-length class, like the dense path's bin base.
     """
     if per_target is not None and compiled_available():
         pad = 1 << int(windows).bit_length()
@@ -173,7 +174,7 @@ def seeded_best_diagonals(window: np.ndarray, code: np.ndarray, bits: np.ndarray
         bits = np.asarray(bits, dtype=np.float64)        # once: the scale check and the kernel read float64
         if count_scale(bits, kmer_threshold, windows) is not None:
             # the sums are exact (see count_scale), so the seed order is free: by k-mer code, the index is
-            # read in ascending order (20% faster than in window order)
+            # read in ascending order (faster than in window order)
             order = np.argsort(code, kind="stable")
             window, code, bits = window[order], code[order], bits[order]
         return seed_best_diagonals_compiled(window, code, bits, index, blocks, pad, min_hits, per_target)
@@ -189,7 +190,7 @@ def best_diagonals(sequence: np.ndarray, rank_by: np.ndarray, per_target: int | 
 
     Ties go to the earlier index, as a stable sort by (target, rank descending) would. When ``sequence`` is
     sorted (as :func:`seed_diagonals` returns it) and ``per_target`` is small, ``per_target`` linear passes of
-    segment maxima (``np.maximum.reduceat``) replace the sort (≈ 3× faster on millions of diagonals).
+    segment maxima (``np.maximum.reduceat``) replace the sort (cheaper on millions of diagonals).
     """
     if per_target is None or sequence.size == 0:
         return np.arange(sequence.size)
@@ -198,7 +199,7 @@ def best_diagonals(sequence: np.ndarray, rank_by: np.ndarray, per_target: int | 
         if compiled_available():
             return best_in_sorted_compiled(sequence, rank_by, per_target)
         return best_in_sorted_by_strong_first(sequence, np.asarray(rank_by, np.float32), per_target)
-    # one stable integer sort instead of a two-key lexsort (4x faster, same order, ties included): the
+    # one stable integer sort instead of a two-key lexsort (several times faster, same order, ties included): the
     # float32 rank mapped to an order-preserving uint32, inverted so the best comes first within a target
     bits = np.ascontiguousarray(rank_by, np.float32).view(np.uint32).astype(np.int64)
     monotone = np.where(bits & 0x80000000, 0xFFFFFFFF - bits, bits | 0x80000000)
@@ -220,7 +221,7 @@ def best_in_sorted_by_strong_first(sequence: np.ndarray, rank_by: np.ndarray, pe
     Take a cut ``c`` near the rank quantile that leaves ~4 strong diagonals per wanted one (estimated on a
     sample). A target with at least ``per_target`` diagonals ranked ≥ ``c`` takes its best among those only
     (every other diagonal ranks below all of them); the other targets take theirs among all their diagonals.
-    On a 46k-sequence shard 1.8 M seeded diagonals shrink to ~15% for the segment passes (about 2× faster).
+    On a large shard the segment passes then read a small fraction of the seeded diagonals.
     """
     n = sequence.size
     starts = np.flatnonzero(np.concatenate([[True], sequence[1:] != sequence[:-1]]))

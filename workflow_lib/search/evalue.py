@@ -148,7 +148,8 @@ class Calibration:
             return np.full(lengths.shape, -np.inf)
         if pvalue <= 0.0:
             return np.full(lengths.shape, np.inf)
-        # P = 1 − exp(−exp(−λ(x − μ)))  ⇔  x = μ − ln(−ln(1 − P)) / λ; then undo the length correction
+        # P = 1 − exp(−exp(−λ(x − μ)))  ⇔  x = μ − ln(−ln(1 − P)) / λ;
+        # then undo the length correction
         corrected = self.mu - np.log(-np.log1p(-pvalue)) / self.lam
         return corrected - self.corrected(np.zeros_like(lengths), lengths)
 

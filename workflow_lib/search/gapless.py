@@ -88,11 +88,10 @@ def diagonal_scores(scores: np.ndarray, layout: np.ndarray, starts: np.ndarray, 
     ``scores`` float32 [Lq, 21]; ``layout``/``starts`` the shard's padded residues (:func:`padded_residues`);
     returns float32 [C] (≥ 0): per diagonal, the maximum segment sum of its column scores (padding scores 0).
 
-    Kadane's recurrence ``run = max(run, 0) + s_i``, ``best = max(best, run)`` advances one query column at a
-    time over ``block`` diagonals at once (three contiguous float32 passes per column; the 0 is an array of
-    zeros, as NumPy's float ``maximum`` against a scalar runs ~4× slower), with no ``accumulate`` along a
-    diagonal (NumPy runs those as scalar loops: ~2–4 ns per cell). The inputs of a column come from gathers
-    that are cheaper in bulk than per column:
+    Kadane's recurrence ``run = max(run, 0) + s_i``, ``best = max(best, run)`` advances one query column at a time over
+    ``block`` diagonals at once (three contiguous float32 passes per column; the 0 is an array of zeros, as NumPy's
+    float ``maximum`` against a scalar runs slower), with no ``accumulate`` along a diagonal (NumPy runs those as scalar
+    loops). The inputs of a column come from gathers that are cheaper in bulk than per column:
 
     - residue codes: a diagonal's codes for :data:`COLUMN_SPAN` columns are one contiguous run of the layout,
       so the runs of a block are copied as rows (a sliding-window view indexed by the diagonals' start
@@ -100,12 +99,11 @@ def diagonal_scores(scores: np.ndarray, layout: np.ndarray, starts: np.ndarray, 
     - column scores: one ``np.take`` per :data:`COLUMN_CHUNK` columns from the flattened ``[Lq, 23]`` table
       (code + 23 · column).
 
-    5.5–6.2 against 6.3–7.4 ns per cell for one gather of codes and one of scores per column (12 shard scans
-    of 4 *E. coli* queries replayed alone; in whole searches the stage took 24–30% less time, measured in
-    benchmarks/RESULTS.md); the sums are the same float32 operations in the same order, so the scores are
-    identical. The gathers use ``mode="wrap"``, the cheapest of NumPy's index modes (~40% faster than
-    ``"clip"`` per element, measured in benchmarks/RESULTS.md): every read is in range by construction (the layout holds
-    ``pad ≥ Lq`` padding codes after the last sequence), so no index is ever wrapped.
+    This costs fewer nanoseconds per cell than one gather of codes and one of scores per column; the sums are the
+    same float32 operations in the same order, so the scores are identical. The gathers use ``mode="wrap"``, the
+    cheapest of NumPy's index modes: every read is in range by construction (the layout holds ``pad ≥ Lq`` padding
+    codes after the last sequence), so no index is ever wrapped. This kernel's cost per cell and that of its
+    compiled twin: benchmarks/RESULTS.md, "Homology search: compiled CPU kernels".
     """
     query_length = scores.shape[0]
     n_codes = PAD_RESIDUE + 1
@@ -121,7 +119,7 @@ def diagonal_scores(scores: np.ndarray, layout: np.ndarray, starts: np.ndarray, 
     windows = {span: sliding_window_view(layout, span) for span in {span for _, span in spans}}
     index = np.empty((COLUMN_CHUNK, width), dtype=np.intp)
     column = np.empty((COLUMN_CHUNK, width), dtype=np.float32)
-    zeros = np.zeros(width, dtype=np.float32)  # max(run, 0) against an array: ~4x faster than against a scalar
+    zeros = np.zeros(width, dtype=np.float32)  # max(run, 0) against an array: faster than against a scalar
     for lo in range(0, sequence.size, block):
         position = starts[sequence[lo:lo + block]] + diagonal[lo:lo + block]   # layout index of column 0
         n = position.size
@@ -145,7 +143,7 @@ def best_per_target(sequence: np.ndarray, score: np.ndarray, hits: np.ndarray) -
     """Per target of ``sequence`` (sorted ascending, as the seed count returns its diagonals), the index of its
     best diagonal: highest ``score``, then most ``hits``, then the first; ascending. The same indices as
     ``np.lexsort((-hits, -score, sequence))`` keeping each target's first, in three segment passes instead of a
-    three-key sort (the sort was 6% of a search against UniProt)."""
+    three-key sort (the sort was a visible share of a search against UniProt)."""
     n = sequence.size
     if n == 0:
         return np.zeros(0, np.int64)
@@ -179,7 +177,7 @@ def strongest_seeds(window: np.ndarray, code: np.ndarray, bits: np.ndarray, entr
     if int(entries.sum()) <= max_seeds:
         return window, code, bits
     # the cut lies in one narrow bin of a histogram of the entries by score (strongest first); only that bin's
-    # pairs are sorted (a sort of every pair was 5% of a search)
+    # pairs are sorted (a sort of every pair was a visible share of a search)
     values = np.asarray(bits, dtype=np.float64)
     low = float(values.min())
     slot = np.minimum(((values - low) * CUT_BINS_PER_BIT).astype(np.int64), CUT_MAX_BINS - 1)

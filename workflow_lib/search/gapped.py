@@ -15,7 +15,7 @@ the horizontal chain (``E``) inside a row is a prefix max-plus scan over ``H' + 
 never opened from a cell whose value came from another gap when ``open ≥ extend``. An ``E`` value matters only where
 it is positive (``H`` is floored at 0), so only gaps shorter than ``(max H' − open) / extend + 1`` can matter: the
 scan is a few doubling steps (``max(x(j), x(j − s))`` for s = 1, 2, 4, …, one array pass each), as in the Viterbi
-kernel's insert chains (:mod:`workflow_lib.aligner.viterbi_seq`). Score-only, float32, two rows; 2.5–3× faster than
+kernel's insert chains (:mod:`workflow_lib.aligner.viterbi_seq`). Score-only, float32, two rows; faster than
 the first layout (targets as rows, ``np.maximum.accumulate`` along them: a scalar loop).
 
 Stage 1b (not in HHblits; :func:`band_split`, :func:`banded_scores_many`, :func:`band_decide`): the same local
@@ -42,7 +42,7 @@ SURE_PASS_MARGIN_BITS = 0.1
 """A target whose gapless score is this far above the stage-2 threshold passes without its Smith–Waterman run
 (the margin covers float32 rounding: the diagonal scorer sums by prefix differences, the SW row by row)."""
 LANE_CELLS = 48 * 1024
-"""Cells of one ``[W, T]`` row block (~3 ns per cell at 32–64k cells here; 5 ns at 1M, out of cache)."""
+"""Cells of one ``[W, T]`` row block, so a block stays in cache (a cell costs more once it does not)."""
 MAX_SCAN_PAD = 1 << 12
 """Longest gap the doubling scan covers (``-inf`` rows ahead of the scan buffers); longer ones use a full scan."""
 _PAD = -1.0e4
@@ -87,11 +87,11 @@ def _sw_block(table: np.ndarray, packed: np.ndarray, gap_open: float, gap_extend
     pad = min(1 << max(width - 1, 0).bit_length(), MAX_SCAN_PAD)
     scans = [np.full((pad + width, n_targets), -np.inf, dtype=np.float32) for _ in range(2)]
     # the ramp as a full block: NumPy adds a broadcast [W, 1] column with an inner loop of T elements per
-    # position, 2-6x slower than an array add
+    # position, several times slower than an array add
     ramp = np.repeat((np.arange(width, dtype=np.float32) * ext)[:, None], n_targets, axis=1)
     best = np.zeros(n_targets, dtype=np.float32)
     lane_best = np.empty(n_targets, dtype=np.float32)
-    zeros = np.zeros((width, n_targets), dtype=np.float32)  # NumPy's float maximum against a scalar is ~4x slower
+    zeros = np.zeros((width, n_targets), dtype=np.float32)  # NumPy's float maximum against a scalar is slower
     for row in table:
         h = h_cur[1:]
         np.take(row, packed, out=h, mode="wrap")  # substitution scores (codes in range: wrap = no bounds work)
@@ -136,11 +136,11 @@ def _horizontal_gaps(h: np.ndarray, top: float, ramp: np.ndarray, scans: list[np
 
 
 BAND_WIDTH = 16
-"""Diagonals in the band of :func:`banded_scores`. 32 found the same
-Pfam pairs at 1.3× the banded stage's CPU (measured in benchmarks/RESULTS.md)."""
+"""Diagonals in the band of :func:`banded_scores`. 32 found the same Pfam pairs for more CPU; 8 lost pairs
+(benchmarks/RESULTS.md, "Homology search: settings measured and not taken")."""
 BAND_GATE_BITS = -2.0
-"""Stage 1b's gate: targets whose best gapless score is above ``gate + log2(Lq · Lt)`` bits (and below the
-direct pass) get the banded Smith–Waterman score (measured in benchmarks/RESULTS.md)."""
+"""Stage 1b's gate: targets whose best gapless score is above ``gate + log2(Lq · Lt)`` bits (and below the direct pass)
+get the banded Smith–Waterman score (benchmarks/RESULTS.md, "Prefilter: seed shape and the banded stage")."""
 BAND_OFFSET_BITS = 6.0
 """Stage 1b's pass: a banded score above ``offset + log2(Lq · Lt)`` bits."""
 BAND_SURE_PASS_BITS = 4.5
@@ -159,10 +159,10 @@ def direct_pass_offset(gapless_offset: float, db_sequences: int, max_evalue: flo
 
     Stage 2 needs ``S > log2(Lq · Lt) + log2(N_db / 1000)``: its bar rises with the database, a fixed direct pass
     does not. Against UniProt-2014 (448,000 sequences) the sensitive prefilter's direct pass at ``0 + log2(Lq ·
-    Lt)`` sent targets 9 bits below the bar straight to Smith–Waterman: about 1,200 per query and shard, a third
-    of the default search's CPU, for almost no hit. With the margin those targets take the banded stage first
-    (the same MSA depth within 0.1%, a third less CPU). Below ``1000 · 2^(offset + margin)`` sequences (16,000
-    for the sensitive offset 0, 360,000 for the fast 4.5) nothing changes, so no small-database benchmark does."""
+    Lt)`` sent targets 9 bits below the bar straight to Smith–Waterman: a large share of the default search's
+    CPU, for almost no hit. With the margin those targets take the banded stage first (the same MSA depth, less
+    CPU). Below ``1000 · 2^(offset + margin)`` sequences (16,000 for the sensitive offset 0, 360,000 for the fast
+    4.5) nothing changes, so no small-database benchmark does."""
     if not np.isfinite(max_evalue):     # no stage-2 bar: the gapless offset alone
         return float(gapless_offset)
     return max(float(gapless_offset), float(np.log2(max(db_sequences, 1) / max_evalue)) - margin)

@@ -4,16 +4,17 @@ counting the seeds per (sequence, diagonal) together with choosing each target's
 :func:`workflow_lib.search.diagonals.best_diagonals`), and the best gapless segment on each chosen diagonal
 (:func:`workflow_lib.search.gapless.diagonal_scores`).
 
-Seed counting, blocked: NumPy's ``bincount`` adds every seed into one dense array of all (sequence, diagonal) bins
-of the shard (14 million bins, 112 MB, for a 300-residue query against 15,000 sequences) at a random place, so each
-seed waits on memory; a compiled scatter into the same array is no faster (measured in benchmarks/RESULTS.md). Here
-the shard's sequences are cut into blocks of consecutive sequences with at most :data:`SEED_BLOCK_BINS` bins each
-(:func:`seed_blocks`), and the seeds are counted in three passes: seeds per block; the seeds written block by block
-(a stable counting sort: each block's seeds keep their order); then, per block, the seeds added into bins that stay
-in the core's cache, and each bin visited once through its seeds, offering its diagonal to its target's short list
-of the best ``per_target``. The sums are float64 in seed order, as ``bincount`` adds them, so counts, summed bits
-and the chosen diagonals are identical to the NumPy path (ranked by the float32 sum, ties to the smaller diagonal,
-as :func:`~workflow_lib.search.diagonals.best_diagonals` takes the earlier one).
+Seed counting, blocked: NumPy's ``bincount`` adds every seed into one dense array of all (sequence, diagonal) bins of
+the shard (14 million bins, 112 MB, for a 300-residue query against 15,000 sequences) at a random place, so each seed
+waits on memory; a compiled scatter into the same array is no faster (benchmarks/RESULTS.md,
+"Homology search: settings measured and not taken"). Here the shard's sequences are cut into blocks of consecutive
+sequences with at most :data:`SEED_BLOCK_BINS` bins each (:func:`seed_blocks`), and the seeds are counted in three
+passes: seeds per block; the seeds written block by block (a stable counting sort: each block's seeds keep their order);
+then, per block, the seeds added into bins that stay in the core's cache, and each bin visited once through its seeds,
+offering its diagonal to its target's short list of the best ``per_target``. The sums are float64 in seed order, as
+``bincount`` adds them, so counts, summed bits and the chosen diagonals are identical to the NumPy path (ranked by the
+float32 sum, ties to the smaller diagonal, as :func:`~workflow_lib.search.diagonals.best_diagonals` takes the earlier
+one).
 
 Best diagonals per target (for seeds counted by NumPy): one pass keeps each target's ``per_target``
 highest-ranked diagonals in a small sorted list (ties to the earlier index).
@@ -36,8 +37,8 @@ from workflow_lib.aligner.device import numba_module
 DIAGONAL_LANES = 32
 """Diagonals advanced together, one query column at a time (their running values stay in registers)."""
 SEED_BLOCK_BINS = 1 << 15
-"""Bins (diagonals) per block of sequences when counting seeds: int32 counts and float64 sums, 384 KB, stay in
-a core's L2 cache. 2**14 to 2**16 measured the same (E. coli proteins against 15,351 Swiss-Prot sequences)."""
+"""Bins (diagonals) per block of sequences when counting seeds: int32 counts and float64 sums, 384 KB, stay in a core's
+L2 cache. Smaller and larger blocks measured the same (benchmarks/RESULTS.md, "Prefilter: blocked seed counting")."""
 COARSE_SHIFT = 6
 """A block's bins are mapped to their sequence through a table with one entry per 2**6 bins."""
 

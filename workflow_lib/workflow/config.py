@@ -260,13 +260,14 @@ class PredictConfig(StageConfig, PredictSettings):
         return segments * (segments - 1) // 2
 
     def memory_mb(self, longest: int, templates: int = 0) -> int:
-        """The memory a predict job asks for, from its longest protein: 3 GB (2.2-2.5 GB measured for one
-        300-residue window on the CPU), plus the other proteins of a batch (about 10 KB per residue pair each:
-        16 proteins of 256 residues took 10 GB), plus three copies of the kept 6D maps of a protein longer than
-        the window (float32 [L, L, bins]: sums, mean, file buffer; 130 bins for all four maps), plus twice the
-        feature file's pair arrays (``templates`` maps of float16 [L, L, 131] and the float32 co-evolution
-        [L, L, 3]: read, then decompressed; 5.6 GB were measured for 1,342 residues with 4 templates); folding from
-        the distogram adds its potential (float64 [L, L, 37], twice) and the distogram itself."""
+        """The memory a predict job asks for, from its longest protein: 3 GB for the process and one window's
+        pass, plus the other proteins of a batch (about 10 KB per residue pair each), plus three copies of the kept
+        6D maps of a protein longer than the window (float32 [L, L, bins]: sums, mean, file buffer; 130 bins for
+        all four maps), plus twice the feature file's pair arrays (``templates`` maps of float16 [L, L, 131] and the
+        float32 co-evolution [L, L, 3]: read, then decompressed); folding from the distogram adds its potential
+        (float64 [L, L, 37], twice) and the distogram itself. The jobs' peak memory against these terms:
+        benchmarks/RESULTS.md, "Three-track inference (CPU)" and
+        "Proteome end to end: E. coli against UniProt-2014, per stage"."""
         window = min(longest, self.window)
         batch = self.batch_size
         if self.max_tokens:
@@ -280,12 +281,11 @@ class PredictConfig(StageConfig, PredictSettings):
 
     def runtime_min(self, lengths: Sequence[int]) -> int:
         """The minutes a predict job asks for: 10, plus 2 per forward pass of its proteins of a 300-residue window
-        (64 s wall were measured for one on a busy CPU core; a GPU takes a fraction of that), scaled by the square
-        of the window (a pass of 128 residues: 0.36 min; the pair track's cost grows faster, so this stays on the
-        safe side for smaller windows), plus for folding
-        from the distogram 0.05 per protein of 200 residues, growing with L² (3.5 CPU-s measured at 300 residues
-        and 21 at 900 with the compiled terms, on a busy core; 0.25 without numba: the torch terms take 5 times
-        that)."""
+        on a CPU core (a GPU takes a fraction of that), scaled by the square of the window (the pair track's cost
+        grows faster, so this stays on the safe side for smaller windows), plus for folding from the distogram
+        0.05 per protein of 200 residues with the compiled terms (0.25 with the torch terms, without numba),
+        growing with L². The passes and the fold measured: benchmarks/RESULTS.md, "Three-track inference (CPU)"
+        and "Structure prediction: the fold's compiled energy"."""
         per_protein = 0.05 if compiled_kernels() else 0.25
         fold = sum(per_protein * (int(length) / 200) ** 2 for length in lengths) if self.fold == "distogram" else 0.0
         per_call = 2.0 * (self.window / 300) ** 2
