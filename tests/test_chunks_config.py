@@ -53,7 +53,7 @@ def test_cli_chunk_writes_table_and_fastas(tmp_path, example_dir, proteome):
     assert main(["chunk", str(fasta), "--proteome", "ana", "--out", str(tmp_path / "chunks.parquet"),
                  "--fasta-dir", str(tmp_path), "--proteins-per-chunk", "8"]) == 0
     table = read_frame(tmp_path / "chunks.parquet", CHUNKS)
-    assert len(table) == 30 and table["chunk"].max() == 3
+    assert len(table) == 35 and table["chunk"].max() == 4
     ids = [r.id for f in sorted(tmp_path.glob("chunk_*.fasta")) for r in read_fasta(f)]
     assert sorted(ids) == sorted(r.id for r in proteome)
 

@@ -46,7 +46,7 @@ def test_plain_and_gzip_read_the_same(tmp_path, data_dir, ecoli):
 def test_whole_proteome_counts_match_headers(example_dir):
     path = example_dir / "proteomes" / "anaerococcus_slice.fasta"
     headers = sum(line.startswith(">") for line in path.read_text().splitlines())
-    assert len(read_fasta(path)) == headers == 30
+    assert len(read_fasta(path)) == headers == 35
 
 
 def test_normalisation_policy(tmp_path, data_dir):

@@ -53,19 +53,19 @@ def test_dry_run_on_the_bundled_example(root, tmp_path):
     result = _snakemake(root, root, "-n", "--configfile", str(root / "config" / "config.yaml"),
                         "--config", f"results={tmp_path / 'results'}")
     counts = _job_counts(result.stdout)
-    # 30 proteins in 3 chunks, 2 shards, 3 iterations; 47 templates (their MSAs in one job); the template search,
+    # 35 proteins in 4 chunks, 2 shards, 3 iterations; 52 templates (their MSAs in one job); the template search,
     # features and inference one job per chunk; one summary
-    expected = {"db_build": 1, "chunk_table": 1, "chunk_fasta": 3, "search_profiles": 3 * 3,
-                "search_shard": 3 * 2 * 3, "msa_merge": 3 * 3, "msa_final": 3, "template_msas": 1,
-                "templates_build": 1, "template_search": 3, "features": 3, "predict": 3, "summary": 1, "all": 1}
+    expected = {"db_build": 1, "chunk_table": 1, "chunk_fasta": 4, "search_profiles": 4 * 3,
+                "search_shard": 4 * 2 * 3, "msa_merge": 4 * 3, "msa_final": 4, "template_msas": 1,
+                "templates_build": 1, "template_search": 4, "features": 4, "predict": 4, "summary": 1, "all": 1}
     assert counts == {**expected, "total": sum(expected.values())}
 
 
 def test_dry_run_two_proteomes_lists_every_chunk(root, tmp_path):
     config = _config(tmp_path, root, {"ana": "anaerococcus_slice.fasta", "eco": "ecoli_slice.fasta"})
     counts = _job_counts(_snakemake(root, tmp_path, "-n", "--configfile", str(config)).stdout)
-    # 8 + 2 chunks of at most 4 proteins, 3 shards, 3 iterations, no template stage (no structures configured)
-    chunks = 8 + 2
+    # 9 + 2 chunks of at most 4 proteins, 3 shards, 3 iterations, no template stage (no structures configured)
+    chunks = 9 + 2
     expected = {"db_build": 1, "chunk_table": 2, "chunk_fasta": chunks, "search_profiles": chunks * 3,
                 "search_shard": chunks * 3 * 3, "msa_merge": chunks * 3, "msa_final": chunks, "features": chunks,
                 "predict": chunks, "summary": 2, "all": 1}
@@ -78,9 +78,9 @@ def test_profile_database_replaces_the_sharded_search(root, tmp_path):
     data["databases"]["sprot"]["profiles"] = True
     config.write_text(yaml.safe_dump(data))
     counts = _job_counts(_snakemake(root, tmp_path, "-n", "--configfile", str(config)).stdout)
-    # 8 chunks, one MSA job each against the clustered database; no per-shard search jobs
-    expected = {"db_build": 1, "db_cluster": 1, "chunk_table": 1, "chunk_fasta": 8, "msa_profiles": 8,
-                "features": 8, "predict": 8, "summary": 1, "all": 1}
+    # 9 chunks, one MSA job each against the clustered database; no per-shard search jobs
+    expected = {"db_build": 1, "db_cluster": 1, "chunk_table": 1, "chunk_fasta": 9, "msa_profiles": 9,
+                "features": 9, "predict": 9, "summary": 1, "all": 1}
     assert counts == {**expected, "total": sum(expected.values())}
     data["search"] = {"precomputed_msas": str(tmp_path)}
     config.write_text(yaml.safe_dump(data))
@@ -119,7 +119,7 @@ def test_device_comes_from_resources_not_config(root, tmp_path):
     assert "--device auto" not in plain and "--device numpy" in plain and "--device cpu" in plain
     given = _snakemake(root, root, "-n", "-p", *config, "--set-resources", "predict:gpu=1",
                        "search_shard:gpu=1").stdout
-    assert given.count("--device auto") == 3 + 18     # every predict and search_shard job, no other
+    assert given.count("--device auto") == 4 + 24     # every predict and search_shard job, no other
     moved = tmp_path / "moved.yaml"
     moved.write_text(yaml.safe_dump({"predict": {"device": "cuda"}}))
     result = _snakemake(root, root, "-n", *config[:2], str(moved), check=False)
@@ -161,7 +161,7 @@ def test_real_run_builds_database_and_chunks(root, tmp_path):
     assert manifest["total_sequences"] == 3000 and len(manifest["shards"]) == 3
     table = read_frame(results / "ana" / "chunks" / "chunks.parquet", CHUNKS)
     chunk_ids = sorted(r.id for f in (results / "ana" / "chunks").glob("chunk_*.fasta") for r in read_fasta(f))
-    assert chunk_ids == sorted(table["protein"]) and len(chunk_ids) == 30
+    assert chunk_ids == sorted(table["protein"]) and len(chunk_ids) == 35
     assert (tmp_path / "logs" / "db_build" / "sprot.log").exists()
     assert (results / "benchmarks" / "db_build" / "sprot.tsv").exists()
     again = _snakemake(root, tmp_path, "--cores", "2", "--configfile", str(config),
