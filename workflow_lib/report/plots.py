@@ -23,6 +23,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 from workflow_lib.report.figures import coverage_matrix  # noqa: E402
 from workflow_lib.seqio.atomic import atomic_path  # noqa: E402
@@ -100,6 +101,14 @@ def plot_plddt_per_residue(plddt: Mapping[str, np.ndarray], path: str | Path) ->
     save_figure(figure, path)
 
 
+def log_axis(axis) -> None:
+    """A logarithmic x axis labelled 1, 2, 5, 10, 20, 50, ... in plain numbers (no minor-tick labels)."""
+    axis.set_xscale("log")
+    axis.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    axis.xaxis.set_minor_formatter(NullFormatter())
+
+
 def plot_distributions(summary: pd.DataFrame, path: str | Path) -> None:
     """Histograms of mean pLDDT, of MSA Neff and of the top template's probability across the proteome's
     proteins (the template panel says how many have a template at probability ≥ 0.5)."""
@@ -116,7 +125,7 @@ def plot_distributions(summary: pd.DataFrame, path: str | Path) -> None:
     if len(neff):
         upper = max(float(neff.max()), 2.0)
         middle.hist(neff, bins=np.geomspace(1, upper * 1.01, 21), color="#2a9d8f", edgecolor="white")
-        middle.set_xscale("log")
+        log_axis(middle)
         middle.set_xlabel("Neff")
         middle.set_ylabel("proteins")
     else:
@@ -141,7 +150,7 @@ def plot_neff_vs_plddt(summary: pd.DataFrame, path: str | Path) -> None:
     both = summary[["msa_neff", "mean_plddt"]].dropna().astype(float)
     if len(both):
         axis.scatter(both["msa_neff"], both["mean_plddt"], s=14, alpha=0.7, color="#264653")
-        axis.set_xscale("log")
+        log_axis(axis)
         axis.set_ylim(0, 100)
         axis.set_xlabel("MSA Neff")
         axis.set_ylabel("mean pLDDT")
