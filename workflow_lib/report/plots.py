@@ -109,38 +109,36 @@ def log_axis(axis) -> None:
     axis.xaxis.set_minor_formatter(NullFormatter())
 
 
+def _histogram(axis, values: pd.Series, bins: np.ndarray, color: str, label: str, missing: str) -> bool:
+    """One panel of :func:`plot_distributions`; False (and a note on the panel) when there are no values."""
+    if not len(values):
+        no_data(axis, missing)
+        return False
+    axis.hist(values, bins=bins, color=color, edgecolor="white")
+    axis.set_xlabel(label)
+    axis.set_ylabel("proteins")
+    return True
+
+
 def plot_distributions(summary: pd.DataFrame, path: str | Path) -> None:
     """Histograms of mean pLDDT, of MSA Neff and of the top template's probability across the proteome's
     proteins (the template panel says how many have a template at probability ≥ 0.5)."""
     figure, (left, middle, right) = plt.subplots(1, 3, figsize=(13, 3.4))
     plddt = summary["mean_plddt"].dropna().astype(float)
-    if len(plddt):
-        left.hist(plddt, bins=np.linspace(0, 100, 21), color="#0053d6", edgecolor="white")
-        left.set_xlabel("mean pLDDT")
-        left.set_ylabel("proteins")
-    else:
-        no_data(left, "no pLDDT: inference not in this run")
+    _histogram(left, plddt, np.linspace(0, 100, 21), "#0053d6", "mean pLDDT", "no pLDDT: inference not in this run")
     left.set_title(f"mean pLDDT ({len(plddt)} proteins)", fontsize=10)
     neff = summary["msa_neff"].dropna().astype(float)
-    if len(neff):
-        upper = max(float(neff.max()), 2.0)
-        middle.hist(neff, bins=np.geomspace(1, upper * 1.01, 21), color="#2a9d8f", edgecolor="white")
+    upper = max(float(neff.max()), 2.0) if len(neff) else 2.0
+    if _histogram(middle, neff, np.geomspace(1, upper * 1.01, 21), "#2a9d8f", "Neff",
+                  "no Neff: the MSA stage is not in this run"):
         log_axis(middle)
-        middle.set_xlabel("Neff")
-        middle.set_ylabel("proteins")
-    else:
-        no_data(middle, "no Neff: the MSA stage is not in this run")
     middle.set_title(f"MSA Neff ({len(neff)} proteins)", fontsize=10)
     probability = summary["top_template_probability"].dropna().astype(float)
-    if len(probability):
-        right.hist(probability, bins=np.linspace(0, 1, 21), color="#e76f51", edgecolor="white")
-        right.set_xlabel("top template probability (exp(-E-value))")
-        right.set_ylabel("proteins")
-        covered = int((probability >= 0.5).sum())
-        right.set_title(f"templates: {covered} of {len(probability)} searched proteins at ≥ 0.5", fontsize=10)
-    else:
-        no_data(right, "no template search in this run")
-        right.set_title("templates", fontsize=10)
+    covered = int((probability >= 0.5).sum())
+    right.set_title(f"templates: {covered} of {len(probability)} searched proteins at ≥ 0.5"
+                    if len(probability) else "templates", fontsize=10)
+    _histogram(right, probability, np.linspace(0, 1, 21), "#e76f51", "top template probability (exp(-E-value))",
+               "no template search in this run")
     save_figure(figure, path)
 
 
