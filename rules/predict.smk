@@ -28,6 +28,7 @@ rule predict:
         pair_heads=CFG.predict.pair_heads_option,
         fold=CFG.predict.fold,
         precision=CFG.predict.precision,
+        crop_pairs=CFG.predict.crop_pairs,
     wildcard_constraints:
         chunk=r"\d{4}",
     log:
@@ -45,5 +46,5 @@ rule predict:
         "{params.trackfold} predict --model {input.model} --out-dir {params.out_dir} --device {params.device} "
         "--window {params.window} --seed {params.seed} --max-msa {params.max_msa} --batch-size {params.batch_size} "
         "--max-tokens {params.max_tokens} --pair-heads {params.pair_heads} --fold {params.fold} "
-        "--precision {params.precision} --threads {threads} --stats {output.stats} "
+        "--precision {params.precision} --crop-pairs {params.crop_pairs} --threads {threads} --stats {output.stats} "
         "--chunk-plan {input.plan} --chunk {wildcards.chunk} {params.features_dir} > {log} 2>&1"

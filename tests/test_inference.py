@@ -41,12 +41,21 @@ from workflow_lib.inference.predict import (
     crop_passes,
     model_inputs,
     plan_batches,
+    plan_crops,
     predict_features,
     predict_many,
     run_network,
     select_rows,
+    template_contacts,
 )
-from workflow_lib.inference.stitch import PairMean, crop_plan, stitch_backbone, stitch_pair
+from workflow_lib.inference.stitch import (
+    PairMean,
+    contact_segment_pairs,
+    crop_plan,
+    segment_starts,
+    stitch_backbone,
+    stitch_pair,
+)
 from workflow_lib.model.structure import IDEAL_BACKBONE
 from workflow_lib.workflow.config import PredictConfig
 from workflow_lib.model.primitives import explicit_attention, fused_attention, mask_to_bias, masked_softmax_logits
@@ -157,6 +166,67 @@ def test_crop_plan_bounds_size_covers_pairs_and_chains(length, window):
         assert np.all(np.diff(after) == 1) and len(np.intersect1d(before, after)) >= 3
     if length <= window:
         assert len(crops) == 1 and np.array_equal(crops[0].indices, np.arange(length))
+
+
+def test_segment_pairs_limit_the_distant_crops_and_keep_the_chain():
+    length, window = 150, 32                       # 10 segments of 16: 45 crops, 9 of them contiguous
+    starts = segment_starts(length, window)
+    assert len(starts) == 10 and starts[-1] == length - 16
+    keep = np.zeros((10, 10), dtype=bool)
+    keep[7, 2] = True                              # one distant pair, marked in either triangle
+    crops = crop_plan(length, window, keep)
+    assert len(crop_plan(length, window)) == 45 and len(crops) == 9 + 1
+    assert sum(crop.contiguous for crop in crops) == 9
+    distant = [crop.indices for crop in crops if not crop.contiguous]
+    np.testing.assert_array_equal(distant[0], np.r_[starts[2]:starts[2] + 16, starts[7]:starts[7] + 16])
+    covered = np.zeros((length, length), dtype=bool)
+    for crop in crops:
+        covered[np.ix_(crop.indices, crop.indices)] = True
+    assert covered[starts[2], starts[7]] and not covered[starts[2], starts[6]] and not covered[0, length - 1]
+    assert len(crop_plan(length, window, np.zeros((10, 10), dtype=bool))) == 9
+    with pytest.raises(ValueError, match="segment_pairs"):
+        crop_plan(length, window, np.zeros((9, 9), dtype=bool))
+
+
+def test_contact_segment_pairs_mark_the_segments_holding_a_contact():
+    length, window = 100, 32                       # segments start at 0, 16, ..., 80 and the last at 84
+    contacts = np.zeros((length, length), dtype=bool)
+    contacts[5, 90] = True                         # segment 0 with the last two (80-95 and 84-99)
+    pairs = contact_segment_pairs(length, window, contacts)
+    assert pairs.shape == (7, 7)
+    assert {tuple(ij) for ij in np.argwhere(pairs)} == {(0, 5), (0, 6)}
+    with pytest.raises(ValueError, match="contacts"):
+        contact_segment_pairs(length, window, contacts[:-1])
+
+
+def test_crop_pairs_contacts_runs_the_chain_and_the_template_contacts_only(model, features):
+    length = features["msa"].shape[1]
+    window = 32
+    starts = segment_starts(length, window)
+    alone = dict(features)
+    options = PredictOptions(fold="network", window=window, max_msa=16, crop_pairs="contacts")
+    assert len(plan_crops(alone, options)) == len(starts) - 1 < len(crop_plan(length, window))
+    # one template that puts residue 3 (first segment) within 4.5 A of the last residue: their crop runs too
+    with_template = dict(features, template_mask=np.ones(1, dtype=bool),
+                         template_pair=np.zeros((1, length, length, C_TEMPLATE_PAIR), dtype=np.float16),
+                         template_1d=np.zeros((1, length, C_TEMPLATE_1D), dtype=np.float32))
+    with_template["template_pair"][0, 3, length - 1, 5] = 1.0          # dist bin 5: 4.5-5.0 A
+    with_template["template_pair"][0, 10, 40, 30] = 1.0                # 17-17.5 A: no contact
+    contacts = template_contacts(with_template)
+    assert contacts.sum() == 1 and contacts[3, length - 1]
+    crops = plan_crops(with_template, options)
+    assert len(crops) == len(starts) and sum(not crop.contiguous for crop in crops) == 1
+    got = predict_features(model, with_template, options)
+    assert got.n_crops == len(starts)
+    assert got.covered[3, length - 1] and got.covered[0, 20] and not got.covered[0, 40]
+    for head in ("dist", "omega", "theta", "phi"):                      # the pairs no crop held: no contact
+        np.testing.assert_array_equal(got.probs[head][~got.covered].argmax(-1), got.probs[head].shape[-1] - 1)
+        np.testing.assert_allclose(got.probs[head].sum(-1), 1.0, atol=1e-5)
+    folded = predict_features(model, with_template, dataclasses.replace(options, fold="distogram"))
+    assert np.isfinite(folded.backbone[:, :4]).all() and folded.n_crops == len(starts)
+    everything = predict_features(model, alone, dataclasses.replace(options, crop_pairs="all"))
+    assert everything.covered is None and everything.n_crops == len(crop_plan(length, window))
+    np.testing.assert_array_equal(everything.backbone, predict_features(model, alone, options).backbone)
 
 
 def test_pair_mean_is_exact_on_a_constructed_case():

@@ -290,3 +290,22 @@ def test_rotation_to_quaternion_inverts_quaternion_to_rotation():
                                                dtype=torch.float64))   # 180° turns: the w = 0 corner
     rot = torch.cat((rot, half_turns, torch.eye(3, dtype=torch.float64)[None]))
     np.testing.assert_allclose(quaternion_to_rotation(rotation_to_quaternion(rot)).numpy(), rot.numpy(), atol=1e-9)
+
+
+def test_pairs_outside_the_covered_mask_are_unrestrained_and_leave_the_reference_alone():
+    rng = np.random.default_rng(4)
+    length = 40
+    probs = rng.random((length, length, DIST_BINS)) + 0.05
+    probs /= probs.sum(-1, keepdims=True)
+    probs = (probs + probs.transpose(1, 0, 2)) / 2
+    covered = np.ones((length, length), dtype=bool)
+    covered[:10, 30:] = covered[30:, :10] = False
+    potential, weight = restraint_potential(probs, covered=covered)
+    assert (weight[~covered] == 0).all() and (weight[covered & (weight > 0)] > 0).all()
+    other = probs.copy()
+    other[~covered] = np.eye(DIST_BINS)[-1]                      # whatever the uncovered pairs hold
+    potential_other, weight_other = restraint_potential(other, covered=covered)
+    np.testing.assert_allclose(potential_other[covered], potential[covered], rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(weight_other, weight)
+    full, _ = restraint_potential(probs)                         # without the mask those pairs shape the reference
+    assert not np.allclose(full[covered], potential[covered])

@@ -2,11 +2,11 @@
 
 ``trackfold predict --out-dir DIR [--model CKPT] [--device auto|cpu|cuda] [--window N] [--seed N]
 [--max-msa N] [--batch-size N] [--max-tokens N] [--threads N] [--embeddings] [--fold distogram|network]
-[--precision float32|bfloat16] [--stats TABLE] [--no-resume] FEATURES.npz|A3M...`` writes per protein (the file
-stem: ``X.npz`` / ``X.a3m`` -> ``X``) the files of :mod:`workflow_lib.inference.outputs` and, last, with
-``--stats``, one :data:`~workflow_lib.schemas.prediction.PREDICTION_STATS` row per protein (the workflow's
-per-chunk output). A rerun resumes from the receipts ``{protein}.predict.done.json``; ``--no-resume`` recomputes
-everything.
+[--precision float32|bfloat16] [--crop-pairs all|contacts] [--stats TABLE] [--no-resume] FEATURES.npz|A3M...``
+writes per protein (the file stem: ``X.npz`` / ``X.a3m`` -> ``X``) the files of
+:mod:`workflow_lib.inference.outputs` and, last, with ``--stats``, one
+:data:`~workflow_lib.schemas.prediction.PREDICTION_STATS` row per protein (the workflow's per-chunk output). A
+rerun resumes from the receipts ``{protein}.predict.done.json``; ``--no-resume`` recomputes everything.
 
 The job body (batching, receipts and resume) is :mod:`workflow_lib.inference.jobs`; this module parses its
 arguments. Every option that decides a prediction has the default of the workflow's config section ``predict``
@@ -22,6 +22,7 @@ from workflow_lib.cli_args import add_chunk_options, chunk_inputs, non_negative_
 from workflow_lib.inference import jobs
 from workflow_lib.inference.predict import PredictOptions
 from workflow_lib.inference.settings import (
+    CROP_PAIRS,
     DEFAULT_MAX_MSA,
     DEFAULT_MODEL,
     DEFAULT_WINDOW,
@@ -91,6 +92,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     predict.add_argument("--precision", choices=PRECISIONS, default=DEFAULTS.precision,
                          help=f"network precision: bfloat16 runs it under autocast (faster on CPUs with "
                               f"AVX512-BF16 and on GPUs; frame geometry stays float32) (default {DEFAULTS.precision})")
+    predict.add_argument("--crop-pairs", choices=CROP_PAIRS, default=DEFAULTS.crop_pairs,
+                         help=f"for proteins longer than the window: run every pair of half-window segments (all) or "
+                              f"the neighbouring segments plus those a template puts in contact (contacts) "
+                              f"(default {DEFAULTS.crop_pairs})")
     add_chunk_options(predict, "{protein}.npz")
     predict.add_argument("--stats", help="also write this table: one row per protein (length, mean pLDDT, "
                                          "crops, pass, seconds), after every prediction's files")
@@ -105,6 +110,6 @@ def run_predict(args: argparse.Namespace) -> int:
     options = PredictOptions(window=args.window, max_msa=args.max_msa, seed=args.seed, device=args.device,
                              batch_size=args.batch_size, max_tokens=args.max_tokens, chunk_size=args.chunk_size,
                              embeddings=args.embeddings, pair_heads=args.pair_heads, fold=args.fold,
-                             precision=args.precision)
+                             precision=args.precision, crop_pairs=args.crop_pairs)
     return jobs.predict_job(names, out_dir=args.out_dir, options=options, model=args.model, threads=args.threads,
                             stats=args.stats, resume=not args.no_resume)

@@ -82,21 +82,23 @@ class FoldOptions:
     """Compare the folded backbone with its mirror image and keep the better hand (module docstring)."""
 
 
-def restraint_potential(dist_probs: np.ndarray, min_separation: int = 3, eps: float = 1e-4
-                        ) -> tuple[np.ndarray, np.ndarray]:
+def restraint_potential(dist_probs: np.ndarray, min_separation: int = 3, eps: float = 1e-4,
+                        covered: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(V [L, L, bins], weight [L, L])``: the potential per bin (module docstring) and the restraint weights
-    (contact probability, 0 for unrestrained pairs)."""
+    (contact probability, 0 for unrestrained pairs). ``covered`` (bool ``[L, L]``; None: all): the pairs the
+    network predicted; the others are unrestrained and stay out of the reference distributions."""
     probs = np.asarray(dist_probs, dtype=np.float64)
     length = probs.shape[0]
     sep = np.abs(np.arange(length)[:, None] - np.arange(length)[None, :])
+    known = np.ones((length, length), dtype=bool) if covered is None else np.asarray(covered, dtype=bool)
     potential = np.zeros_like(probs)
     for low, high in ((min_separation, 12), (12, 24), (24, length + 1)):
-        mask = (sep >= low) & (sep < high)
+        mask = (sep >= low) & (sep < high) & known
         if not mask.any():
             continue
         reference = probs[mask].mean(axis=0) + eps
         potential[mask] = -np.log(probs[mask] + eps) + np.log(reference)
-    weight = np.where(sep >= min_separation, 1.0 - probs[..., -1], 0.0)
+    weight = np.where((sep >= min_separation) & known, 1.0 - probs[..., -1], 0.0)
     return potential, weight
 
 
@@ -205,11 +207,13 @@ def graph_energy() -> Iterator[None]:
 
 @torch.enable_grad()   # the minimisation needs autograd, also when called under torch.no_grad()
 def fold_from_distogram(dist_probs: np.ndarray, options: FoldOptions = FoldOptions(),
-                        orientations: dict[str, np.ndarray] | None = None) -> tuple[np.ndarray, float]:
+                        orientations: dict[str, np.ndarray] | None = None,
+                        covered: np.ndarray | None = None) -> tuple[np.ndarray, float]:
     """Backbone ``[L, 3, 3]`` (N, CA, C; Å) minimising the restraint energy, and that energy per residue.
 
     ``orientations``: the predicted ω ``[L, L, 37]``, θ ``[L, L, 37]`` and φ ``[L, L, 19]`` distributions, used
-    when ``options.orientation_weight > 0`` (a ValueError without them).
+    when ``options.orientation_weight > 0`` (a ValueError without them). ``covered``: the pairs the distogram
+    holds a prediction for (:func:`restraint_potential`; None: all).
 
     The ``starts`` independent minimisations run as one batch (start ``s`` is row ``s`` of every tensor): the
     summed energy's gradient for one start's frames is that start's own gradient and Adam acts element by element,
@@ -220,7 +224,7 @@ def fold_from_distogram(dist_probs: np.ndarray, options: FoldOptions = FoldOptio
     length = dist_probs.shape[0]
     compiled = available()
     starts = options.starts
-    potential, weight = restraint_potential(dist_probs, options.min_separation)
+    potential, weight = restraint_potential(dist_probs, options.min_separation, covered=covered)
     pairs = np.argwhere(np.triu(weight > options.min_prob, k=1))
     pair_potential, pair_weight = potential[pairs[:, 0], pairs[:, 1]], weight[pairs[:, 0], pairs[:, 1]]
     oriented = None

@@ -43,18 +43,34 @@ from workflow_lib.errors import InputError, SchemaError
 from workflow_lib.inference.confidence import PlddtCalibration, expected_lddt
 from workflow_lib.inference.fold import FoldOptions, fold_from_distogram
 from workflow_lib.inference.settings import (  # noqa: F401  (re-exported: the library's names)
+    CROP_PAIRS,
     DEFAULT_MAX_MSA,
     DEFAULT_WINDOW,
     FOLD_MODES,
     HEADS_6D,
     PRECISIONS,
+    TEMPLATE_CONTACT,
     PredictSettings,
 )
-from workflow_lib.inference.stitch import MIN_WINDOW, Crop, PairMean, crop_plan, stitch_backbone
+from workflow_lib.inference.stitch import (
+    MIN_WINDOW,
+    Crop,
+    PairMean,
+    contact_segment_pairs,
+    crop_plan,
+    stitch_backbone,
+)
 from workflow_lib.model.checkpoint import network_device
 from workflow_lib.model.config import ModelConfig
 from workflow_lib.model.network import ThreeTrackNetwork
-from workflow_lib.schemas.features import C_COEVOLUTION, C_TEMPLATE_1D, C_TEMPLATE_PAIR
+from workflow_lib.schemas.features import (
+    C_COEVOLUTION,
+    C_TEMPLATE_1D,
+    C_TEMPLATE_PAIR,
+    TEMPLATE_PAIR_CHANNELS,
+    channel_slices,
+)
+from workflow_lib.structure.geometry import DIST_EDGES
 from workflow_lib.seqio.alphabet import GAP_CODE, decode
 from workflow_lib.structure.cbeta import virtual_cb
 from workflow_lib.structure.pdb_writer import complete_backbone
@@ -88,6 +104,8 @@ class PredictOptions(PredictSettings):
             raise InputError(f"predict: precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         if self.fold not in FOLD_MODES:
             raise InputError(f"predict: fold must be one of {', '.join(FOLD_MODES)}, got {self.fold!r}")
+        if self.crop_pairs not in CROP_PAIRS:
+            raise InputError(f"predict: crop_pairs must be one of {', '.join(CROP_PAIRS)}, got {self.crop_pairs!r}")
         if not isinstance(self.window, int) or self.window < MIN_WINDOW:
             raise InputError(f"predict: window must be an integer >= {MIN_WINDOW}, got {self.window!r}")
         if not isinstance(self.max_msa, int) or self.max_msa < 1:
@@ -124,6 +142,7 @@ class Prediction:
     n_crops: int
     single: np.ndarray | None = None
     pair: np.ndarray | None = field(default=None, repr=False)
+    covered: np.ndarray | None = field(default=None, repr=False)
 
 
 # --- device, determinism, model checks ----------------------------------------------------------------------
@@ -311,7 +330,7 @@ def run_network(model: ThreeTrackNetwork, items: Sequence[dict[str, np.ndarray]]
 
 def _finish(features: Mapping[str, np.ndarray], backbone_3: np.ndarray, plddt: np.ndarray,
             probs: Mapping[str, np.ndarray], n_crops: int, single: np.ndarray | None,
-            pair: np.ndarray | None) -> Prediction:
+            pair: np.ndarray | None, covered: np.ndarray | None = None) -> Prediction:
     sequence = decode(features["msa"][0]).replace("-", "X")
     backbone = complete_backbone(sequence, backbone_3).astype(np.float32)
     return Prediction(
@@ -320,7 +339,7 @@ def _finish(features: Mapping[str, np.ndarray], backbone_3: np.ndarray, plddt: n
         probs={head: np.asarray(probs[head], dtype=np.float32) for head in HEADS_6D if head in probs},
         n_crops=n_crops,
         single=None if single is None else single.astype(np.float32),
-        pair=None if pair is None else pair.astype(np.float32))
+        pair=None if pair is None else pair.astype(np.float32), covered=covered)
 
 
 def _predict_cropped(model: ThreeTrackNetwork, features: Mapping[str, np.ndarray], options: PredictOptions,
@@ -352,9 +371,39 @@ def _predict_cropped(model: ThreeTrackNetwork, features: Mapping[str, np.ndarray
             _add_crop(crop, result, pair_keys, pair_mean, chained, chained_coords, chained_1d, options.embeddings)
     backbone_3, means = stitch_backbone(length, chained, chained_coords,
                                         chained_1d if options.embeddings else chained_1d[:1])
-    stitched = pair_mean.mean() if options.pair_heads or options.embeddings else {}
+    stitched, covered = {}, None
+    if pair_keys:
+        stitched = pair_mean.mean(partial=True)
+        if not pair_mean.covered.all():
+            covered = pair_mean.covered
+            for head in options.pair_heads:          # pairs no crop held: the no-contact class (last bin)
+                stitched[head][~covered, -1] = 1.0
     return _finish(features, backbone_3, means[0], stitched, len(crops),
-                   means[1] if options.embeddings else None, stitched.get("pair"))
+                   means[1] if options.embeddings else None, stitched.get("pair"), covered)
+
+
+def template_contacts(features: Mapping[str, np.ndarray], cutoff: float = TEMPLATE_CONTACT) -> np.ndarray:
+    """Bool ``[L, L]``: residue pairs some template of the feature file places with Cβ–Cβ under ``cutoff`` Å (the
+    template distogram's one-hot bins ending at or below it)."""
+    length = features["msa"].shape[1]
+    mask = np.asarray(features["template_mask"]) > 0
+    if not mask.any():
+        return np.zeros((length, length), dtype=bool)
+    close = np.flatnonzero(DIST_EDGES[1:] <= cutoff)
+    dist = channel_slices(TEMPLATE_PAIR_CHANNELS)["dist"]
+    out = np.zeros((length, length), dtype=bool)
+    for t in np.flatnonzero(mask):
+        out |= features["template_pair"][t][..., dist][..., close].sum(axis=-1) > 0.5
+    return out
+
+
+def plan_crops(features: Mapping[str, np.ndarray], options: PredictOptions) -> list[Crop]:
+    """The crops of one protein longer than the window under ``options.crop_pairs`` (:data:`CROP_PAIRS`)."""
+    length = features["msa"].shape[1]
+    if options.crop_pairs == "all" or length <= options.window:
+        return crop_plan(length, options.window)
+    pairs = contact_segment_pairs(length, options.window, template_contacts(features))
+    return crop_plan(length, options.window, pairs)
 
 
 def crop_passes(sizes: Sequence[int], options: PredictOptions) -> list[list[int]]:
@@ -426,8 +475,8 @@ def predict_group(model: ThreeTrackNetwork, items: Sequence[tuple[str, Mapping[s
     if options.fold == "distogram":
         heads = tuple(options.pair_heads) + (() if "dist" in options.pair_heads else ("dist",))
         predictions = predict_group(model, items, dataclasses.replace(options, fold="network", pair_heads=heads))
-        return [(name, _fold(prediction, keep_dist="dist" in options.pair_heads, seed=options.seed,
-                             calibration=calibration))
+        return [(name, fold_prediction(prediction, keep_dist="dist" in options.pair_heads, seed=options.seed,
+                                       calibration=calibration))
                 for name, prediction in predictions]
     device = next(model.parameters()).device
     check_feature_widths(model.config)
@@ -436,7 +485,7 @@ def predict_group(model: ThreeTrackNetwork, items: Sequence[tuple[str, Mapping[s
     with deterministic(device, options.seed):
         if len(items) == 1 and lengths[0] > options.window:
             name, features = items[0]
-            crops = crop_plan(lengths[0], options.window)
+            crops = plan_crops(features, options)
             LOG.info("%s: L=%d > window %d, %d crops", name, lengths[0], options.window, len(crops))
             return [(name, _predict_cropped(model, features, options, device, crops))]
         if max(lengths) > options.window:
@@ -451,8 +500,9 @@ def predict_group(model: ThreeTrackNetwork, items: Sequence[tuple[str, Mapping[s
                 for (name, features), result in zip(items, outputs)]
 
 
-def _fold(prediction: Prediction, *, keep_dist: bool, seed: int,
-          calibration: PlddtCalibration | None = None) -> Prediction:
+def fold_prediction(prediction: Prediction, *, keep_dist: bool, seed: int,
+                    calibration: PlddtCalibration | None = None, fold_options: FoldOptions | None = None
+                    ) -> Prediction:
     """The prediction with its backbone folded from its distogram and its pLDDT the lDDT that backbone expects
     under the distogram (:func:`~workflow_lib.inference.confidence.expected_lddt`; the network's pLDDT head
     scored the structure module's backbone, and on held-out chains does not follow the folded one's accuracy:
@@ -462,7 +512,9 @@ def _fold(prediction: Prediction, *, keep_dist: bool, seed: int,
     (:func:`~workflow_lib.inference.fold.hand_score`)."""
     orientations = ({head: prediction.probs[head] for head in ("omega", "theta", "phi")}
                     if {"omega", "theta", "phi"} <= set(prediction.probs) else None)   # they choose the hand
-    backbone_3, _ = fold_from_distogram(prediction.probs["dist"], FoldOptions(seed=seed), orientations=orientations)
+    fold_options = FoldOptions(seed=seed) if fold_options is None else dataclasses.replace(fold_options, seed=seed)
+    backbone_3, _ = fold_from_distogram(prediction.probs["dist"], fold_options, orientations=orientations,
+                                        covered=prediction.covered)
     prediction.backbone = complete_backbone(prediction.sequence, backbone_3).astype(np.float32)
     cb = virtual_cb(backbone_3[:, 0], backbone_3[:, 1], backbone_3[:, 2])
     expected = expected_lddt(prediction.probs["dist"], cb)

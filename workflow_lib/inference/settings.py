@@ -38,6 +38,16 @@ DEFAULT_FOLD = "distogram"
 prediction: trained on 4,123 PDB chains, and folding from the distogram"), and the only one whose pLDDT the
 checkpoint's calibration maps (:mod:`workflow_lib.inference.confidence`)."""
 
+CROP_PAIRS = ("all", "contacts")
+"""Which crops of a protein longer than the window run (:mod:`workflow_lib.inference.stitch`): every pair of
+half-window segments (``all``, RoseTTAFold's scheme: about (L / 64)² / 2 network calls), or the neighbouring
+segments, which chain the backbone, plus the pairs of segments that one of the protein's templates puts in
+contact (``contacts``: Cβ–Cβ under :data:`TEMPLATE_CONTACT` Å; about L / 64 calls without a template). Residue
+pairs no crop holds get no distance restraint in the fold and the no-contact class in the 6D maps."""
+
+TEMPLATE_CONTACT = 8.0
+"""Cβ–Cβ distance (Å) under which a template puts two residues in contact, for ``crop_pairs: contacts``."""
+
 PRECISIONS = ("float32", "bfloat16")
 """Network precision at inference: float32, or bfloat16 autocast (matrix products and attention in bfloat16;
 layer norms, softmax statistics and all frame geometry stay float32)."""
@@ -62,6 +72,7 @@ class PredictSettings:
     """6D probabilities written to ``{protein}.pred.npz``."""
     fold: str = DEFAULT_FOLD
     precision: str = "float32"
+    crop_pairs: str = "all"
 
 
 def default_model_path() -> Path:

@@ -20,6 +20,10 @@ entry point for, so coordinates are stitched instead:
   shifted to start at 0, as the training crops are, and keep their true differences (the relative-position
   encoding sees the real separation of the two segments). In a crop, MSA rows with half or
   more gaps in the crop's columns are dropped, as RoseTTAFold does, before the ``max_msa`` cap.
+* With ``predict.crop_pairs: contacts`` only some of the crops of segments that are not neighbours run: those
+  whose two segments a template of the protein puts in contact (:func:`contact_segment_pairs`); the
+  neighbouring ones always run. The network calls then grow about as L / 64 instead of (L / 64)² / 2, and the
+  residue pairs no crop holds are left to the fold's chain and clash terms (no distance restraint).
 * 6D probabilities (softmax of each crop's logits) are averaged: ``P[a, b] = mean over the crops holding a
   and b`` (:func:`stitch_pair`). The exported pair embedding is averaged the same way.
 * Coordinates come from the *contiguous* crops ``(i, i + 1)``, which chain along the sequence and overlap
@@ -55,8 +59,20 @@ class Crop:
     contiguous: bool
 
 
-def crop_plan(length: int, window: int) -> list[Crop]:
-    """The crops of a protein of ``length`` residues (module docstring); one crop of all when it fits."""
+def segment_starts(length: int, window: int) -> list[int]:
+    """First residue of each ``window // 2``-residue segment of a protein longer than the window (module
+    docstring): 0, S, 2S, ... and the last one moved back to end at residue ``length``."""
+    segment = window // 2
+    return list(range(0, length - segment, segment)) + [length - segment]
+
+
+def crop_plan(length: int, window: int, segment_pairs: np.ndarray | None = None) -> list[Crop]:
+    """The crops of a protein of ``length`` residues (module docstring); one crop of all when it fits.
+
+    ``segment_pairs`` (bool ``[n, n]`` over the :func:`segment_starts`) limits the crops of segments that are
+    not neighbours to the pairs it marks (:func:`contact_segment_pairs`); the contiguous crops always run, so
+    the backbone is always chained. None: every pair of segments.
+    """
     if length < 1:
         raise InputError("predict: a protein needs at least one residue")
     if window < MIN_WINDOW:
@@ -64,13 +80,34 @@ def crop_plan(length: int, window: int) -> list[Crop]:
     if length <= window:
         return [Crop(np.arange(length), True)]
     segment = window // 2
-    starts = list(range(0, length - segment, segment)) + [length - segment]
+    starts = segment_starts(length, window)
+    if segment_pairs is not None and np.shape(segment_pairs) != (len(starts), len(starts)):
+        raise ValueError(f"segment_pairs must be [{len(starts)}, {len(starts)}] for {len(starts)} segments, "
+                         f"got {np.shape(segment_pairs)}")
     crops = []
     for i, start_i in enumerate(starts):
         for j in range(i + 1, len(starts)):
+            if j > i + 1 and segment_pairs is not None and not (segment_pairs[i, j] or segment_pairs[j, i]):
+                continue
             indices = np.union1d(np.arange(start_i, start_i + segment), np.arange(starts[j], starts[j] + segment))
             crops.append(Crop(indices, contiguous=(j == i + 1)))
     return crops
+
+
+def contact_segment_pairs(length: int, window: int, contacts: np.ndarray) -> np.ndarray:
+    """Bool ``[n, n]``: the pairs of :func:`segment_starts` segments holding at least one residue pair marked
+    in ``contacts`` (bool ``[L, L]``, e.g. Cβ–Cβ under 8 Å in a template): ``crop_plan``'s ``segment_pairs``
+    for ``crop_pairs: contacts``."""
+    contacts = np.asarray(contacts, dtype=bool)
+    if contacts.shape != (length, length):
+        raise ValueError(f"contacts must be [{length}, {length}], got {contacts.shape}")
+    segment = window // 2
+    starts = segment_starts(length, window)
+    member = np.zeros((len(starts), length), dtype=np.float32)
+    for k, start in enumerate(starts):
+        member[k, start:start + segment] = 1.0
+    touching = member @ contacts.astype(np.float32) @ member.T
+    return touching > 0
 
 
 class PairMean:
@@ -94,13 +131,19 @@ class PairMean:
             self.total[key][grid] += value
         self.count[grid] += 1
 
-    def mean(self) -> dict[str, np.ndarray]:
-        """The means (the sums are divided in place); :class:`ValueError` if a pair was never covered."""
-        if (self.count == 0).any():
+    def mean(self, *, partial: bool = False) -> dict[str, np.ndarray]:
+        """The means (the sums are divided in place); a pair no crop covered is a :class:`ValueError`, or with
+        ``partial`` stays zero (:attr:`covered` tells which)."""
+        if not partial and (self.count == 0).any():
             raise ValueError("crops do not cover every residue pair")
         for total in self.total.values():
-            total /= self.count[..., None]
+            total /= np.maximum(self.count, 1)[..., None]
         return self.total
+
+    @property
+    def covered(self) -> np.ndarray:
+        """Bool ``[L, L]``: the pairs at least one crop held."""
+        return self.count > 0
 
 
 def stitch_pair(length: int, crops: Sequence[np.ndarray], values: Sequence[np.ndarray]) -> np.ndarray:

@@ -19,7 +19,14 @@ from typing import Any, TypeVar
 from workflow_lib.aligner.device import compiled_available as compiled_kernels
 from workflow_lib.db.chunks import ChunkSettings
 from workflow_lib.errors import InputError
-from workflow_lib.inference.settings import DEFAULT_MODEL, FOLD_MODES, HEADS_6D, PRECISIONS, PredictSettings
+from workflow_lib.inference.settings import (
+    CROP_PAIRS,
+    DEFAULT_MODEL,
+    FOLD_MODES,
+    HEADS_6D,
+    PRECISIONS,
+    PredictSettings,
+)
 from workflow_lib.schemas.features import C_COEVOLUTION, C_TEMPLATE_PAIR
 from workflow_lib.search.settings import SETTING_NAMES, WORKFLOW_MAX_EVALUE, Settings, cli_options, setting_error
 from workflow_lib.training.settings import TrainSettings
@@ -228,6 +235,8 @@ class PredictConfig(StageConfig, PredictSettings):
             raise InputError(f"predict.fold must be network or distogram, got {self.fold!r}")
         if self.precision not in PRECISIONS:
             raise InputError(f"predict.precision must be float32 or bfloat16, got {self.precision!r}")
+        if self.crop_pairs not in CROP_PAIRS:
+            raise InputError(f"predict.crop_pairs must be all or contacts, got {self.crop_pairs!r}")
         unknown = sorted(set(self.pair_heads) - set(HEADS_6D))
         if unknown:
             raise InputError(f"predict.pair_heads: {unknown} are not among dist, omega, theta, phi")
