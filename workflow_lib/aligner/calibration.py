@@ -9,8 +9,13 @@ unrelated members for that fit, so the null sample here is made on purpose:
   permutation number ``d``; emission rows and the transition/Neff rows that leave each column are permuted
   together, the begin row is kept). Shuffling keeps each template's amino-acid composition, length and gap
   statistics and destroys the order that a true relationship would share with the query, so a decoy is an
-  unrelated template with the composition of real ones. Deterministic (``seed``); the query is aligned to the
-  decoys with exactly the scoring of the real search (Viterbi + correlation score).
+  unrelated template with the composition of real ones. Deterministic (``seed``); the decoys are scored with
+  exactly the score the searches turn into E-values: the best local profile–profile Viterbi score in bits
+  (HHsearch, Söding 2005, Bioinformatics 21:951), computed without traceback by
+  :func:`~workflow_lib.aligner.hmm_compiled.hmm_scores` (HH-suite3 likewise scores many profiles before it
+  traces the few it reports, Steinegger et al. 2019, BMC Bioinformatics 20:473). HHsearch's correlation score
+  is not part of that score: it needs the traceback, and a null fitted on one score and applied to another
+  would not be calibrated.
 - **Model.** Karlin–Altschul form of a local alignment maximum over a target of length ``n``:
   ``P(S ≥ s) = 1 − exp(−n·exp(−λ(s − μ)))`` (the query's own length and composition are folded into μ, as the
   fit is per query). ``λ`` and ``μ`` are maximum-likelihood estimates from the decoy scores: for fixed λ the
@@ -31,8 +36,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from workflow_lib.aligner.lanes import align_profiles
+from workflow_lib.aligner.hmm_compiled import hmm_scores
 from workflow_lib.aligner.profile import Profile
+from workflow_lib.aligner.scores import SCALE
 
 DEFAULT_DECOYS = 200
 MIN_DECOYS = 20
@@ -117,9 +123,18 @@ def fit_gumbel(scores: np.ndarray, lengths: np.ndarray) -> NullModel:
     return NullModel(lam, _mu_for(lam, scores, lengths), int(scores.size))
 
 
-def fit_null(query: Profile, templates: list[Profile], *, n_decoys: int = DEFAULT_DECOYS, seed: int = 0,
-             cpus: int | None = 1) -> NullModel:
-    """Align ``query`` to :func:`decoy_profiles` of ``templates`` and fit :func:`fit_gumbel` to the scores."""
-    decoys = decoy_profiles(templates, n_decoys, seed=seed)
-    hits = align_profiles(query, decoys, cpus=cpus)
-    return fit_gumbel(np.array([h.score for h in hits]), np.array([d.length for d in decoys]))
+def decoy_scores(query: Profile, decoys: list[Profile]) -> np.ndarray:
+    """float64 ``[len(decoys)]``: the Viterbi scores (bits, no correlation score) the null is fitted to."""
+    return hmm_scores(query, decoys) / SCALE
+
+
+def fit_decoys(query: Profile, decoys: list[Profile]) -> NullModel:
+    """:func:`fit_gumbel` of the :func:`decoy_scores` of ``query`` against ``decoys`` (from :func:`decoy_profiles`:
+    a search that keeps its decoys across queries passes them here)."""
+    return fit_gumbel(decoy_scores(query, decoys), np.array([d.length for d in decoys]))
+
+
+def fit_null(query: Profile, templates: list[Profile], *, n_decoys: int = DEFAULT_DECOYS,
+             seed: int = 0) -> NullModel:
+    """:func:`fit_decoys` on ``n_decoys`` :func:`decoy_profiles` of ``templates``."""
+    return fit_decoys(query, decoy_profiles(templates, n_decoys, seed=seed))

@@ -26,8 +26,9 @@ from workflow_lib.aligner.scores import (HHSUITE_SHIFT, MIN_SCORE, NEG_INF, SCAL
                                          pair_scores, quantize)
 from workflow_lib.aligner.transitions import DD, DM, II, IM, MD, MI, MM
 
-MAX_STACKED_CELLS = 1 << 24
-"""Column scores computed per batch of candidates (int32 cells: 64 MiB)."""
+MAX_STACKED_CELLS = 1 << 20
+"""Column scores computed per batch of candidates: the float64 products of a batch (8 MiB) stay in the cache
+through the in-place passes of :func:`_column_scores` (larger batches ran those passes from memory, slower)."""
 
 
 @lru_cache(maxsize=None)
@@ -122,8 +123,14 @@ def _column_scores(products: np.ndarray, shift: float) -> np.ndarray:
 
 
 def _numpy_scores(query: PairScores, templates: list[PairScores], shift: float) -> np.ndarray:
+    """The NumPy lane kernel's best scores, templates in the length buckets :func:`align_profiles` uses."""
+    from workflow_lib.aligner.lanes import ALIGN_PROFILES_LANE_CELLS, length_buckets
     from workflow_lib.aligner.viterbi_hmm import viterbi_profile_lanes
-    return np.array([int(viterbi_profile_lanes(query, [t], shift=shift)[0][0]) for t in templates], dtype=np.int64)
+    out = np.empty(len(templates), np.int64)
+    for bucket in length_buckets([t.length for t in templates], query.length, backtrace=True,
+                                 lane_cells=ALIGN_PROFILES_LANE_CELLS):
+        out[bucket] = viterbi_profile_lanes(query, [templates[k] for k in bucket], shift=shift)[0]
+    return out
 
 
 def hmm_scores(query: Profile, templates: list[Profile | PairScores], *, shift: float = HHSUITE_SHIFT) -> np.ndarray:

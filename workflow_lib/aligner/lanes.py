@@ -41,6 +41,8 @@ ROW_COST_CELLS = 8192
 """Fixed cost of one bucket's DP row, in cells: of the order of the Viterbi kernel's time for its NumPy calls of
 one row over its time per cell (on the Pfam survivors half this value cut the same CPU, smaller ones cost more).
 The gapped stage's Smith–Waterman rows (~18 calls) use the same value."""
+ALIGN_PROFILES_LANE_CELLS = 16 * 1024
+"""Cells per DP row of a bucket of the profile–profile lane kernel (the default of :func:`align_profiles`)."""
 TORCH_ROW_COST_CELLS = 1 << 22
 """On a GPU a row's kernel launches cost far more than its cells: buckets as wide as the limits allow."""
 
@@ -358,7 +360,7 @@ def _hmm_task(args: tuple[int, list[int], float, bool]) -> list[Hit]:
 
 def align_profiles(query: Profile, templates: Sequence[Profile], *, cpus: int | None = 1,
                    shift: float = HHSUITE_SHIFT, correlation: bool = True,
-                   lane_cells: int = 16 * 1024) -> list[Hit]:
+                   lane_cells: int = ALIGN_PROFILES_LANE_CELLS) -> list[Hit]:
     """Profile–profile Viterbi of one query against many template profiles (with pseudocounts already
     added, see :func:`~workflow_lib.aligner.profile.add_pseudocounts`); hits with alignments, input order.
 

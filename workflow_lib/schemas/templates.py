@@ -61,7 +61,7 @@ TEMPLATE_HITS = TableSchema("template_hits", 1, pa.schema([
     ("evalue", pa.float64()),            # expected unrelated templates scoring this high in a DB of db_size
     ("pvalue", pa.float64()),            # P(score >= bitscore) for one unrelated template of this length
     ("significance", pa.float32()),      # exp(-evalue): P(no unrelated template in the DB scores this high)
-    ("bitscore", pa.float32()),          # Viterbi score + correlation score, bits
+    ("bitscore", pa.float32()),          # Viterbi score, bits (no correlation score; see templates.search)
     ("identity", pa.float32()),          # identical residues / aligned columns
     ("similarity", pa.float32()),        # aligned pairs with positive substitution log-odds / aligned columns
     ("aligned_cols", pa.int32()),        # match (MM) steps

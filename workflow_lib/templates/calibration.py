@@ -5,7 +5,7 @@ names the template search has always used."""
 from __future__ import annotations
 
 from workflow_lib.aligner.calibration import (DEFAULT_DECOYS, LAMBDA_RANGE, MIN_DECOYS, NullModel, decoy_profiles,
-                                              fit_gumbel, fit_null, shuffled_profile)
+                                              decoy_scores, fit_decoys, fit_gumbel, fit_null, shuffled_profile)
 
-__all__ = ["DEFAULT_DECOYS", "LAMBDA_RANGE", "MIN_DECOYS", "NullModel", "decoy_profiles", "fit_gumbel", "fit_null",
-           "shuffled_profile"]
+__all__ = ["DEFAULT_DECOYS", "LAMBDA_RANGE", "MIN_DECOYS", "NullModel", "decoy_profiles", "decoy_scores",
+           "fit_decoys", "fit_gumbel", "fit_null", "shuffled_profile"]

@@ -97,6 +97,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sequences.set_defaults(handler=run_sequences)
 
 
+SEARCH_SCORE = "viterbi"
+"""What the E-values are computed from, recorded in every receipt: hits searched with another score (HHsearch's
+correlation score added, as earlier versions did) are searched again rather than reused."""
 RECEIPT_STAGE = "templates"
 """Receipts ``{protein}.templates.done.json`` (:mod:`workflow_lib.seqio.receipts`): a rerun skips those queries."""
 
@@ -118,7 +121,7 @@ def run_search(args: argparse.Namespace) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     database_print = directory_fingerprint(args.templates)
     settings = {"max_hits": args.max_hits, "min_aligned": args.min_aligned, "decoys": args.decoys, "seed": args.seed,
-                "prefilter": args.prefilter, "max_candidates": args.max_candidates}
+                "prefilter": args.prefilter, "max_candidates": args.max_candidates, "score": SEARCH_SCORE}
     stats = []
     reused = 0
     for stem, path in stems.items():

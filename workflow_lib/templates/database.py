@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from workflow_lib.aligner.calibration import decoy_profiles
 from workflow_lib.aligner.profile import Profile
 from workflow_lib.db.build import sha256_file
 from workflow_lib.db.kmer_index import build_kmer_index
@@ -47,6 +48,7 @@ class TemplateDatabase:
         if len(self.chains) != self.manifest["templates"]:
             raise SchemaError(f"{self.path}: {len(self.chains)} chains, manifest says {self.manifest['templates']}")
         self._index = {name: k for k, name in enumerate(self.chains["template"])}
+        self._decoys: dict[tuple[int, int], list[Profile]] = {}
 
     def __len__(self) -> int:
         return len(self.chains)
@@ -62,19 +64,43 @@ class TemplateDatabase:
             raise InputError(f"template {template!r} is not in the template database {self.path}",
                              path=where) from None
 
+    @cached_property
+    def _profile_columns(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per-chain fields of the profiles, read once as whole columns: names, first row in the P arrays,
+        lengths, Neff, sequence offsets into the concatenated codes, and those codes."""
+        lengths = self.chains["length"].to_numpy(np.int64)
+        sequences = self.chains["sequence"]
+        mismatched = np.flatnonzero(sequences.str.len().to_numpy(np.int64) != lengths)
+        if mismatched.size:
+            k = int(mismatched[0])
+            raise SchemaError(f"{self.path / CHAINS_FILE}: template {self.chains['template'].iloc[k]!r} has a "
+                              f"sequence of {len(sequences.iloc[k])} residues and length {lengths[k]}")
+        starts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        return (self.chains["template"].tolist(), self.chains["profile_offset"].to_numpy(np.int64), lengths,
+                self.chains["neff"].to_numpy(np.float64), starts, encode("".join(sequences)))
+
     def profile(self, k: int) -> Profile:
-        row = self.chains.iloc[k]
-        p0, length = int(row["profile_offset"]), int(row["length"])
+        """Template ``k``'s profile; its arrays are read-only views of the database's arrays."""
+        names, offsets, lengths, neffs, starts, codes = self._profile_columns
+        p0, length = int(offsets[k]), int(lengths[k])
         q0 = p0 + k
         a = self.arrays
-        return Profile(str(row["template"]), encode(str(row["sequence"])),
-                       a["emissions"][p0:p0 + length].copy(), a["transitions"][q0:q0 + length + 1].copy(),
-                       a["column_neff"][q0:q0 + length + 1].copy(), float(row["neff"]), a["background"][k].copy(),
-                       True)
+        return Profile(names[k], codes[starts[k]:starts[k + 1]], a["emissions"][p0:p0 + length],
+                       a["transitions"][q0:q0 + length + 1], a["column_neff"][q0:q0 + length + 1],
+                       float(neffs[k]), a["background"][k], True)
 
     @cached_property
     def profiles(self) -> list[Profile]:
+        """Every template's profile (:meth:`profile`), built once per loaded database."""
         return [self.profile(k) for k in range(len(self))]
+
+    def decoys(self, n_decoys: int, seed: int) -> list[Profile]:
+        """The null model's shuffled templates (:func:`~workflow_lib.aligner.calibration.decoy_profiles` of
+        :attr:`profiles`): the same for every query, so made once per ``(n_decoys, seed)``."""
+        key = (int(n_decoys), int(seed))
+        if key not in self._decoys:
+            self._decoys[key] = decoy_profiles(self.profiles, key[0], seed=key[1])
+        return self._decoys[key]
 
     @cached_property
     def prefilter_arrays(self) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
