@@ -4,7 +4,7 @@ structures, with and without templates, per length bin.
     python benchmarks/predict_cost.py --a3m-dir MSAS --hits-dir HITS --templates TEMPLATE_DB
         --structures pdb_chains_promod3/backbone.npz --chains CHAINS.parquet [--every 2]
         [--settings all/float32/64/4,contacts/bfloat16/64/2] [--checkpoint models/trackfold_small_v4.pt]
-        [--results-md benchmarks/RESULTS.md]
+        [--proteome UP000000625_83333.fasta.gz] [--results-md benchmarks/RESULTS.md]
 
 A setting is ``crop_pairs/precision/max_msa/starts``: ``predict.crop_pairs`` (every pair of half-window segments,
 or the neighbouring ones plus those a template puts in contact; :mod:`workflow_lib.inference.stitch`),
@@ -16,6 +16,9 @@ Settings that share the network's part share its pass; the network's and the fol
 (``time.process_time``, one torch thread) are reported apart. Accuracy: lDDT-Cα and TM-score of the folded
 backbone against the chain's PDB backbone over its whole length, and the Pearson r of per-chain mean pLDDT with
 the true lDDT-Cα.
+
+With ``--proteome``, each setting's CPU per chain is fitted as ``a + b L + c L²`` over the chains (per regime)
+and summed over the proteome's lengths: the projected CPU seconds per protein of that proteome.
 
 Chains: the validation chains of a training run's ``chains.parquet`` (at most 30% identical to any training
 chain) with an A3M under ``--a3m-dir`` and a hits table in ``--hits-dir``, by length, every ``--every``-th.
@@ -104,6 +107,7 @@ def main() -> int:
                                               "contacts/bfloat16/64/2,contacts/bfloat16/32/2")
     parser.add_argument("--max-templates", type=int, default=FeatureConfig().max_templates)
     parser.add_argument("--checkpoint", type=Path, default=ROOT / "models" / "trackfold_small_v4.pt")
+    parser.add_argument("--proteome", type=Path, help="FASTA whose lengths the CPU per protein is projected onto")
     parser.add_argument("--results-md", type=Path)
     args = parser.parse_args()
     settings = [Setting.parse(text) for text in args.settings.split(",")]
@@ -144,6 +148,21 @@ def main() -> int:
     return 0
 
 
+def proteome_lengths(path: Path) -> np.ndarray:
+    from workflow_lib.seqio.fasta import read_fasta
+
+    return np.array([len(record.sequence) for record in read_fasta(path)], dtype=np.float64)
+
+
+def projected(group: list[dict], lengths: np.ndarray) -> float:
+    """Mean CPU seconds per protein of ``lengths`` from ``a + b L + c L²`` fitted to the group's chains."""
+    length = np.array([r["length"] for r in group], dtype=np.float64)
+    cost = np.array([r["network_s"] + r["fold_s"] for r in group])
+    design = np.stack([np.ones_like(length), length, length ** 2], axis=1)
+    coefficients, *_ = np.linalg.lstsq(design, cost, rcond=None)
+    return float(np.mean(np.stack([np.ones_like(lengths), lengths, lengths ** 2], axis=1) @ coefficients))
+
+
 def render(rows: list[dict], settings: list[Setting], args: argparse.Namespace) -> str:
     names = [str(s) for s in settings]
     reference = names[0]
@@ -169,6 +188,15 @@ def render(rows: list[dict], settings: list[Setting], args: argparse.Namespace) 
                     f"{cost:.2f} | {base_cost / cost:.2f}x | {np.mean([r['lddt'] for r in group]):.3f} | "
                     f"{np.mean([r['tm'] for r in group]):.3f} | "
                     f"{pearson([r['plddt'] for r in group], [r['lddt'] for r in group]):.2f} |")
+    if args.proteome:
+        lengths = proteome_lengths(args.proteome)
+        lines += ["", f"Projected onto the {lengths.size:,} proteins of `{args.proteome.name}` (CPU s per protein, "
+                  "fitted a + b L + c L² per setting and regime):", "",
+                  "| setting | no template | templates |", "|---|---|---|"]
+        for name in names:
+            cells = [f"{projected(select(regime=regime, setting=name), lengths):.2f}" if select(regime=regime,
+                     setting=name) else "-" for regime in ("no template", "templates")]
+            lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
     command = (f"`python benchmarks/predict_cost.py --a3m-dir MSAS --hits-dir HITS --templates TEMPLATE_DB "
                f"--structures STRUCTURES --chains CHAINS.parquet --every {args.every} --settings "
                f"{','.join(names)} --checkpoint {args.checkpoint.name}`")

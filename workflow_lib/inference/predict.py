@@ -509,7 +509,9 @@ def fold_prediction(prediction: Prediction, *, keep_dist: bool, seed: int,
     benchmarks/RESULTS.md, "pLDDT against the real lDDT: the network's head and the distogram's expected lDDT"),
     through ``calibration`` when given; ``dist`` dropped unless kept. The fold's mirror-image choice reads the
     ω / θ / φ distributions when ``pair_heads`` kept them, else the helix rule
-    (:func:`~workflow_lib.inference.fold.hand_score`)."""
+    (:func:`~workflow_lib.inference.fold.prefer_mirror`). ``fold_options``: the fold's settings (default
+    :class:`~workflow_lib.inference.fold.FoldOptions`), with ``seed``; pairs outside ``prediction.covered`` are
+    left unrestrained."""
     orientations = ({head: prediction.probs[head] for head in ("omega", "theta", "phi")}
                     if {"omega", "theta", "phi"} <= set(prediction.probs) else None)   # they choose the hand
     fold_options = FoldOptions(seed=seed) if fold_options is None else dataclasses.replace(fold_options, seed=seed)
