@@ -7,7 +7,9 @@ structures, with and without templates, per length bin.
         [--proteome UP000000625_83333.fasta.gz] [--results-md benchmarks/RESULTS.md]
 
 A setting is ``crop_pairs/precision/max_msa/starts``: ``predict.crop_pairs`` (every pair of half-window segments,
-or the neighbouring ones plus those a template puts in contact; :mod:`workflow_lib.inference.stitch`),
+the neighbouring ones plus those a template puts in contact, or the neighbouring ones alone;
+:mod:`workflow_lib.inference.stitch`; ``contacts:K`` counts a pair of segments in contact from K template
+contacts instead of the default ``SEGMENT_CONTACTS``),
 ``predict.precision``, ``predict.max_msa`` and the fold's independent minimisations (``starts``). The first
 setting is the reference. Each chain is predicted as a proteome run predicts it (``fold: distogram``, window
 128, no 6D maps kept, the checkpoint's pLDDT calibration) twice: from its MSA alone, and with its usable template
@@ -47,7 +49,9 @@ from search_bench.report import publish  # noqa: E402
 from workflow_lib.features.build import build_features  # noqa: E402
 from workflow_lib.inference.confidence import PlddtCalibration  # noqa: E402
 from workflow_lib.inference.fold import FoldOptions  # noqa: E402
+import workflow_lib.inference.predict as predict_module  # noqa: E402
 from workflow_lib.inference.predict import PredictOptions, fold_prediction, predict_group  # noqa: E402
+from workflow_lib.inference.settings import SEGMENT_CONTACTS  # noqa: E402
 from workflow_lib.model.checkpoint import load_checkpoint  # noqa: E402
 from workflow_lib.structure.backbones import read_backbone_archive  # noqa: E402
 from workflow_lib.structure.metrics import lddt_ca, tm_score  # noqa: E402
@@ -81,11 +85,14 @@ class Setting:
 def predict(model, calibration, name, features, setting: Setting, cache: dict) -> dict:
     """One setting on one chain: the network's pass (shared through ``cache``) and the fold, timed apart."""
     if setting.network not in cache:
-        options = PredictOptions(fold="network", pair_heads=("dist",), crop_pairs=setting.crop_pairs,
+        crop_pairs, _, min_contacts = setting.crop_pairs.partition(":")
+        options = PredictOptions(fold="network", pair_heads=("dist",), crop_pairs=crop_pairs,
                                  precision=setting.precision, max_msa=setting.max_msa)
+        predict_module.SEGMENT_CONTACTS = int(min_contacts) if min_contacts else SEGMENT_CONTACTS
         start = time.process_time()
         ((_, raw),) = predict_group(model, [(name, features)], options)
         cache[setting.network] = (raw, time.process_time() - start)
+        predict_module.SEGMENT_CONTACTS = SEGMENT_CONTACTS
     raw, network_seconds = cache[setting.network]
     start = time.process_time()
     folded = fold_prediction(dataclasses.replace(raw), keep_dist=False, seed=0, calibration=calibration,

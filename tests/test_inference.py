@@ -36,6 +36,7 @@ from workflow_lib.schemas.features import (
 )
 from workflow_lib.schemas.prediction import PREDICTED_RESIDUES, PREDICTION, PREDICTION_STATS
 from workflow_lib.inference.predict import (
+    SEGMENT_CONTACTS,
     PredictOptions,
     collate,
     crop_passes,
@@ -206,19 +207,21 @@ def test_crop_pairs_contacts_runs_the_chain_and_the_template_contacts_only(model
     alone = dict(features)
     options = PredictOptions(fold="network", window=window, max_msa=16, crop_pairs="contacts")
     assert len(plan_crops(alone, options)) == len(starts) - 1 < len(crop_plan(length, window))
-    # one template that puts residue 3 (first segment) within 4.5 A of the last residue: their crop runs too
+    # one template that puts residues 3-10 (first segment) within 4.5 A of the last eight: their crop runs too
     with_template = dict(features, template_mask=np.ones(1, dtype=bool),
                          template_pair=np.zeros((1, length, length, C_TEMPLATE_PAIR), dtype=np.float16),
                          template_1d=np.zeros((1, length, C_TEMPLATE_1D), dtype=np.float32))
-    with_template["template_pair"][0, 3, length - 1, 5] = 1.0          # dist bin 5: 4.5-5.0 A
+    with_template["template_pair"][0, np.arange(3, 11), np.arange(length - 8, length), 5] = 1.0  # 4.5-5.0 A
     with_template["template_pair"][0, 10, 40, 30] = 1.0                # 17-17.5 A: no contact
     contacts = template_contacts(with_template)
-    assert contacts.sum() == 1 and contacts[3, length - 1]
+    assert contacts.sum() == SEGMENT_CONTACTS == 8 and contacts[3, length - 8]
     crops = plan_crops(with_template, options)
     assert len(crops) == len(starts) and sum(not crop.contiguous for crop in crops) == 1
+    assert len(plan_crops(with_template, options, min_contacts=9)) == len(starts) - 1       # too few contacts
+    assert len(plan_crops(with_template, dataclasses.replace(options, crop_pairs="neighbours"))) == len(starts) - 1
     got = predict_features(model, with_template, options)
     assert got.n_crops == len(starts)
-    assert got.covered[3, length - 1] and got.covered[0, 20] and not got.covered[0, 40]
+    assert got.covered[3, length - 8] and got.covered[0, 20] and not got.covered[0, 40]
     for head in ("dist", "omega", "theta", "phi"):                      # the pairs no crop held: no contact
         np.testing.assert_array_equal(got.probs[head][~got.covered].argmax(-1), got.probs[head].shape[-1] - 1)
         np.testing.assert_allclose(got.probs[head].sum(-1), 1.0, atol=1e-5)

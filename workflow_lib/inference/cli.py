@@ -2,8 +2,8 @@
 
 ``trackfold predict --out-dir DIR [--model CKPT] [--device auto|cpu|cuda] [--window N] [--seed N]
 [--max-msa N] [--batch-size N] [--max-tokens N] [--threads N] [--embeddings] [--fold distogram|network]
-[--precision float32|bfloat16] [--crop-pairs all|contacts] [--stats TABLE] [--no-resume] FEATURES.npz|A3M...``
-writes per protein (the file stem: ``X.npz`` / ``X.a3m`` -> ``X``) the files of
+[--precision float32|bfloat16] [--crop-pairs all|contacts|neighbours] [--stats TABLE] [--no-resume]
+FEATURES.npz|A3M...`` writes per protein (the file stem: ``X.npz`` / ``X.a3m`` -> ``X``) the files of
 :mod:`workflow_lib.inference.outputs` and, last, with ``--stats``, one
 :data:`~workflow_lib.schemas.prediction.PREDICTION_STATS` row per protein (the workflow's per-chunk output). A
 rerun resumes from the receipts ``{protein}.predict.done.json``; ``--no-resume`` recomputes everything.
@@ -93,9 +93,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          help=f"network precision: bfloat16 runs it under autocast (faster on CPUs with "
                               f"AVX512-BF16 and on GPUs; frame geometry stays float32) (default {DEFAULTS.precision})")
     predict.add_argument("--crop-pairs", choices=CROP_PAIRS, default=DEFAULTS.crop_pairs,
-                         help=f"for proteins longer than the window: run every pair of half-window segments (all) or "
-                              f"the neighbouring segments plus those a template puts in contact (contacts) "
-                              f"(default {DEFAULTS.crop_pairs})")
+                         help=f"for proteins longer than the window: run every pair of half-window segments (all), "
+                              f"the neighbouring segments plus those a template puts in contact (contacts), or the "
+                              f"neighbouring segments alone (neighbours) (default {DEFAULTS.crop_pairs})")
     add_chunk_options(predict, "{protein}.npz")
     predict.add_argument("--stats", help="also write this table: one row per protein (length, mean pLDDT, "
                                          "crops, pass, seconds), after every prediction's files")

@@ -49,6 +49,7 @@ from workflow_lib.inference.settings import (  # noqa: F401  (re-exported: the l
     FOLD_MODES,
     HEADS_6D,
     PRECISIONS,
+    SEGMENT_CONTACTS,
     TEMPLATE_CONTACT,
     PredictSettings,
 )
@@ -58,6 +59,7 @@ from workflow_lib.inference.stitch import (
     PairMean,
     contact_segment_pairs,
     crop_plan,
+    segment_starts,
     stitch_backbone,
 )
 from workflow_lib.model.checkpoint import network_device
@@ -397,12 +399,18 @@ def template_contacts(features: Mapping[str, np.ndarray], cutoff: float = TEMPLA
     return out
 
 
-def plan_crops(features: Mapping[str, np.ndarray], options: PredictOptions) -> list[Crop]:
-    """The crops of one protein longer than the window under ``options.crop_pairs`` (:data:`CROP_PAIRS`)."""
+def plan_crops(features: Mapping[str, np.ndarray], options: PredictOptions,
+               min_contacts: int | None = None) -> list[Crop]:
+    """The crops of one protein longer than the window under ``options.crop_pairs`` (:data:`CROP_PAIRS`);
+    ``min_contacts``: template contacts that make two segments a crop (default :data:`SEGMENT_CONTACTS`)."""
     length = features["msa"].shape[1]
     if options.crop_pairs == "all" or length <= options.window:
         return crop_plan(length, options.window)
-    pairs = contact_segment_pairs(length, options.window, template_contacts(features))
+    if options.crop_pairs == "neighbours":
+        n_segments = len(segment_starts(length, options.window))
+        return crop_plan(length, options.window, np.zeros((n_segments, n_segments), dtype=bool))
+    pairs = contact_segment_pairs(length, options.window, template_contacts(features),
+                                  SEGMENT_CONTACTS if min_contacts is None else min_contacts)
     return crop_plan(length, options.window, pairs)
 
 

@@ -38,15 +38,21 @@ DEFAULT_FOLD = "distogram"
 prediction: trained on 4,123 PDB chains, and folding from the distogram"), and the only one whose pLDDT the
 checkpoint's calibration maps (:mod:`workflow_lib.inference.confidence`)."""
 
-CROP_PAIRS = ("all", "contacts")
+CROP_PAIRS = ("all", "contacts", "neighbours")
 """Which crops of a protein longer than the window run (:mod:`workflow_lib.inference.stitch`): every pair of
-half-window segments (``all``, RoseTTAFold's scheme: about (L / 64)² / 2 network calls), or the neighbouring
+half-window segments (``all``, RoseTTAFold's scheme: about (L / 64)² / 2 network calls); the neighbouring
 segments, which chain the backbone, plus the pairs of segments that one of the protein's templates puts in
-contact (``contacts``: Cβ–Cβ under :data:`TEMPLATE_CONTACT` Å; about L / 64 calls without a template). Residue
-pairs no crop holds get no distance restraint in the fold and the no-contact class in the 6D maps."""
+contact (``contacts``: at least :data:`SEGMENT_CONTACTS` residue pairs with Cβ–Cβ under :data:`TEMPLATE_CONTACT`
+Å; the neighbours alone without a template); or the neighbouring segments alone (``neighbours``: about L / 64
+calls). Residue pairs no crop holds get no distance restraint in the fold and the no-contact class in the 6D
+maps."""
 
 TEMPLATE_CONTACT = 8.0
 """Cβ–Cβ distance (Å) under which a template puts two residues in contact, for ``crop_pairs: contacts``."""
+
+SEGMENT_CONTACTS = 8
+"""Residue contacts in a template that make two segments that are not neighbours worth a network call
+(``crop_pairs: contacts``)."""
 
 PRECISIONS = ("float32", "bfloat16")
 """Network precision at inference: float32, or bfloat16 autocast (matrix products and attention in bfloat16;

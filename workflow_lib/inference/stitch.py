@@ -21,9 +21,10 @@ entry point for, so coordinates are stitched instead:
   encoding sees the real separation of the two segments). In a crop, MSA rows with half or
   more gaps in the crop's columns are dropped, as RoseTTAFold does, before the ``max_msa`` cap.
 * With ``predict.crop_pairs: contacts`` only some of the crops of segments that are not neighbours run: those
-  whose two segments a template of the protein puts in contact (:func:`contact_segment_pairs`); the
-  neighbouring ones always run. The network calls then grow about as L / 64 instead of (L / 64)² / 2, and the
-  residue pairs no crop holds are left to the fold's chain and clash terms (no distance restraint).
+  whose two segments a template of the protein puts in contact (:func:`contact_segment_pairs`); with
+  ``neighbours``, none. The neighbouring ones always run. The network calls then grow about as L / 64 instead
+  of (L / 64)² / 2, and the residue pairs no crop holds are left to the fold's chain and clash terms (no
+  distance restraint).
 * 6D probabilities (softmax of each crop's logits) are averaged: ``P[a, b] = mean over the crops holding a
   and b`` (:func:`stitch_pair`). The exported pair embedding is averaged the same way.
 * Coordinates come from the *contiguous* crops ``(i, i + 1)``, which chain along the sequence and overlap
@@ -94,10 +95,10 @@ def crop_plan(length: int, window: int, segment_pairs: np.ndarray | None = None)
     return crops
 
 
-def contact_segment_pairs(length: int, window: int, contacts: np.ndarray) -> np.ndarray:
-    """Bool ``[n, n]``: the pairs of :func:`segment_starts` segments holding at least one residue pair marked
-    in ``contacts`` (bool ``[L, L]``, e.g. Cβ–Cβ under 8 Å in a template): ``crop_plan``'s ``segment_pairs``
-    for ``crop_pairs: contacts``."""
+def contact_segment_pairs(length: int, window: int, contacts: np.ndarray, min_contacts: int = 1) -> np.ndarray:
+    """Bool ``[n, n]``: the pairs of :func:`segment_starts` segments holding at least ``min_contacts`` residue
+    pairs marked in ``contacts`` (bool ``[L, L]``, e.g. Cβ–Cβ under 8 Å in a template): ``crop_plan``'s
+    ``segment_pairs`` for ``crop_pairs: contacts``."""
     contacts = np.asarray(contacts, dtype=bool)
     if contacts.shape != (length, length):
         raise ValueError(f"contacts must be [{length}, {length}], got {contacts.shape}")
@@ -107,7 +108,7 @@ def contact_segment_pairs(length: int, window: int, contacts: np.ndarray) -> np.
     for k, start in enumerate(starts):
         member[k, start:start + segment] = 1.0
     touching = member @ contacts.astype(np.float32) @ member.T
-    return touching > 0
+    return touching >= max(min_contacts, 1)
 
 
 class PairMean:

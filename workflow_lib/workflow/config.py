@@ -236,7 +236,7 @@ class PredictConfig(StageConfig, PredictSettings):
         if self.precision not in PRECISIONS:
             raise InputError(f"predict.precision must be float32 or bfloat16, got {self.precision!r}")
         if self.crop_pairs not in CROP_PAIRS:
-            raise InputError(f"predict.crop_pairs must be all or contacts, got {self.crop_pairs!r}")
+            raise InputError(f"predict.crop_pairs must be all, contacts or neighbours, got {self.crop_pairs!r}")
         unknown = sorted(set(self.pair_heads) - set(HEADS_6D))
         if unknown:
             raise InputError(f"predict.pair_heads: {unknown} are not among dist, omega, theta, phi")
