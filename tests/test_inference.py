@@ -299,7 +299,8 @@ def test_cropped_prediction_stays_within_the_window(model, features):
     seen: list[int] = []
     handle = model.register_forward_pre_hook(lambda module, args: seen.append(args[0]["msa"].shape[-1]))
     try:
-        got = predict_features(model, features, PredictOptions(fold="network", window=32, max_msa=16, embeddings=True))
+        got = predict_features(model, features, PredictOptions(fold="network", window=32, max_msa=16, embeddings=True,
+                                                               crop_pairs="all"))
     finally:
         handle.remove()
     length = features["msa"].shape[1]
@@ -318,11 +319,12 @@ def test_cropped_prediction_stays_within_the_window(model, features):
 
 
 def test_cropped_prediction_without_pair_outputs_runs_only_the_contiguous_crops(model, features):
-    full = predict_features(model, features, PredictOptions(fold="network", window=32, max_msa=16))
+    full = predict_features(model, features, PredictOptions(fold="network", window=32, max_msa=16, crop_pairs="all"))
     seen: list[int] = []
     handle = model.register_forward_pre_hook(lambda module, args: seen.append(args[0]["msa"].shape[-1]))
     try:
-        lean = predict_features(model, features, PredictOptions(fold="network", window=32, max_msa=16, pair_heads=()))
+        lean = predict_features(model, features, PredictOptions(fold="network", window=32, max_msa=16, pair_heads=(),
+                                                                crop_pairs="all"))
     finally:
         handle.remove()
     plan = crop_plan(features["msa"].shape[1], 32)
@@ -401,9 +403,12 @@ def test_inference_reads_exactly_the_keys_the_network_reads_and_each_changes_the
     assert {key for key, reader in NETWORK_READERS.items() if reader == "always"} <= keys
     full = _with_two_templates(features) if "template_mask" in keys else features
     recording = _Recording(full)
-    opts = PredictOptions(fold="network", window=32, max_msa=16)
+    opts = PredictOptions(fold="network", window=32, max_msa=16, crop_pairs="all")
     reference = predict_features(model, recording, opts)
     assert recording.read == keys
+    planned = _Recording(full)                   # crop_pairs: contacts also reads the templates to plan crops
+    predict_features(model, planned, dataclasses.replace(opts, crop_pairs="contacts"))
+    assert planned.read == keys | {"template_mask"} | ({"template_pair"} if "template_mask" in keys else set())
     for key in sorted(keys - {"msa", "residue_index"}):
         other = predict_features(model, _perturbed(full, key), opts)
         change = np.abs(other.probs["dist"] - reference.probs["dist"]).max()
@@ -480,10 +485,12 @@ def test_batched_crops_match_one_by_one(model, features):
     """A protein longer than the window: its crops share passes within batch_size / max_tokens, and the stitched
     outputs equal one crop per pass to float rounding."""
     item = [("long", sliced(features, 64))]
-    one = dict(predict_many(model, item, PredictOptions(fold="network", max_msa=16, window=24)))["long"]
+    options = PredictOptions(fold="network", max_msa=16, window=24, crop_pairs="all")
+    one = dict(predict_many(model, item, options))["long"]
     assert one.n_crops == len(crop_plan(64, 24)) > 8
     for batch_size, max_tokens in ((4, 0), (64, 60)):
-        options = PredictOptions(fold="network", max_msa=16, window=24, batch_size=batch_size, max_tokens=max_tokens)
+        options = PredictOptions(fold="network", max_msa=16, window=24, batch_size=batch_size, max_tokens=max_tokens,
+                                 crop_pairs="all")
         many = dict(predict_many(model, item, options))["long"]
         assert many.n_crops == one.n_crops
         for head in ("dist", "omega", "theta", "phi"):

@@ -45,7 +45,9 @@ segments, which chain the backbone, plus the pairs of segments that one of the p
 contact (``contacts``: at least :data:`SEGMENT_CONTACTS` residue pairs with Cβ–Cβ under :data:`TEMPLATE_CONTACT`
 Å; the neighbours alone without a template); or the neighbouring segments alone (``neighbours``: about L / 64
 calls). Residue pairs no crop holds get no distance restraint in the fold and the no-contact class in the 6D
-maps."""
+maps. The default, ``contacts``, keeps the structures of ``all`` where a template exists for less CPU, and costs
+a little lDDT-Cα without one (benchmarks/RESULTS.md, "Structure prediction: inference settings, cost against
+accuracy (validation chains)")."""
 
 TEMPLATE_CONTACT = 8.0
 """Cβ–Cβ distance (Å) under which a template puts two residues in contact, for ``crop_pairs: contacts``."""
@@ -78,7 +80,7 @@ class PredictSettings:
     """6D probabilities written to ``{protein}.pred.npz``."""
     fold: str = DEFAULT_FOLD
     precision: str = "float32"
-    crop_pairs: str = "all"
+    crop_pairs: str = "contacts"
 
 
 def default_model_path() -> Path:

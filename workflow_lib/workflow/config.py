@@ -257,14 +257,15 @@ class PredictConfig(StageConfig, PredictSettings):
         return ",".join(self.pair_heads) or "none"
 
     def network_calls(self, length: int) -> int:
-        """Forward passes of one protein: 1 within the window, else one per pair of half-window segments (as
-        :func:`workflow_lib.inference.stitch.crop_plan`), or only the contiguous pairs when no pair output is
-        needed (``fold: network`` and no ``pair_heads``)."""
+        """Forward passes of one protein at most: 1 within the window, else one per pair of half-window segments
+        (as :func:`workflow_lib.inference.stitch.crop_plan`; with ``crop_pairs: contacts`` the pairs a template
+        puts in contact are not known before the features, so all count), or only the contiguous pairs with
+        ``crop_pairs: neighbours`` or when no pair output is needed (``fold: network`` and no ``pair_heads``)."""
         if length <= self.window:
             return 1
         segment = self.window // 2
         segments = -(-(length - segment) // segment) + 1
-        if self.fold == "network" and not self.pair_heads:
+        if self.crop_pairs == "neighbours" or (self.fold == "network" and not self.pair_heads):
             return segments - 1
         return segments * (segments - 1) // 2
 
