@@ -50,7 +50,7 @@ from workflow_lib.features.build import build_features  # noqa: E402
 from workflow_lib.inference.confidence import PlddtCalibration  # noqa: E402
 from workflow_lib.inference.fold import FoldOptions  # noqa: E402
 import workflow_lib.inference.predict as predict_module  # noqa: E402
-from workflow_lib.inference.predict import PredictOptions, fold_prediction, predict_group  # noqa: E402
+from workflow_lib.inference.predict import PredictOptions, fold_prediction, plan_crops, predict_group  # noqa: E402,E501
 from workflow_lib.inference.settings import SEGMENT_CONTACTS  # noqa: E402
 from workflow_lib.model.checkpoint import load_checkpoint  # noqa: E402
 from workflow_lib.structure.backbones import read_backbone_archive  # noqa: E402
@@ -74,26 +74,25 @@ class Setting:
         crop_pairs, precision, max_msa, starts = text.split("/")
         return cls(crop_pairs, precision, int(max_msa), int(starts))
 
-    @property
-    def network(self) -> tuple[str, str, int]:
-        return self.crop_pairs, self.precision, self.max_msa
-
     def __str__(self) -> str:
         return f"{self.crop_pairs}/{self.precision}/{self.max_msa}/{self.starts}"
 
 
 def predict(model, calibration, name, features, setting: Setting, cache: dict) -> dict:
-    """One setting on one chain: the network's pass (shared through ``cache``) and the fold, timed apart."""
-    if setting.network not in cache:
-        crop_pairs, _, min_contacts = setting.crop_pairs.partition(":")
-        options = PredictOptions(fold="network", pair_heads=("dist",), crop_pairs=crop_pairs,
-                                 precision=setting.precision, max_msa=setting.max_msa)
+    """One setting on one chain: the network's pass (shared through ``cache`` by the settings that run the same
+    crops) and the fold, timed apart."""
+    crop_pairs, _, min_contacts = setting.crop_pairs.partition(":")
+    options = PredictOptions(fold="network", pair_heads=("dist",), crop_pairs=crop_pairs,
+                             precision=setting.precision, max_msa=setting.max_msa)
+    plan = plan_crops(features, options, int(min_contacts) if min_contacts else SEGMENT_CONTACTS)
+    key = (setting.precision, setting.max_msa, tuple((int(c.indices[0]), int(c.indices[-1])) for c in plan))
+    if key not in cache:
         predict_module.SEGMENT_CONTACTS = int(min_contacts) if min_contacts else SEGMENT_CONTACTS
         start = time.process_time()
         ((_, raw),) = predict_group(model, [(name, features)], options)
-        cache[setting.network] = (raw, time.process_time() - start)
+        cache[key] = (raw, time.process_time() - start)
         predict_module.SEGMENT_CONTACTS = SEGMENT_CONTACTS
-    raw, network_seconds = cache[setting.network]
+    raw, network_seconds = cache[key]
     start = time.process_time()
     folded = fold_prediction(dataclasses.replace(raw), keep_dist=False, seed=0, calibration=calibration,
                              fold_options=FoldOptions(starts=setting.starts))
@@ -110,8 +109,9 @@ def main() -> int:
     add_chain_arguments(parser)
     parser.add_argument("--every", type=int, default=1, help="every N-th validation chain by length")
     parser.add_argument("--min-length", type=int, default=0)
-    parser.add_argument("--settings", default="all/float32/64/4,contacts/float32/64/4,contacts/bfloat16/64/4,"
-                                              "contacts/bfloat16/64/2,contacts/bfloat16/32/2")
+    parser.add_argument("--settings", default="all/float32/64/4,contacts/float32/64/4,contacts:24/float32/64/4,"
+                                              "neighbours/float32/64/4,contacts/float32/64/2,neighbours/float32/64/2,"
+                                              "contacts/float32/32/2")
     parser.add_argument("--max-templates", type=int, default=FeatureConfig().max_templates)
     parser.add_argument("--checkpoint", type=Path, default=ROOT / "models" / "trackfold_small_v4.pt")
     parser.add_argument("--proteome", type=Path, help="FASTA whose lengths the CPU per protein is projected onto")
