@@ -7,13 +7,18 @@ HH-suite test query, 59 rows x 431 columns); small cases are cut from them (see 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 
 import numpy as np
 import pytest
+import yaml
 
 from workflow_lib.errors import InputError, SchemaError
 from workflow_lib.features import (
+    DEFAULT_MAX_SEQS,
+    DEFAULT_MAX_STATS_SEQS,
+    DEFAULT_MAX_TEMPLATES,
     build_features,
     msa_features,
     read_features,
@@ -26,6 +31,7 @@ from workflow_lib.features.cli import register
 from workflow_lib.schemas.features import FEATURES
 from workflow_lib.seqio.alphabet import GAP_CODE, X_CODE
 from workflow_lib.seqio.msa import Alignment, read_a3m
+from workflow_lib.workflow.config import FeatureConfig
 
 T1078 = "formats/t1078_ss2.a3m"
 HHSUITE = "formats/hhsuite_query.a3m"
@@ -264,3 +270,20 @@ def test_cli_rejects_bad_input_naming_the_file(tmp_path, data_dir):
                                  str(tmp_path / "t1078_ss2.a3m.gz")])
     with pytest.raises(InputError, match="same t1078_ss2.npz"):
         args.handler(args)
+
+
+def test_the_library_the_schema_and_the_cli_share_the_feature_defaults(root):
+    """``trackfold features`` by hand builds what the workflow's features rule builds: same rows, same number of
+    templates (the shipped checkpoints were trained with up to 2 per crop)."""
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    cli = vars(parser.parse_args(["features", "x.a3m", "--out-dir", "out"]))
+    schema = yaml.safe_load((root / "config" / "schema.yaml").read_text())["properties"]["features"]["properties"]
+    library = {"max_seqs": DEFAULT_MAX_SEQS, "max_stats_seqs": DEFAULT_MAX_STATS_SEQS,
+               "max_templates": DEFAULT_MAX_TEMPLATES}
+    assert set(schema) == set(library) == set(dataclasses.asdict(FeatureConfig()))
+    for name, default in library.items():
+        assert schema[name]["default"] == default, name
+        assert cli[name] == default, name
+        assert getattr(FeatureConfig(), name) == default, name
+    assert DEFAULT_MAX_TEMPLATES == 2

@@ -51,7 +51,9 @@ from workflow_lib.structure.geometry import bin_pair_geometry, pair_geometry
 from workflow_lib.templates.database import TemplateDatabase, TemplateStructure
 from workflow_lib.templates.search import aligned_pairs, pair_scores
 
-DEFAULT_MAX_TEMPLATES = 4
+DEFAULT_MAX_TEMPLATES = 2
+"""Best template hits turned into template features: the shipped checkpoints were trained with up to 2 per crop
+(``features.max_templates`` in the config schema, ``trackfold features --max-templates``)."""
 PAIR = channel_slices(TEMPLATE_PAIR_CHANNELS)
 ONE_D = channel_slices(TEMPLATE_1D_CHANNELS)
 _N, _CA, _C, _O, _CB = range(5)

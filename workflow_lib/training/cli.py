@@ -14,12 +14,11 @@ from typing import Any
 
 from workflow_lib.cli_args import positive_int
 from workflow_lib.errors import InputError
-from workflow_lib.features.templates import DEFAULT_MAX_TEMPLATES
 from workflow_lib.model.config import PRESETS
 from workflow_lib.training import jobs
 from workflow_lib.training.config import TrainConfig, training_model_config
 from workflow_lib.training.losses import LossWeights
-from workflow_lib.training.pack import TEMPLATE_MAX_IDENTITY
+from workflow_lib.training.pack import PACK_MAX_TEMPLATES, TEMPLATE_MAX_IDENTITY
 
 
 def _override(text: str) -> tuple[str, Any]:
@@ -104,8 +103,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     pk.add_argument("--template-hits", help="folder of {name}.hits.parquet (trackfold templates search of the "
                                             "chains' A3Ms against --templates): pack each chain's templates")
     pk.add_argument("--templates", help="the template database the hits were searched against")
-    pk.add_argument("--max-templates", type=int, default=DEFAULT_MAX_TEMPLATES,
-                    help=f"usable hits packed per chain (default {DEFAULT_MAX_TEMPLATES})")
+    pk.add_argument("--max-templates", type=int, default=PACK_MAX_TEMPLATES,
+                    help=f"usable hits packed per chain, of which a crop draws train --max-templates "
+                         f"(default {PACK_MAX_TEMPLATES})")
     pk.add_argument("--template-max-identity", type=float, default=TEMPLATE_MAX_IDENTITY,
                     help="leave out hits more identical than this over their aligned columns (default "
                          f"{TEMPLATE_MAX_IDENTITY}); a chain's own identity cluster and, for training chains, "

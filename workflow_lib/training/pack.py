@@ -28,7 +28,7 @@ from workflow_lib.errors import InputError
 from workflow_lib.features.coevolution import coevolution_features_torch
 from workflow_lib.features.couplings import coupling_features_torch
 from workflow_lib.features.msa_features import DELETION_CLIP, DEFAULT_MAX_SEQS, sample_rows, sequence_weights
-from workflow_lib.features.templates import DEFAULT_MAX_TEMPLATES, TemplateColumns, hit_columns, read_hits
+from workflow_lib.features.templates import TemplateColumns, hit_columns, read_hits
 from workflow_lib.schemas.io import read_npz, write_npz
 from workflow_lib.schemas.training import TRAINING_PACK
 from workflow_lib.seqio.alphabet import encode
@@ -39,6 +39,8 @@ from workflow_lib.training.examples import TrainingChain, structure_residue_inde
 NAME_BYTES = 64
 TEMPLATE_MAX_IDENTITY = 0.9
 """Hits more identical than this (over their aligned columns) are not packed as a chain's templates."""
+PACK_MAX_TEMPLATES = 4
+"""Usable template hits packed per chain: each training crop draws up to ``train.max_templates`` of them."""
 MISSING_COORD = np.iinfo(np.int16).min
 """A template atom without coordinates in the pack's int16 coordinates."""
 
@@ -76,7 +78,7 @@ def best_template_identity(chain: TrainingChain) -> float:
 
 def build_pack(table: pd.DataFrame, msa_dirs: Sequence[str | Path], out: str | Path, *,
                max_rows: int = DEFAULT_MAX_SEQS, template_hits: str | Path | None = None,
-               templates: str | Path | None = None, max_templates: int = DEFAULT_MAX_TEMPLATES,
+               templates: str | Path | None = None, max_templates: int = PACK_MAX_TEMPLATES,
                template_max_identity: float = TEMPLATE_MAX_IDENTITY) -> dict[str, int]:
     """Write the training pack of every chain of ``table`` (:data:`~workflow_lib.schemas.training.TRAINING_CHAINS`)
     with its A3M from ``msa_dirs``; a missing A3M, or one whose query is not the chain, is an InputError.
