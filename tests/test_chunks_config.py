@@ -68,3 +68,28 @@ def test_config_dataclasses_reject_unknown_keys_and_types():
     assert db.fasta == ("a.fa", "b.fa") and db.duplicate_ids == "rename"
     with pytest.raises(InputError, match="shards' must be at least 1"):
         DatabaseConfig.from_dict({"fasta": ["a.fa"], "shards": 0})
+
+
+def test_chunk_defaults_are_shared_by_the_library_the_schema_and_trackfold_chunk(root):
+    """``trackfold chunk`` by hand and :func:`chunk_table` cut a proteome as the workflow's chunk rule does."""
+    import argparse
+    import dataclasses
+    import inspect
+
+    import yaml
+
+    from workflow_lib.db import cli as db_cli
+    from workflow_lib.db.chunks import ChunkSettings
+
+    parser = argparse.ArgumentParser()
+    db_cli.register(parser.add_subparsers())
+    cli = vars(parser.parse_args(["chunk", "p.fasta", "--proteome", "p", "--out", "chunks.parquet"]))
+    schema = yaml.safe_load((root / "config" / "schema.yaml").read_text())["properties"]["chunks"]["properties"]
+    library = dataclasses.asdict(ChunkSettings())
+    function = {name: p.default for name, p in inspect.signature(chunk_table).parameters.items()}
+    assert set(schema) == set(library) == set(dataclasses.asdict(ChunkConfig()))
+    for name, default in library.items():
+        assert schema[name]["default"] == default, name
+        assert getattr(ChunkConfig(), name) == default, name
+        assert cli[name] == default, name
+        assert function[name] == default, name

@@ -203,3 +203,34 @@ def test_renamed_copies_never_reuse_an_id_of_the_database(tmp_path, example_db):
     assert ids[30] == "PROKKA_00000__3" and ids[31] == "PROKKA_00001__2" and ids[-1] == "PROKKA_00000__2"
     assert manifest.inputs[1]["duplicates_renamed"] == 30
     assert not list((tmp_path / "db").glob(".build-*"))
+
+
+def test_database_defaults_are_shared_by_the_library_the_schema_and_trackfold_db(root):
+    """``trackfold db build`` and ``db cluster`` by hand build the database the workflow's db rules build."""
+    import argparse
+    import dataclasses
+    import inspect
+
+    import yaml
+
+    from workflow_lib.db import cli as db_cli
+    from workflow_lib.db.profiles import build_profile_db
+    from workflow_lib.workflow.config import DatabaseConfig
+
+    parser = argparse.ArgumentParser()
+    db_cli.register(parser.add_subparsers())
+    build = vars(parser.parse_args(["db", "build", "--out", "db", "x.fasta"]))
+    cluster = vars(parser.parse_args(["db", "cluster", "--db", "db", "--out", "profiles"]))
+    schema = yaml.safe_load((root / "config" / "schema.yaml").read_text())
+    schema = schema["properties"]["databases"]["additionalProperties"]["properties"]
+    config = DatabaseConfig(fasta=("x.fasta",))
+    build_function = inspect.signature(build_database).parameters
+    cluster_function = inspect.signature(build_profile_db).parameters
+    assert set(schema) == {field.name for field in dataclasses.fields(DatabaseConfig)}
+    for key, option in (("shards", "shards"), ("duplicate_ids", "duplicate_ids"),
+                        ("on_bad_record", "on_bad_record")):
+        assert schema[key]["default"] == getattr(config, key) == build[option] == build_function[option].default, key
+    for key, option in (("profile_identity", "identity"), ("profile_coverage", "coverage")):
+        assert schema[key]["default"] == getattr(config, key) == cluster[option], key
+        assert cluster_function[option].default == cluster[option], key
+    assert schema["profiles"]["default"] is config.profiles is False

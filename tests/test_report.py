@@ -384,3 +384,25 @@ def test_job_log_finds_every_rules_log_from_its_benchmark_file(tmp_path):
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_text("")
         assert job_log(tmp_path / "logs", rule, f"{job}.tsv") == log, rule
+
+
+def test_report_defaults_are_shared_by_the_library_the_schema_and_trackfold_summarize(root):
+    """``trackfold summarize`` by hand draws the proteins the workflow's summary rule draws."""
+    import argparse
+    import dataclasses
+    import inspect
+
+    import yaml
+
+    from workflow_lib.report import cli as report_cli
+    from workflow_lib.workflow.config import ReportConfig
+
+    parser = argparse.ArgumentParser()
+    report_cli.register(parser.add_subparsers())
+    cli = vars(parser.parse_args(["summarize", "--results", "results", "--proteome", "p", "--out", "s.parquet"]))
+    schema = yaml.safe_load((root / "config" / "schema.yaml").read_text())["properties"]["report"]["properties"]
+    config = ReportConfig()
+    assert set(schema) == {field.name for field in dataclasses.fields(ReportConfig)}
+    library = inspect.signature(select_proteins).parameters["count"].default
+    assert schema["plot_proteins"]["default"] == config.plot_proteins == cli["plot_proteins"] == library
+    assert schema["proteins"]["default"] == list(config.proteins) == cli["protein"] == []

@@ -718,6 +718,33 @@ def test_library_schema_and_cli_defaults_agree(root):
         name for name in SETTING_NAMES if "default" in properties.get(name, {})}
 
 
+
+@pytest.mark.parametrize("config", [{}, {"sensitive": False, "pseudocounts": "substitution", "calibration": "random",
+                                         "max_evalue": 10.0, "iterations": 2}])
+def test_every_search_command_reads_the_workflows_options_back_to_its_settings(config):
+    """The options rules/search.smk and rules/templates.smk pass (``SearchConfig.cli_options``) mean the same
+    settings to each command that receives them, and the workflow's max_evalue is the only default they set
+    apart from the command line's."""
+    import shlex
+
+    from workflow_lib.cli import build_parser
+    from workflow_lib.search.settings import WORKFLOW_MAX_EVALUE, settings_from_args
+    from workflow_lib.workflow.config import SearchConfig
+
+    parser = build_parser(["workflow_lib.search.cli"])
+    commands = ["search q.fa --db db --out hits.parquet", "msa q.fa --db db --out-dir out",
+                "search-profiles q.fa --db db --iteration 1 --out q.npz",
+                "search-shard q.fa --db db --iteration 1 --shard 0 --out h.parquet --times t.parquet",
+                "msa-merge q.fa --iteration 1 --hits h.parquet --times t.parquet --a3m-dir a --out-state s.parquet",
+                "msa-final q.fa --state s.parquet --out-dir out --stats stats.parquet"]
+    settings = SearchConfig(**config)
+    for command in commands:
+        given = settings_from_args(parser.parse_args(shlex.split(f"{command} {settings.cli_options()}")))
+        assert given == settings.settings(), command
+        by_hand = settings_from_args(parser.parse_args(shlex.split(command)))
+        assert by_hand.replace(max_evalue=WORKFLOW_MAX_EVALUE) == SearchConfig().settings(), command
+
+
 def test_iterate_grows_the_msa_and_stops(db_one, queries):
     totals = DatabaseTotals.from_manifest(db_one)
     record = queries[0]

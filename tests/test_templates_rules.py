@@ -117,3 +117,38 @@ def test_dry_run_features_of_one_chunk(root, tmp_path):
     assert f"--stats {results}/eco/templates/chunk_0000.stats.parquet" in result.stdout
     # the chunk's proteins come from the chunk table, not from a command line of every path
     assert f"--chunk-plan {results}/eco/chunks/chunks.parquet --chunk 0000 {results}/eco/msa " in result.stdout
+
+
+def test_template_defaults_are_shared_by_the_library_the_schema_and_trackfold_templates(root):
+    """``trackfold templates build`` / ``search`` by hand give the database and hits of the workflow's rules, and
+    the library functions' defaults are the same."""
+    import argparse
+    import dataclasses
+    import inspect
+
+    from workflow_lib.templates import cli as templates_cli
+    from workflow_lib.templates.build import build_template_db
+    from workflow_lib.templates.search import search_templates
+
+    parser = argparse.ArgumentParser()
+    templates_cli.register(parser.add_subparsers())
+    build = vars(parser.parse_args(["templates", "build", "--out", "db", "x.pdb"]))
+    search = vars(parser.parse_args(["templates", "search", "--templates", "db", "--out-dir", "out", "q.a3m"]))
+    sequences = vars(parser.parse_args(["templates", "sequences", "--out", "chains.fasta", "x.pdb"]))
+    schema = yaml.safe_load((root / "config" / "schema.yaml").read_text())["properties"]["templates"]["properties"]
+    config = TemplateConfig()
+    assert set(schema) == {field.name for field in dataclasses.fields(TemplateConfig)}
+    library = {"min_length": inspect.signature(build_template_db).parameters["min_length"].default,
+               **{key: inspect.signature(search_templates).parameters[name].default
+                  for key, name in (("max_hits", "max_hits"), ("min_aligned", "min_aligned"), ("decoys", "n_decoys"))}}
+    cli = {"min_length": build["min_length"], "max_hits": search["max_hits"], "min_aligned": search["min_aligned"],
+           "decoys": search["decoys"]}
+    for name, default in library.items():
+        assert schema[name]["default"] == default, name
+        assert getattr(config, name) == default, name
+        assert cli[name] == default, name
+    assert sequences["min_length"] == build["min_length"]        # rule template_msas searches the chains it keeps
+    assert schema["decoys"]["minimum"] == templates_cli.MIN_DECOYS
+    for name in ("name", "structures", "msa_dir", "search_msas"):
+        value = schema[name]["default"]
+        assert (tuple(value) if isinstance(value, list) else value) == getattr(config, name), name

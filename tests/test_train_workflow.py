@@ -75,6 +75,34 @@ def test_schema_defaults_match_the_dataclass_and_trackfold_train(root):
             assert getattr(defaults, field.name) == getattr(library, field.name), field.name
 
 
+
+def test_schema_defaults_match_trackfold_train_data_and_train_pack(root):
+    """``trackfold train-data``, ``train-pack`` and ``train`` by hand (and the library functions behind them)
+    split, pack and train as the training workflow's rules do with the schema's defaults."""
+    import argparse
+    import inspect
+
+    from workflow_lib.training import cli as training_cli
+    from workflow_lib.training.data import prepare_training_data
+    from workflow_lib.training.pack import build_pack
+
+    parser = argparse.ArgumentParser()
+    training_cli.register(parser.add_subparsers())
+    data = vars(parser.parse_args(["train-data", "--out-dir", "data", "x.pdb"]))
+    pack = vars(parser.parse_args(["train-pack", "--chains", "c.parquet", "--msa-dir", "a3m", "--out", "p.npz"]))
+    train = vars(parser.parse_args(["train", "--out-dir", "run"]))
+    schema = yaml.safe_load((root / "config" / "schema.yaml").read_text())["properties"]["train"]["properties"]
+    defaults = TrainWorkflowConfig()
+    prepare = inspect.signature(prepare_training_data).parameters
+    for key, option in (("min_length", "min_length"), ("max_length", "max_length"), ("identity", "identity"),
+                        ("val_fraction", "val_fraction"), ("split_seed", "seed"), ("data_threads", "cpus")):
+        assert schema[key]["default"] == getattr(defaults, key) == data[option] == prepare[option].default, key
+    assert schema["pack_max_rows"]["default"] == defaults.pack_max_rows == pack["max_rows"]
+    assert inspect.signature(build_pack).parameters["max_rows"].default == pack["max_rows"]
+    for key in ("preset", "threads", "init_model", "max_train_chains", "time_limit_min"):
+        assert schema[key]["default"] == getattr(defaults, key) == train[key], key
+
+
 def test_train_settings_become_trackfold_train_options():
     settings = TrainWorkflowConfig.from_dict({"structures": ["x"], "preset": "tiny", "steps": 7,
                                               "overrides": {"dropout": 0.0}, "time_limit_min": 1.5,

@@ -121,6 +121,13 @@ def read_manifest(db_dir: str | Path) -> Manifest:
 
 DUPLICATE_POLICIES = ("rename", "error")
 BAD_RECORD_POLICIES = ("skip", "error")
+DEFAULT_SHARDS = 1
+"""Shards of a database (``trackfold db build --shards``, ``databases.NAME.shards``)."""
+DEFAULT_DUPLICATE_IDS = "rename"
+"""A reused ID with another sequence becomes ``ID__2`` (``--duplicate-ids``, ``databases.NAME.duplicate_ids``)."""
+DEFAULT_ON_BAD_RECORD = "skip"
+"""A record that breaks the FASTA policy is skipped and counted (``--on-bad-record``,
+``databases.NAME.on_bad_record``)."""
 REPORTED_BAD_RECORDS = 20
 """Bad records listed per input in the manifest (all of them are counted)."""
 
@@ -139,9 +146,9 @@ class BadRecords:
             LOG.warning("%s: record '%s' (line %d) skipped: %s", bad.path, bad.record, bad.line, bad.reason)
 
 
-def build_database(fasta_paths: Sequence[str | Path], out_dir: str | Path, *, shards: int = 1,
-                   duplicate_ids: str = "rename", on_bad_record: str = "skip", seed_shape: str = DEFAULT_SHAPE,
-                   force: bool = False) -> tuple[Manifest, bool]:
+def build_database(fasta_paths: Sequence[str | Path], out_dir: str | Path, *, shards: int = DEFAULT_SHARDS,
+                   duplicate_ids: str = DEFAULT_DUPLICATE_IDS, on_bad_record: str = DEFAULT_ON_BAD_RECORD,
+                   seed_shape: str = DEFAULT_SHAPE, force: bool = False) -> tuple[Manifest, bool]:
     """Build (or confirm up to date) a database; returns ``(manifest, rebuilt)``.
 
     See the module docstring for duplicate IDs and bad records. The number of shards is capped at the number of

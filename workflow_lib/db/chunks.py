@@ -62,12 +62,15 @@ def assign_chunks(lengths: Sequence[int] | np.ndarray, proteins_per_chunk: int) 
     return assignment
 
 
-def chunk_table(proteome: str, records: Sequence[Record], proteins_per_chunk: int, *,
-                max_length: int | None = None, too_long: str = "skip", source: str | None = None) -> pd.DataFrame:
-    """The CHUNKS table of a proteome (rows in FASTA order).
+def chunk_table(proteome: str, records: Sequence[Record],
+                proteins_per_chunk: int = ChunkSettings.proteins_per_chunk, *,
+                max_length: int | None = ChunkSettings.max_length, too_long: str = ChunkSettings.too_long,
+                source: str | None = None) -> pd.DataFrame:
+    """The CHUNKS table of a proteome (rows in FASTA order); the defaults are :class:`ChunkSettings`', as in the
+    workflow and ``trackfold chunk``.
 
-    Proteins longer than ``max_length`` are either skipped (chunk -1, the reason in ``note``) or, with
-    ``too_long="error"``, an InputError naming the record.
+    Proteins longer than ``max_length`` (None: no limit) are either skipped (chunk -1, the reason in ``note``) or,
+    with ``too_long="error"``, an InputError naming the record.
     """
     lengths = np.asarray([len(r) for r in records], dtype=np.int64)
     keep = np.ones(len(records), dtype=bool) if max_length is None else lengths <= max_length

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from workflow_lib.db.build import BAD_RECORD_POLICIES, DUPLICATE_POLICIES, build_database, read_manifest
+from workflow_lib.db.build import (BAD_RECORD_POLICIES, DEFAULT_DUPLICATE_IDS, DEFAULT_ON_BAD_RECORD, DEFAULT_SHARDS,
+                                   DUPLICATE_POLICIES, build_database, read_manifest)
 from workflow_lib.db.chunks import ChunkSettings, chunk_name, chunk_table
 from workflow_lib.db.cluster import DEFAULT_COVERAGE, DEFAULT_IDENTITY
 from workflow_lib.db.profiles import KIND as PROFILE_KIND
@@ -27,10 +28,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build = db_commands.add_parser("build", help="FASTA files -> Parquet shards + manifest (no-op if unchanged)")
     build.add_argument("fasta", nargs="+", help="protein FASTA files (plain or .gz)")
     build.add_argument("--out", required=True, help="database directory")
-    build.add_argument("--shards", type=int, default=1, help="number of shards (default 1)")
-    build.add_argument("--duplicate-ids", choices=DUPLICATE_POLICIES, default="rename",
+    build.add_argument("--shards", type=int, default=DEFAULT_SHARDS, help="number of shards (default %(default)s)")
+    build.add_argument("--duplicate-ids", choices=DUPLICATE_POLICIES, default=DEFAULT_DUPLICATE_IDS,
                        help="same ID, different sequence: rename to ID__2 (default) or stop")
-    build.add_argument("--on-bad-record", choices=BAD_RECORD_POLICIES, default="skip",
+    build.add_argument("--on-bad-record", choices=BAD_RECORD_POLICIES, default=DEFAULT_ON_BAD_RECORD,
                        help="a record that breaks the FASTA policy (a character that is not a residue, an empty or "
                             "a nucleotide sequence): skip it, counted and listed in the manifest (default), or stop")
     seeds = build.add_mutually_exclusive_group()
@@ -67,9 +68,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     chunk.add_argument("--proteome", required=True, help="proteome name (as in the config)")
     chunk.add_argument("--out", required=True, help="chunk table (Parquet) to write")
     chunk.add_argument("--fasta-dir", help="also write chunk_NNNN.fasta files here")
-    chunk.add_argument("--proteins-per-chunk", type=int, default=ChunkSettings.proteins_per_chunk)
-    chunk.add_argument("--max-length", type=int, default=ChunkSettings.max_length)
-    chunk.add_argument("--too-long", choices=("skip", "error"), default=ChunkSettings.too_long)
+    chunk.add_argument("--proteins-per-chunk", type=int, default=ChunkSettings.proteins_per_chunk,
+                       help="proteins per chunk, balanced by residues (default %(default)s)")
+    chunk.add_argument("--max-length", type=int, default=ChunkSettings.max_length,
+                       help="proteins longer than this are skipped or stop the run, see --too-long "
+                            "(default %(default)s)")
+    chunk.add_argument("--too-long", choices=("skip", "error"), default=ChunkSettings.too_long,
+                       help="what to do with proteins longer than --max-length (default %(default)s)")
     chunk.set_defaults(handler=run_chunk)
 
     extract = subparsers.add_parser("chunk-extract", help="write the FASTA of one chunk of a chunk table")

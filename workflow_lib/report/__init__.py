@@ -11,5 +11,6 @@
 - :mod:`.plots`: matplotlib PNGs (MSA coverage, pLDDT per residue, pLDDT/Neff distributions, Neff vs pLDDT,
   runtime per stage);
 - :mod:`.progress`: items done / total, rate and ETA, logged at a bounded rate;
+- :mod:`.settings`: the report's defaults, shared by ``trackfold summarize`` and the config section ``report``;
 - :mod:`.cli`: ``trackfold summarize``.
 """

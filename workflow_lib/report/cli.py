@@ -18,6 +18,7 @@ from workflow_lib.report.collect import OPTIONAL_STAGES, a3m_path, build_summary
 from workflow_lib.report.compare import is_measured
 from workflow_lib.report.pages import write_pages
 from workflow_lib.report.progress import track
+from workflow_lib.report.settings import PLOT_PROTEINS
 from workflow_lib.schemas.io import write_table
 from workflow_lib.schemas.report import RUNTIME, SUMMARY
 from workflow_lib.seqio.atomic import write_text_atomic
@@ -56,8 +57,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              f"({', '.join(OPTIONAL_STAGES)})")
     parser.add_argument("--pages-dir", help="write the HTML pages here: index.html (every protein) and "
                                             "proteins/{safe_id}.html (MSA, template hits, pLDDT, links to files)")
-    parser.add_argument("--plot-proteins", type=int, default=6,
-                        help="proteins in the per-protein plots (default 6)")
+    parser.add_argument("--plot-proteins", type=int, default=PLOT_PROTEINS,
+                        help="proteins in the per-protein plots, those given with --protein included "
+                             "(default %(default)s)")
     parser.add_argument("--protein", action="append", default=[],
                         help="a protein (FASTA or safe ID) to include in the per-protein plots; repeatable")
     parser.set_defaults(handler=run)

@@ -26,6 +26,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 from workflow_lib.report.figures import coverage_matrix  # noqa: E402
+from workflow_lib.report.settings import PLOT_PROTEINS  # noqa: E402
 from workflow_lib.seqio.atomic import atomic_path  # noqa: E402
 from workflow_lib.seqio.msa import Alignment  # noqa: E402
 
@@ -179,8 +180,8 @@ def plot_runtime(runtime: pd.DataFrame, path: str | Path) -> None:
     save_figure(figure, path)
 
 
-def select_proteins(summary: pd.DataFrame, count: int, wanted: Sequence[str] = ()) -> list[str]:
-    """Safe IDs of the proteins to plot one by one: the ``wanted`` ones (FASTA or safe IDs) first, then
+def select_proteins(summary: pd.DataFrame, count: int = PLOT_PROTEINS, wanted: Sequence[str] = ()) -> list[str]:
+    """Safe IDs of the ``count`` proteins to plot one by one: the ``wanted`` ones (FASTA or safe IDs) first, then
     proteins spread evenly over the range of mean pLDDT (else of Neff, else FASTA order), then FASTA order."""
     planned = summary[summary["chunk"] >= 0]
     by_name = dict(zip(planned["protein"], planned["safe_id"])) | dict(zip(planned["safe_id"], planned["safe_id"]))

@@ -19,6 +19,8 @@ from workflow_lib.training import jobs
 from workflow_lib.training.config import TrainConfig, training_model_config
 from workflow_lib.training.losses import LossWeights
 from workflow_lib.training.pack import PACK_MAX_TEMPLATES, TEMPLATE_MAX_IDENTITY
+from workflow_lib.training.settings import (CHAIN_MAX_LENGTH, CHAIN_MIN_LENGTH, PACK_MAX_ROWS, SPLIT_IDENTITY,
+                                            VAL_FRACTION)
 
 
 def _override(text: str) -> tuple[str, Any]:
@@ -36,11 +38,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     data.add_argument("structures", nargs="+",
                       help="PDB/mmCIF files (plain or .gz) or backbone archives (backbone.npz with its FASTA files)")
     data.add_argument("--out-dir", required=True, help="writes chains.parquet, split.json, a3m/{name}.a3m")
-    data.add_argument("--min-length", type=positive_int, default=40)
-    data.add_argument("--max-length", type=positive_int, default=400)
-    data.add_argument("--identity", type=float, default=0.3,
-                      help="no validation chain is more identical than this to a training chain (default 0.3)")
-    data.add_argument("--val-fraction", type=float, default=0.1)
+    data.add_argument("--min-length", type=positive_int, default=CHAIN_MIN_LENGTH,
+                      help="shortest chain kept, in residues (default %(default)s)")
+    data.add_argument("--max-length", type=positive_int, default=CHAIN_MAX_LENGTH,
+                      help="longest chain kept, in residues (default %(default)s)")
+    data.add_argument("--identity", type=float, default=SPLIT_IDENTITY,
+                      help="no validation chain is more identical than this to a training chain "
+                           "(default %(default)s)")
+    data.add_argument("--val-fraction", type=float, default=VAL_FRACTION,
+                      help="fraction of the chains (whole clusters) held out for validation (default %(default)s)")
     data.add_argument("--seed", type=int, default=0)
     data.add_argument("--cpus", type=positive_int, default=1)
     data.add_argument("--names", help="a file of chain names (XXXX_C), one per line: use only these chains")
@@ -98,7 +104,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                            "co-evolution features there.")
     pk.add_argument("--chains", required=True, help="chains.parquet from train-data")
     pk.add_argument("--msa-dir", nargs="+", required=True, help="directories holding {name}.a3m (first wins)")
-    pk.add_argument("--max-rows", type=positive_int, default=1024, help="MSA rows kept per chain (query included)")
+    pk.add_argument("--max-rows", type=positive_int, default=PACK_MAX_ROWS,
+                    help="MSA rows kept per chain, query included (default %(default)s, as train.pack_max_rows)")
     pk.add_argument("--out", required=True, help="the pack (.npz)")
     pk.add_argument("--template-hits", help="folder of {name}.hits.parquet (trackfold templates search of the "
                                             "chains' A3Ms against --templates): pack each chain's templates")

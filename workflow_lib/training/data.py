@@ -38,6 +38,7 @@ from workflow_lib.seqio.alphabet import encode
 from workflow_lib.seqio.atomic import write_text_atomic
 from workflow_lib.structure.backbones import is_backbone_archive, read_backbone_archive
 from workflow_lib.structure.parse import Chain, read_structure
+from workflow_lib.training.settings import CHAIN_MAX_LENGTH, CHAIN_MIN_LENGTH, SPLIT_IDENTITY, VAL_FRACTION
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,8 @@ def chain_key(structure: str | Path, chain: Chain) -> str:
     return chain.name if is_backbone_archive(structure) else chain.chain_id
 
 
-def collect_chains(paths: Iterable[str | Path], *, min_length: int = 40, max_length: int = 400,
+def collect_chains(paths: Iterable[str | Path], *, min_length: int = CHAIN_MIN_LENGTH,
+                   max_length: int = CHAIN_MAX_LENGTH,
                    names: set[str] | None = None) -> tuple[list[ChainRecord], dict[str, int]]:
     """Usable chains of the structure files (module docstring), identical sequences once; and skip counts."""
     records: list[ChainRecord] = []
@@ -149,7 +151,8 @@ def single_linkage(n: int, links: Iterable[tuple[int, int, float]]) -> np.ndarra
     return np.array([roots.setdefault(find(k), len(roots)) for k in range(n)], dtype=np.int32)
 
 
-def split_by_identity(records: Sequence[ChainRecord], *, identity: float = 0.3, val_fraction: float = 0.1,
+def split_by_identity(records: Sequence[ChainRecord], *, identity: float = SPLIT_IDENTITY,
+                      val_fraction: float = VAL_FRACTION,
                       seed: int = 0, cpus: int = 1) -> pd.DataFrame:
     """The :data:`TRAINING_CHAINS` table: clusters at ``identity`` and whole clusters drawn for validation
     (in a seeded random order, until ``val_fraction`` of the chains is reached; clusters larger than 5% of the
@@ -181,7 +184,7 @@ def split_by_identity(records: Sequence[ChainRecord], *, identity: float = 0.3, 
 
 
 def split_against_validation(records: Sequence[ChainRecord], *, val_chains: int | None = None,
-                             val_names: set[str] | None = None, identity: float = 0.3, seed: int = 0,
+                             val_names: set[str] | None = None, identity: float = SPLIT_IDENTITY, seed: int = 0,
                              cpus: int = 1) -> tuple[pd.DataFrame, dict[str, float | int]]:
     """The :data:`TRAINING_CHAINS` table for large chain sets (module docstring) and what it measured.
 
@@ -291,8 +294,9 @@ def max_cross_identity(table: pd.DataFrame, *, cpus: int = 1) -> float:
     return float(max(cross_identities(val, train, cpus=cpus).max(), cross_identities(train, val, cpus=cpus).max()))
 
 
-def prepare_training_data(structures: Sequence[str | Path], out_dir: str | Path, *, min_length: int = 40,
-                          max_length: int = 400, identity: float = 0.3, val_fraction: float = 0.1, seed: int = 0,
+def prepare_training_data(structures: Sequence[str | Path], out_dir: str | Path, *,
+                          min_length: int = CHAIN_MIN_LENGTH, max_length: int = CHAIN_MAX_LENGTH,
+                          identity: float = SPLIT_IDENTITY, val_fraction: float = VAL_FRACTION, seed: int = 0,
                           cpus: int = 1, names: set[str] | None = None, val_chains: int | None = None,
                           val_names: set[str] | None = None) -> pd.DataFrame:
     """Write ``out_dir/chains.parquet`` (:data:`TRAINING_CHAINS`), ``out_dir/a3m/{name}.a3m`` (query only)

@@ -27,7 +27,7 @@ import torch
 from workflow_lib.errors import InputError
 from workflow_lib.features.coevolution import coevolution_features_torch
 from workflow_lib.features.couplings import coupling_features_torch
-from workflow_lib.features.msa_features import DELETION_CLIP, DEFAULT_MAX_SEQS, sample_rows, sequence_weights
+from workflow_lib.features.msa_features import DELETION_CLIP, sample_rows, sequence_weights
 from workflow_lib.features.templates import TemplateColumns, hit_columns, read_hits
 from workflow_lib.schemas.io import read_npz, write_npz
 from workflow_lib.schemas.training import TRAINING_PACK
@@ -35,6 +35,7 @@ from workflow_lib.seqio.alphabet import encode
 from workflow_lib.seqio.msa import read_a3m
 from workflow_lib.templates.database import load_template_db
 from workflow_lib.training.examples import TrainingChain, structure_residue_index, table_chains
+from workflow_lib.training.settings import PACK_MAX_ROWS
 
 NAME_BYTES = 64
 TEMPLATE_MAX_IDENTITY = 0.9
@@ -77,7 +78,7 @@ def best_template_identity(chain: TrainingChain) -> float:
 
 
 def build_pack(table: pd.DataFrame, msa_dirs: Sequence[str | Path], out: str | Path, *,
-               max_rows: int = DEFAULT_MAX_SEQS, template_hits: str | Path | None = None,
+               max_rows: int = PACK_MAX_ROWS, template_hits: str | Path | None = None,
                templates: str | Path | None = None, max_templates: int = PACK_MAX_TEMPLATES,
                template_max_identity: float = TEMPLATE_MAX_IDENTITY) -> dict[str, int]:
     """Write the training pack of every chain of ``table`` (:data:`~workflow_lib.schemas.training.TRAINING_CHAINS`)

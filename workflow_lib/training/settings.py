@@ -3,13 +3,27 @@
 which both inherit :class:`TrainSettings`.
 
 Torch-free, like the package's ``__init__``: the workflow's config (read by every ``snakemake`` invocation,
-``-n`` included) imports it without importing torch; ``tests/test_train_workflow.py`` also checks these against
-``config/schema.yaml``.
+``-n`` included) imports it without importing torch; ``tests/test_train_workflow.py`` also checks these, and the
+constants of ``trackfold train-data`` and ``train-pack``, against ``config/schema.yaml`` and the command line.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+CHAIN_MIN_LENGTH = 40
+"""Shortest chain kept for training, in residues (``trackfold train-data --min-length``, ``train.min_length``)."""
+CHAIN_MAX_LENGTH = 400
+"""Longest chain kept for training, in residues (``trackfold train-data --max-length``, ``train.max_length``)."""
+SPLIT_IDENTITY = 0.3
+"""No validation chain is more identical than this to a training chain (``trackfold train-data --identity``,
+``train.identity``)."""
+VAL_FRACTION = 0.1
+"""Fraction of the chains, whole identity clusters, held out for validation (``trackfold train-data
+--val-fraction``, ``train.val_fraction``)."""
+PACK_MAX_ROWS = 256
+"""MSA rows per chain in a training pack, the query included (``trackfold train-pack --max-rows``,
+``train.pack_max_rows``): a training crop samples its ``max_msa_rows`` from them."""
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from workflow_lib.aligner.device import compiled_available as compiled_kernels
+from workflow_lib.db.build import DEFAULT_DUPLICATE_IDS, DEFAULT_ON_BAD_RECORD, DEFAULT_SHARDS
 from workflow_lib.db.chunks import ChunkSettings
+from workflow_lib.db.cluster import DEFAULT_COVERAGE, DEFAULT_IDENTITY
 from workflow_lib.errors import InputError
 from workflow_lib.inference.settings import (
     CROP_PAIRS,
@@ -27,9 +29,20 @@ from workflow_lib.inference.settings import (
     PRECISIONS,
     PredictSettings,
 )
+from workflow_lib.report.settings import PLOT_PROTEINS
 from workflow_lib.schemas.features import C_COEVOLUTION, C_TEMPLATE_PAIR
 from workflow_lib.search.settings import SETTING_NAMES, WORKFLOW_MAX_EVALUE, Settings, cli_options, setting_error
-from workflow_lib.training.settings import TrainSettings
+from workflow_lib.templates.build import DEFAULT_MIN_LENGTH as TEMPLATE_MIN_LENGTH
+from workflow_lib.templates.calibration import DEFAULT_DECOYS, MIN_DECOYS
+from workflow_lib.templates.search import DEFAULT_MAX_HITS, DEFAULT_MIN_ALIGNED
+from workflow_lib.training.settings import (
+    CHAIN_MAX_LENGTH,
+    CHAIN_MIN_LENGTH,
+    PACK_MAX_ROWS,
+    SPLIT_IDENTITY,
+    VAL_FRACTION,
+    TrainSettings,
+)
 from workflow_lib.workflow.paths import TrainPaths, WorkflowPaths
 
 T = TypeVar("T", bound="StageConfig")
@@ -111,15 +124,16 @@ def _check_type(value: Any, hint: Any, where: str) -> Any:
 @dataclasses.dataclass(frozen=True)
 class DatabaseConfig(StageConfig):
     """One sequence database: its FASTA files, how it is sharded, and whether it is also clustered into a profile
-    database (``profiles``; :mod:`workflow_lib.db.profiles`)."""
+    database (``profiles``; :mod:`workflow_lib.db.profiles`). Defaults: those of ``trackfold db build`` and
+    ``trackfold db cluster`` (:mod:`workflow_lib.db.build`, :mod:`workflow_lib.db.cluster`)."""
 
     fasta: tuple[str, ...]
-    shards: int = 1
-    duplicate_ids: str = "rename"
-    on_bad_record: str = "skip"
+    shards: int = DEFAULT_SHARDS
+    duplicate_ids: str = DEFAULT_DUPLICATE_IDS
+    on_bad_record: str = DEFAULT_ON_BAD_RECORD
     profiles: bool = False
-    profile_identity: float = 0.3
-    profile_coverage: float = 0.8
+    profile_identity: float = DEFAULT_IDENTITY
+    profile_coverage: float = DEFAULT_COVERAGE
 
     def __post_init__(self) -> None:
         if not 0 < self.profile_identity <= 1 or not 0 < self.profile_coverage <= 1:
@@ -169,23 +183,24 @@ class SearchConfig(StageConfig, Settings):
 
 @dataclasses.dataclass(frozen=True)
 class TemplateConfig(StageConfig):
-    """The template database and the template search (config section ``templates``; no structures = off)."""
+    """The template database and the template search (config section ``templates``; no structures = off).
+    Defaults: those of ``trackfold templates build`` and ``templates search`` (:mod:`workflow_lib.templates`)."""
 
     name: str = "templates"
     structures: tuple[str, ...] = ()
     msa_dir: str | None = None
     search_msas: bool = True
-    min_length: int = 10
-    max_hits: int = 10
-    min_aligned: int = 10
-    decoys: int = 200
+    min_length: int = TEMPLATE_MIN_LENGTH
+    max_hits: int = DEFAULT_MAX_HITS
+    min_aligned: int = DEFAULT_MIN_ALIGNED
+    decoys: int = DEFAULT_DECOYS
 
     def __post_init__(self) -> None:
         for key in ("min_length", "max_hits", "min_aligned"):
             if getattr(self, key) < 1:
                 raise InputError(f"templates.{key} must be at least 1, got {getattr(self, key)}")
-        if self.decoys < 20:
-            raise InputError(f"templates.decoys must be at least 20, got {self.decoys}")
+        if self.decoys < MIN_DECOYS:
+            raise InputError(f"templates.decoys must be at least {MIN_DECOYS}, got {self.decoys}")
 
     @property
     def enabled(self) -> bool:
@@ -210,12 +225,12 @@ class FeatureConfig(StageConfig):
 
 @dataclasses.dataclass(frozen=True)
 class ReportConfig(StageConfig):
-    """The per-proteome summary and report figures (config section ``report``; rules/report.smk): the proteins
-    always drawn one by one (``trackfold summarize --protein``, FASTA or safe IDs), then ``plot_proteins`` more
-    spread over the pLDDT range (``--plot-proteins``)."""
+    """The per-proteome summary and report figures (config section ``report``; rules/report.smk): ``plot_proteins``
+    proteins drawn one by one (``trackfold summarize --plot-proteins``), first those of ``proteins`` (``--protein``,
+    FASTA or safe IDs), then others spread over the pLDDT range."""
 
     proteins: tuple[str, ...] = ()
-    plot_proteins: int = 6
+    plot_proteins: int = PLOT_PROTEINS
 
     def __post_init__(self) -> None:
         if self.plot_proteins < 0:
@@ -312,10 +327,10 @@ class TrainWorkflowConfig(StageConfig, TrainSettings):
     name: str = "model"
     structures: tuple[str, ...] = ()
     structures_archive: str | None = None
-    min_length: int = 40
-    max_length: int = 400
-    identity: float = 0.3
-    val_fraction: float = 0.1
+    min_length: int = CHAIN_MIN_LENGTH
+    max_length: int = CHAIN_MAX_LENGTH
+    identity: float = SPLIT_IDENTITY
+    val_fraction: float = VAL_FRACTION
     split_seed: int = 0
     chain_names: str | None = None
     val_chains: int | None = None
@@ -326,7 +341,7 @@ class TrainWorkflowConfig(StageConfig, TrainSettings):
     msa_batches: int = 8
     msa_threads: int = 1
     pack: bool = False
-    pack_max_rows: int = 256
+    pack_max_rows: int = PACK_MAX_ROWS
     templates: bool = False
     preset: str = "small"
     overrides: Any = None
