@@ -266,6 +266,8 @@ rule train_predict:
         seed=CFG.predict.seed,
         max_msa=CFG.predict.max_msa,
         fold=CFG.predict.fold,
+        precision=CFG.predict.precision,
+        crop_pairs=CFG.predict.crop_pairs,
     log:
         f"logs/train_predict/{TRAIN.name}.log",
     benchmark:
@@ -282,7 +284,8 @@ rule train_predict:
         "--msa-dir {params.msa_dir} --features-dir {params.features_dir} --pred-dir {params.out_dir} "
         "--out {output.targets} --inputs-list {output.inputs} && mapfile -t inputs < {output.inputs} && "
         "{params.trackfold} predict --model {input.model} --out-dir {params.out_dir} --device {params.device} "
-        "--window {params.window} --seed {params.seed} --max-msa {params.max_msa} --fold {params.fold} --threads {threads} "
+        "--window {params.window} --seed {params.seed} --max-msa {params.max_msa} --fold {params.fold} "
+        "--precision {params.precision} --crop-pairs {params.crop_pairs} --threads {threads} "
         "\"${{inputs[@]}}\" ) > {log} 2>&1"
 
 

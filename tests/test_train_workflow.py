@@ -272,6 +272,17 @@ def test_train_device_option(capsys):
 
 # --------------------------------------------------------------------------------------------- workflow
 @needs_snakemake
+def test_the_training_runs_evaluation_predicts_with_every_setting_of_the_predict_rule(root, tmp_path):
+    """train_predict folds the validation chains as the proteome's predict rule would: every option of the predict
+    rule that changes a structure is on its command line too (with the config's values)."""
+    result = _snakemake(root, root, "-n", "-p", "--configfile", str(root / "config" / "train_ci.yaml"),
+                        "--config", f"results={tmp_path / 'results'}", "--until", "train_predict")
+    line = next(line for line in result.stdout.splitlines() if " predict --model " in line)
+    for option in ("--window", "--seed", "--max-msa", "--fold", "--precision", "--crop-pairs"):
+        assert f" {option} " in line, option
+
+
+@needs_snakemake
 def test_dry_run_lists_the_training_jobs(root, tmp_path):
     result = _snakemake(root, root, "-n", "--configfile", str(root / "config" / "train_ci.yaml"),
                         "--config", f"results={tmp_path / 'results'}")
