@@ -14,7 +14,9 @@ from workflow_lib.features.couplings import (
     coupling_features,
     coupling_features_torch,
     default_shrinkage,
+    gram_route,
     raw_coupling_norms,
+    zero_sum_basis,
 )
 from workflow_lib.features.msa_features import sequence_weights
 from workflow_lib.features.states import to_states
@@ -55,12 +57,13 @@ def test_the_woodbury_route_equals_the_dense_inverse(t1078, shrinkage):
 
 
 def test_the_two_scoring_routes_and_any_blocking_agree(t1078):
-    """Rank ≤ q² takes the Gram route, more the direct blocks (600 random rows of 30 columns: rank 599); both
-    equal the dense inverse, and memory blocks change nothing."""
+    """Rank below 2·19² takes the Gram route, more the direct blocks (800 random rows of 45 columns: rank 799);
+    both equal the dense inverse, and memory blocks change nothing."""
     rng = np.random.default_rng(1)
-    deep = rng.integers(0, 22, size=(600, 30)), rng.random(600) + 0.5
+    deep = rng.integers(0, 22, size=(800, 45)), rng.random(800) + 0.5
     shallow = t1078[0][:120, :50], t1078[1][:120]
-    assert coupling_blocks(*deep)[0].shape[0] > Q_STATES * Q_STATES >= coupling_blocks(*shallow)[0].shape[0]
+    assert not gram_route(coupling_blocks(*deep)[0].shape[0])
+    assert gram_route(coupling_blocks(*shallow)[0].shape[0])
     for codes, weights in (deep, shallow):
         whole = raw_coupling_norms(codes, weights, shrinkage=0.1)
         expected = dense_norms(codes, weights, 0.1)
@@ -68,6 +71,13 @@ def test_the_two_scoring_routes_and_any_blocking_agree(t1078):
         for block_bytes in (1 << 12, 1 << 16):
             np.testing.assert_allclose(raw_coupling_norms(codes, weights, shrinkage=0.1, block_bytes=block_bytes),
                                        whole, rtol=1e-9)
+
+
+def test_the_zero_sum_basis_is_orthonormal_and_orthogonal_to_ones():
+    basis = zero_sum_basis(Q_STATES)
+    assert basis.shape == (Q_STATES, Q_STATES - 1)
+    np.testing.assert_allclose(basis.T @ basis, np.eye(Q_STATES - 1), atol=1e-14)
+    np.testing.assert_allclose(basis.sum(axis=0), 0.0, atol=1e-14)
 
 
 def test_deep_alignments_are_capped_at_max_rows(t1078):

@@ -9,6 +9,8 @@ sequence weights that down-weight near-identical rows; DESIGN.md, "Features and 
   from weighted pair frequencies, in memory-bounded blocks; :func:`apc`.
 - :mod:`.couplings` -- :func:`coupling_features`: direct couplings, a ridge-regularised inverse covariance
   through the Woodbury identity (mean-field DCA family), APC-corrected; the third co-evolution channel.
+- :mod:`.compiled` -- numba twins of the weights' neighbour counts, the pair statistics and the couplings' Gram
+  and projection (NumPy is the fallback, with the same results; ``TRACKFOLD_KERNELS=numpy`` forces it).
 - :mod:`.templates` -- :func:`template_features`: template hits -> 6D one-hots and 1D scores on the query grid.
 - :mod:`.build` -- :func:`build_features` (A3M [+ template hits] -> validated dict), :func:`write_features`,
   :func:`read_features`.

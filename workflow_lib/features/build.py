@@ -57,9 +57,15 @@ def build_features(a3m_path: str | Path, *, max_seqs: int = DEFAULT_MAX_SEQS,
     return FEATURES.validate(features, str(a3m_path))
 
 
+FEATURE_COMPRESSLEVEL = 3
+"""zlib level of feature files: one per protein, mostly float16 template maps; level 3 writes them about 3x faster than
+the default level 6 for about 7% more bytes (benchmarks/RESULTS.md, "Features: CPU per protein")."""
+
+
 def write_features(path: str | Path, features: dict[str, np.ndarray]) -> None:
-    """Validate ``features`` against :data:`FEATURES` and write them as compressed npz, atomically."""
-    write_npz(path, features, FEATURES)
+    """Validate ``features`` against :data:`FEATURES` and write them as compressed npz (zlib level
+    :data:`FEATURE_COMPRESSLEVEL`), atomically."""
+    write_npz(path, features, FEATURES, compresslevel=FEATURE_COMPRESSLEVEL)
 
 
 def read_features(path: str | Path) -> dict[str, np.ndarray]:

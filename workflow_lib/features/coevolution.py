@@ -23,6 +23,10 @@ O(N·L²·21²)/2 in float64. Holding all pair frequencies would need L²·21²�
 blocks keep one block of pair frequencies (``B`` chosen so ``B·L·21²·8 ≤ block_bytes``) and one block of
 one-hot rows (≤ ``block_bytes``) alive, plus per-column temporaries of L·21²·8 bytes: peak about
 2·``block_bytes`` (3· when the sequences need more than one block, for the product being added).
+
+Where the compiled kernels run (:mod:`workflow_lib.features.compiled`), the pair frequencies are accumulated row by
+row instead (``O(N·L²/2 + L²·21²/2)``, one ``[21, L, 21]`` table in memory), with the same scores to float64
+rounding.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from workflow_lib.features.compiled import raw_coevolution_compiled, use_compiled
 from workflow_lib.features.states import DEFAULT_BLOCK_BYTES, GAP_STATE, one_hot_states, rows_per_block, to_states
 from workflow_lib.schemas.features import PROFILE_STATES
 
@@ -71,6 +76,8 @@ def raw_coevolution(codes: np.ndarray, weights: np.ndarray, *, pseudocount: floa
     w = _normalised(weights, depth)
     f_single = single_frequencies(states, w, pseudocount)
     log_single = np.log(f_single, out=np.full_like(f_single, -np.inf), where=f_single > 0)
+    if use_compiled():
+        return raw_coevolution_compiled(states, w, f_single, log_single, pseudocount)
     cov_norm = np.zeros((length, length))
     mutual_info = np.zeros((length, length))
     col_block = rows_per_block(length * _PAIR_STATES * 8, block_bytes)

@@ -29,12 +29,20 @@ With the eigendecomposition ``U Uᵀ = Q diag(e) Qᵀ`` and ``V = diag((λ + e)^
 states, as mfDCA does before scoring; it is ``V_i`` centred over its q states) and scored by its Frobenius norm;
 the scores then get the average product correction (Dunn et al. 2008), as in PSICOV, CCMpred and GREMLIN.
 
-Cost: ``O(N² qL + N³)`` for ``V`` plus the scores, the cheaper of
-- ``O(L² N²)``: ``||V_iᵀ V_j||²_F = ⟨V_i V_iᵀ, V_j V_jᵀ⟩`` (Gram matrices of the N×N blocks), or
-- ``O((qL)² N)``: the blocks ``V_iᵀ V_j`` themselves,
-in blocks of columns so memory stays within ``block_bytes`` (about 2× that at the peak). Deep alignments are
+Cost: ``O(N² qL + N³)`` for ``V`` plus the scores. Each ``V_i`` in the zero-sum gauge is ``W_i Hᵀ`` for the
+``q − 1`` orthonormal columns ``H`` of :func:`zero_sum_basis`, and ``||V_iᵀ V_j||_F = ||W_iᵀ W_j||_F``, so the scores
+are taken on ``W`` (``q' = q − 1`` states), the cheaper of (only the upper triangle ``j ≥ i`` of either)
+- ``O(L² R²/4)``: ``||W_iᵀ W_j||²_F = ⟨W_i W_iᵀ, W_j W_jᵀ⟩`` (Gram matrices of the R×R blocks, symmetric, so
+  their upper triangles), or
+- ``O(q'² L² R/2)``: the blocks ``W_iᵀ W_j`` themselves,
+in blocks so memory stays within ``block_bytes`` (about 2× that at the peak). Deep alignments are
 capped at ``max_rows`` statistics rows (a deterministic sample, the query kept): beyond a few hundred effective
 sequences the couplings of a 300-residue protein change little and the cost grows as N².
+
+Where the compiled kernels run (:mod:`workflow_lib.features.compiled`), ``U`` is never formed: ``U Uᵀ`` comes from
+the rows' shared amino acids (an integer count per row pair) and ``Qᵀ U`` from per-state sums of the rows'
+coefficients, ``O(N² L + N L R)`` instead of ``O(N² qL)`` each; the couplings agree with the NumPy path's to
+float64 rounding.
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from workflow_lib.features.coevolution import apc, apc_torch
+from workflow_lib.features.compiled import row_sums_by_state_compiled, shared_residues_compiled, use_compiled
 from workflow_lib.features.states import DEFAULT_BLOCK_BYTES, GAP_STATE, rows_per_block, to_states
 
 if TYPE_CHECKING:
@@ -74,6 +83,20 @@ def _centred_one_hot(states: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return one_hot
 
 
+def _covariance_gram_compiled(states: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(f, U Uᵀ)``: the amino-acid frequencies ``f`` ``[L, q]`` and the ``[N, N]`` Gram matrix of ``U`` without
+    forming ``U``: ``(U Uᵀ)_nm = √(w_n w_m) (S_nm − g_n − g_m + Σ_ia f_i(a)²)``, with ``S_nm`` the columns in
+    which rows n and m have the same amino acid and ``g_n = Σ_i f_i(s_ni)`` over the row's amino acids."""
+    depth, length = states.shape
+    frequencies = np.stack([weights @ (states == a) for a in range(Q_STATES)], axis=1)     # [L, q]
+    padded = np.concatenate([frequencies, np.zeros((length, 1))], axis=1)                 # gap and X: 0
+    own = padded[np.arange(length)[None, :], np.minimum(states, Q_STATES)].sum(axis=1)   # g_n
+    shared = shared_residues_compiled(states).astype(np.float64)
+    centred = (shared + float(np.sum(frequencies * frequencies))) - (own[:, None] + own[None, :])
+    root = np.sqrt(weights)
+    return frequencies, (root[:, None] * root[None, :]) * centred
+
+
 def _sample_rows(depth: int, max_rows: int, seed: int) -> np.ndarray:
     if depth <= max_rows:
         return np.arange(depth)
@@ -99,18 +122,83 @@ def coupling_blocks(codes: np.ndarray, weights: np.ndarray, *, shrinkage: float 
         shrinkage = default_shrinkage(float(weights[rows].sum()))
     states, weights = states[rows], weights[rows] / weights[rows].sum()
     depth, length = states.shape
-    u = _centred_one_hot(states, weights)                                  # [N, L, q]
-    flat = u.reshape(depth, length * Q_STATES)
-    variance = float(np.einsum("ij,ij->", flat, flat)) / (length * Q_STATES)
+    if use_compiled():
+        frequencies, gram = _covariance_gram_compiled(states, weights)
+        variance = float(np.trace(gram)) / (length * Q_STATES)
+    else:
+        u = _centred_one_hot(states, weights)                              # [N, L, q]
+        flat = u.reshape(depth, length * Q_STATES)
+        variance = float(np.einsum("ij,ij->", flat, flat)) / (length * Q_STATES)
+        gram = flat @ flat.T                                               # [N, N] = U Uᵀ
     lam = shrinkage * variance if variance > 0 else shrinkage
-    gram = flat @ flat.T                                                   # [N, N] = U Uᵀ
     eigenvalues, eigenvectors = np.linalg.eigh(gram)
     eigenvalues = np.clip(eigenvalues, 0.0, None)
     keep = eigenvalues > 1e-12 * max(float(eigenvalues.max()), 1e-300)
-    v = (eigenvectors[:, keep] / np.sqrt(lam + eigenvalues[keep])).T @ flat   # [R, qL]
-    v = v.reshape(-1, length, Q_STATES)
+    coefficients = eigenvectors[:, keep] / np.sqrt(lam + eigenvalues[keep])  # [N, R]
+    if use_compiled():
+        scaled = coefficients * np.sqrt(weights)[:, None]
+        sums = row_sums_by_state_compiled(states, scaled)                 # [L, q, R]
+        sums -= frequencies[:, :, None] * scaled.sum(axis=0)[None, None, :]
+        v = sums.transpose(2, 0, 1)                                        # [R, L, q]
+    else:
+        v = (coefficients.T @ flat).reshape(-1, length, Q_STATES)          # [R, L, q]
     v -= v.mean(axis=2, keepdims=True)                                     # zero-sum gauge
     return v, lam
+
+
+def zero_sum_basis(q: int = Q_STATES) -> np.ndarray:
+    """float64 ``[q, q − 1]``: the Helmert basis, orthonormal columns orthogonal to the all-ones vector.
+
+    A block in the zero-sum gauge has rows in the span of these columns, so ``V_i = W_i Hᵀ`` with
+    ``W_i = V_i H`` (``[R, q − 1]``) and ``||V_iᵀ V_j||_F = ||W_iᵀ W_j||_F``: the scores need ``(q − 1)²`` instead
+    of ``q²`` products per row and column pair (Helmert 1876; Lancaster 1965, Am. Math. Monthly 72:4)."""
+    basis = np.zeros((q, q - 1))
+    for k in range(1, q):
+        basis[:k, k - 1] = 1.0
+        basis[k, k - 1] = -float(k)
+        basis[:, k - 1] /= np.sqrt(k * (k + 1.0))
+    return basis
+
+
+def gram_route(rank: int, q: int = Q_STATES - 1) -> bool:
+    """Whether the Gram route scores ``rank`` rows of ``q`` states per column more cheaply than the direct blocks:
+    ``L²/2 · R(R+1)/2`` against ``L²/2 · q² R`` multiply-adds (symmetric halves of both)."""
+    return rank + 1 < 2 * q * q
+
+
+def _squared_norms_gram(by_column: np.ndarray, block_bytes: int) -> np.ndarray:
+    """``||W_iᵀ W_j||²_F = ⟨G_i, G_j⟩`` with ``G_i = W_i W_iᵀ`` (``by_column``: ``[L, R, q]``), float64 ``[L, L]``.
+
+    ``G`` is symmetric, so ``⟨G_i, G_j⟩`` sums its upper triangle, the off-diagonal entries weighted √2 on both
+    sides; the triangle is taken in chunks of rows ``r0..r1`` (``[L, r1 − r0, R − r0]`` each, ≤ ``block_bytes``)
+    and each chunk adds its symmetric product ``P Pᵀ``."""
+    length, rank, _ = by_column.shape
+    squared = np.zeros((length, length))
+    chunk = rows_per_block(length * rank * 8, block_bytes)
+    for r0 in range(0, rank, chunk):
+        r1 = min(rank, r0 + chunk)
+        grams = np.matmul(by_column[:, r0:r1], by_column[:, r0:].transpose(0, 2, 1))   # [L, r1 − r0, R − r0]
+        upper = np.triu(np.full((r1 - r0, rank - r0), np.sqrt(2.0)), 1)
+        upper[np.arange(r1 - r0), np.arange(r1 - r0)] = 1.0
+        grams *= upper
+        flat = grams.reshape(length, -1)
+        squared += flat @ flat.T
+    return squared
+
+
+def _squared_norms_direct(flat: np.ndarray, q: int, block_bytes: int) -> np.ndarray:
+    """``||W_iᵀ W_j||²_F`` from the blocks ``W_iᵀ W_j`` themselves (``flat``: ``[R, L·q]``), float64 ``[L, L]``:
+    the upper triangle in row blocks of columns ``i0..i1`` against ``j ≥ i0``, mirrored."""
+    length = flat.shape[1] // q
+    per_column = min(rows_per_block(length * q * q * 8, block_bytes), max(1, -(-length // 16)))
+    squared = np.zeros((length, length))
+    for i0 in range(0, length, per_column):
+        i1 = min(length, i0 + per_column)
+        product = (flat[:, i0 * q:i1 * q].T @ flat[:, i0 * q:]).reshape(i1 - i0, q, length - i0, q)
+        np.square(product, out=product)
+        squared[i0:i1, i0:] = product.sum(axis=(1, 3))
+    upper = np.triu(squared)
+    return upper + np.triu(upper, 1).T
 
 
 def raw_coupling_norms(codes: np.ndarray, weights: np.ndarray, *, shrinkage: float | None = None,
@@ -122,29 +210,11 @@ def raw_coupling_norms(codes: np.ndarray, weights: np.ndarray, *, shrinkage: flo
     scores = np.zeros((length, length))
     if rank == 0:
         return scores
-    if rank <= q * q:                       # Gram route: O(L² R²) against O((qL)² R)
-        per_column = rows_per_block(rank * rank * 8, block_bytes)
-        by_column = v.transpose(1, 0, 2)                                  # [L, R, q]
-        grams = [np.matmul(by_column[i0:i0 + per_column], by_column[i0:i0 + per_column].transpose(0, 2, 1))
-                 .reshape(-1, rank * rank) for i0 in range(0, length, per_column)]
-        if len(grams) == 1:
-            squared = grams[0] @ grams[0].T
-        else:
-            squared = np.zeros((length, length))
-            starts = list(range(0, length, per_column))
-            for a, (i0, left) in enumerate(zip(starts, grams)):
-                for j0, right in zip(starts[a:], grams[a:]):
-                    block = left @ right.T
-                    squared[i0:i0 + len(left), j0:j0 + len(right)] = block
-                    squared[j0:j0 + len(right), i0:i0 + len(left)] = block.T
+    reduced = (v.reshape(-1, q) @ zero_sum_basis(q)).reshape(rank, length, q - 1)   # W of zero_sum_basis
+    if gram_route(rank, q - 1):
+        squared = _squared_norms_gram(np.ascontiguousarray(reduced.transpose(1, 0, 2)), block_bytes)
     else:
-        flat = v.reshape(rank, length * q)
-        per_column = rows_per_block(length * q * q * 8, block_bytes)
-        squared = np.zeros((length, length))
-        for i0 in range(0, length, per_column):
-            i1 = min(length, i0 + per_column)
-            product = (flat[:, i0 * q:i1 * q].T @ flat).reshape(i1 - i0, q, length, q)
-            squared[i0:i1] = np.einsum("iajb,iajb->ij", product, product)
+        squared = _squared_norms_direct(reduced.reshape(rank, length * (q - 1)), q - 1, block_bytes)
     scores = np.sqrt(np.clip(squared, 0.0, None)) / lam
     np.fill_diagonal(scores, 0.0)
     return scores

@@ -45,6 +45,7 @@ import math
 import numpy as np
 
 from workflow_lib.features.coevolution import coevolution_features
+from workflow_lib.features.compiled import neighbour_counts_compiled, use_compiled
 from workflow_lib.features.couplings import coupling_features
 from workflow_lib.features.states import DEFAULT_BLOCK_BYTES, one_hot_states, rows_per_block, to_states
 from workflow_lib.schemas.features import PROFILE_STATES
@@ -94,11 +95,14 @@ def sequence_weights(codes: np.ndarray, *, identity: float = WEIGHT_IDENTITY,
     """float64 ``[N]``: 1 / number of rows (itself included) sharing ≥ ⌈identity·L⌉ column states.
 
     ``codes``: residue codes ``[N, L]``. Rows are compared in blocks of one-hot matrices
-    (``[B, L·21] @ [L·21, B]``, only the upper block triangle; each block one-hot ≤ ``block_bytes``).
+    (``[B, L·21] @ [L·21, B]``, only the upper block triangle; each block one-hot ≤ ``block_bytes``), or with
+    the compiled row-against-row count (:mod:`workflow_lib.features.compiled`; the same integer counts).
     """
     states = to_states(codes)
     depth, length = states.shape
     threshold = identity_threshold(length, identity)
+    if use_compiled():
+        return 1.0 / neighbour_counts_compiled(states, threshold)
     block = rows_per_block(length * PROFILE_STATES * 4, block_bytes)
     neighbours = np.zeros(depth, dtype=np.int64)
     starts = range(0, depth, block)

@@ -144,23 +144,29 @@ def hit_columns(row: pd.Series, database: TemplateDatabase, query_codes: np.ndar
 def columns_features(hits: Sequence[TemplateColumns], positions: np.ndarray | None = None
                      ) -> dict[str, np.ndarray]:
     """``template_pair`` / ``template_1d`` / ``template_mask`` of ``hits`` on the query ``positions`` (all
-    columns: None), e.g. a training crop: the features of a crop are the crop of the whole query's features."""
-    pair_maps, one_d = [], []
-    for hit in hits:
+    columns: None), e.g. a training crop: the features of a crop are the crop of the whole query's features.
+
+    Each hit's maps are written in place into the one ``[T, L, L, C]`` array (``T·L²·C`` float16: 128 MB at
+    L = 495, T = 2), never built apart and stacked."""
+    count = len(hits)
+    if positions is not None:
+        length = len(positions)
+    else:
+        length = hits[0].placed.shape[0] if count else 0
+    pair_maps = np.zeros((count, length, length, C_TEMPLATE_PAIR), dtype=np.float16)
+    one_d = np.zeros((count, length, C_TEMPLATE_1D), dtype=np.float32)
+    for t, hit in enumerate(hits):
         index = np.arange(hit.placed.shape[0]) if positions is None else np.asarray(positions, dtype=np.intp)
-        length = index.shape[0]
-        placed = hit.placed[index]
-        local = np.flatnonzero(placed)
-        maps = np.zeros((length, length, C_TEMPLATE_PAIR), dtype=np.float16)
+        local = np.flatnonzero(hit.placed[index])
         if local.size:
             xyz = hit.coords[index[local]].astype(np.float64)
             bins = bin_pair_geometry(pair_geometry(xyz[:, _N], xyz[:, _CA], xyz[:, _C], xyz[:, _CB]))
-            rows, cols = np.ix_(local, local)
+            cells = pair_maps[t].reshape(length * length, C_TEMPLATE_PAIR)
+            placed_pairs = (local[:, None] * length + local[None, :]).ravel()
             for key in ("dist", "omega", "theta", "phi"):
-                maps[rows, cols, PAIR[key].start + bins[key].astype(np.intp)] = 1.0
-            maps[rows, cols, PAIR["pair_mask"].start] = 1.0
-        pair_maps.append(maps)
-        out = np.zeros((length, C_TEMPLATE_1D), dtype=np.float32)
+                cells[placed_pairs, PAIR[key].start + bins[key].astype(np.intp).ravel()] = 1.0
+            cells[placed_pairs, PAIR["pair_mask"].start] = 1.0
+        out = one_d[t]
         aligned = hit.aligned[index]
         out[:, ONE_D["aligned"].start] = aligned
         out[:, ONE_D["identity"].start] = hit.identical[index]
@@ -170,15 +176,7 @@ def columns_features(hits: Sequence[TemplateColumns], positions: np.ndarray | No
         ss = hit.ss[index]
         known = ss >= 0
         out[np.flatnonzero(known), ONE_D["secondary_structure"].start + ss[known].astype(np.intp)] = 1.0
-        one_d.append(out)
-    count = len(pair_maps)
-    length = len(positions) if positions is not None else (hits[0].placed.shape[0] if count else 0)
-    return {
-        "template_pair": (np.stack(pair_maps) if count
-                          else np.zeros((0, length, length, C_TEMPLATE_PAIR), dtype=np.float16)),
-        "template_1d": np.stack(one_d) if count else np.zeros((0, length, C_TEMPLATE_1D), dtype=np.float32),
-        "template_mask": np.ones(count, dtype=bool),
-    }
+    return {"template_pair": pair_maps, "template_1d": one_d, "template_mask": np.ones(count, dtype=bool)}
 
 
 def template_features(hits: pd.DataFrame, database: TemplateDatabase, query_codes: np.ndarray, *,
