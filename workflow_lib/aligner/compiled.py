@@ -22,6 +22,8 @@ the environment) the NumPy kernels run, with the same results. The first call in
 
 from __future__ import annotations
 
+import importlib
+from contextlib import contextmanager
 from functools import lru_cache
 
 import numpy as np
@@ -37,12 +39,16 @@ LANE_MULTIPLE = 8
 def _make_kernel(numba, backtrace: bool):
     """The kernel, compiled for one value of ``backtrace`` (a closure constant: the other branch is gone).
 
-    Per row i: an M + I pass over l, then a D pass; the innermost loops run over the lanes with selects only,
-    which LLVM vectorises. What kept it from vectorising (several times slower: benchmarks/RESULTS.md,
-    "Homology search: compiled CPU kernels"): DP buffers passed in as arguments or a row split into functions
-    (LLVM cannot rule out overlaps), the in-row left neighbours read from the row being written (hence the
-    ``m_left``/``i_left`` lane buffers), and the best cell tracked inside the lane loop (hence a lane maximum
-    per row, and the column of a better row maximum looked up after the row: a lane improves in few rows)."""
+    Per row i one pass over l computes M, I and D (D(i, l) from row i − 1, kept in a second buffer, so the D
+    values of row i − 1 are still there for the M of the next position); the innermost loop runs over the lanes
+    with selects only, which LLVM vectorises. The sums are written ``np.int32(a + b)`` (numba adds int32 values in
+    int64; the casts keep the loop in int32 lanes, 8 per AVX2 vector; no sum overflows, see the module
+    docstring). What kept it from vectorising (several times slower: benchmarks/RESULTS.md, "Homology search:
+    compiled CPU kernels"): DP buffers passed in as arguments or a row split into functions (LLVM cannot rule
+    out overlaps), the in-row left neighbours read from the row being written (hence the ``m_left``/``i_left``
+    lane buffers), and the best cell tracked inside the lane loop (hence a lane maximum per row, and the column
+    of a better row maximum looked up after the row: a lane improves in few rows). The kernel is compiled with
+    a vector width of 8 (:func:`_vector_width`)."""
 
     @numba.njit(nogil=True, cache=True, boundscheck=False, error_model="numpy")
     def kernel(emission, transitions, residues, bt, best, best_i, best_l):
@@ -56,7 +62,8 @@ def _make_kernel(numba, backtrace: bool):
         m_cur = np.full((n_target + 1, width), ninf, np.int32)
         i_prev = np.full((n_target + 1, width), ninf, np.int32)
         i_cur = np.full((n_target + 1, width), ninf, np.int32)
-        d_row = np.full((n_target + 1, width), ninf, np.int32)  # D(i − 1, ·), updated in place to D(i, ·)
+        d_prev = np.full((n_target + 1, width), ninf, np.int32)
+        d_cur = np.full((n_target + 1, width), ninf, np.int32)
         gathered = np.empty(width, np.int32)
         # M(i, l − 1) and I(i, l − 1) in buffers of their own: read from the rows, LLVM could not rule out an
         # overlap with the row being written and did not vectorise (the same for the Smith–Waterman kernels)
@@ -86,42 +93,38 @@ def _make_kernel(numba, backtrace: bool):
                     bytes_out = bt[i - 1, l - 1]
                 m_diag = m_prev[l - 1]
                 i_diag = i_prev[l - 1]
-                d_diag = d_row[l - 1]
+                d_diag = d_prev[l - 1]
+                m_up = m_prev[l]
+                d_up = d_prev[l]
                 m_out = m_cur[l]
                 i_out = i_cur[l]
+                d_out = d_cur[l]
                 for w in range(width):
-                    from_m = m_diag[w] + t_mm
-                    from_i = i_diag[w] + t_im
+                    from_m = np.int32(m_diag[w] + t_mm)
+                    from_i = np.int32(i_diag[w] + t_im)
                     value = from_i if from_i > from_m else from_m
-                    from_d = d_diag[w] + t_dm
+                    from_d = np.int32(d_diag[w] + t_dm)
                     start = from_d if from_d > value else value
                     if start < zero:
                         start = zero
-                    m = gathered[w] + start
+                    m = np.int32(gathered[w] + start)
                     m_out[w] = m
-                    fresh = m_left[w] + t_mi
-                    extend = i_left[w] + t_ii
+                    fresh = np.int32(m_left[w] + t_mi)
+                    extend = np.int32(i_left[w] + t_ii)
                     i_value = extend if extend > fresh else fresh
                     i_out[w] = i_value
                     m_left[w] = m
                     i_left[w] = i_value
                     row_max[w] = m if m > row_max[w] else row_max[w]
+                    # D(i, l) = max(M(i − 1, l) + t.MD, D(i − 1, l) + t.DD)
+                    d_fresh = np.int32(m_up[w] + t_md)
+                    d_extend = np.int32(d_up[w] + t_dd)
+                    d_out[w] = d_extend if d_extend > d_fresh else d_fresh
                     if backtrace:
                         pointer = three if from_d > value else (two if from_i > from_m else one)
                         pointer = pointer if start > zero else zero
-                        bytes_out[w] = np.uint8(pointer | (four if extend > fresh else zero))
-            # D(i, l) = max(M(i − 1, l) + t.MD, D(i − 1, l) + t.DD), once the M pass has read D(i − 1, ·)
-            for l in range(1, n_target + 1):
-                m_up = m_prev[l]
-                d_out = d_row[l]
-                if backtrace:
-                    bytes_out = bt[i - 1, l - 1]
-                for w in range(width):
-                    fresh = m_up[w] + t_md
-                    extend = d_out[w] + t_dd
-                    d_out[w] = extend if extend > fresh else fresh
-                    if backtrace:
-                        bytes_out[w] |= np.uint8(eight if extend > fresh else zero)
+                        pointer = pointer | (four if extend > fresh else zero)
+                        bytes_out[w] = np.uint8(pointer | (eight if d_extend > d_fresh else zero))
             # a lane's best so far, and its first cell in row-major order: the first column of a better row max
             # (looked up here: tracking the cell inside the lane loop kept LLVM from vectorising it below 64 lanes)
             for w in range(width):
@@ -135,12 +138,31 @@ def _make_kernel(numba, backtrace: bool):
                                 break
             m_prev, m_cur = m_cur, m_prev
             i_prev, i_cur = i_cur, i_prev
+            d_prev, d_cur = d_cur, d_prev
         for w in range(width):
             best[w] = lane_best[w]
             best_i[w] = row_of[w] if backtrace else 0
             best_l[w] = column_of[w]
 
     return kernel
+
+
+VECTOR_WIDTH = 8
+"""Lanes per vector LLVM compiles the lane loops with (:func:`_vector_width`): 8 int32 or float32 lanes, one AVX2
+register. Left to choose, LLVM gave the Viterbi lane loop 32 lanes per step (it holds a byte store) and ran
+buckets of 8–24 lanes through its scalar remainder, 2.5 times slower per cell."""
+
+
+@contextmanager
+def _vector_width(width: int = VECTOR_WIDTH):
+    """LLVM's loop vector width forced to ``width`` while a kernel is compiled (or loaded from the cache)
+    in this block, and back to LLVM's own choice after it."""
+    binding = importlib.import_module("llvmlite.binding")
+    binding.set_option("", f"-force-vector-width={int(width)}")
+    try:
+        yield
+    finally:
+        binding.set_option("", "-force-vector-width=0")
 
 
 @lru_cache(maxsize=None)
@@ -228,7 +250,9 @@ def viterbi_seq_lanes_compiled(scores: SequenceScores, residues: np.ndarray, *,
     best_i = np.empty(padded, np.int64)
     best_l = np.empty(padded, np.int64)
     bt = np.empty((n_query, n_target, padded) if backtrace else (1, 1, 1), dtype=np.uint8)
-    _kernel(bool(backtrace))(emission, transitions, np.ascontiguousarray(residues), bt, best, best_i, best_l)
+    with _vector_width():
+        _kernel(bool(backtrace))(emission, transitions, np.ascontiguousarray(residues), bt, best, best_i,
+                                 best_l)
     if not backtrace:
         return best[:width], np.zeros(width, np.int64), np.zeros(width, np.int64), None
     return best[:width], best_i[:width], best_l[:width], bt if padded == width else bt[:, :, :width]
