@@ -29,6 +29,7 @@ rule predict:
         fold=CFG.predict.fold,
         precision=CFG.predict.precision,
         crop_pairs=CFG.predict.crop_pairs,
+        template_weight=CFG.predict.template_weight,
     wildcard_constraints:
         chunk=r"\d{4}",
     log:
@@ -46,5 +47,6 @@ rule predict:
         "{params.trackfold} predict --model {input.model} --out-dir {params.out_dir} --device {params.device} "
         "--window {params.window} --seed {params.seed} --max-msa {params.max_msa} --batch-size {params.batch_size} "
         "--max-tokens {params.max_tokens} --pair-heads {params.pair_heads} --fold {params.fold} "
-        "--precision {params.precision} --crop-pairs {params.crop_pairs} --threads {threads} --stats {output.stats} "
+        "--precision {params.precision} --crop-pairs {params.crop_pairs} "
+        "--template-weight {params.template_weight} --threads {threads} --stats {output.stats} "
         "--chunk-plan {input.plan} --chunk {wildcards.chunk} {params.features_dir} > {log} 2>&1"

@@ -268,6 +268,7 @@ rule train_predict:
         fold=CFG.predict.fold,
         precision=CFG.predict.precision,
         crop_pairs=CFG.predict.crop_pairs,
+        template_weight=CFG.predict.template_weight,
     log:
         f"logs/train_predict/{TRAIN.name}.log",
     benchmark:
@@ -285,7 +286,8 @@ rule train_predict:
         "--out {output.targets} --inputs-list {output.inputs} && mapfile -t inputs < {output.inputs} && "
         "{params.trackfold} predict --model {input.model} --out-dir {params.out_dir} --device {params.device} "
         "--window {params.window} --seed {params.seed} --max-msa {params.max_msa} --fold {params.fold} "
-        "--precision {params.precision} --crop-pairs {params.crop_pairs} --threads {threads} "
+        "--precision {params.precision} --crop-pairs {params.crop_pairs} "
+        "--template-weight {params.template_weight} --threads {threads} "
         "\"${{inputs[@]}}\" ) > {log} 2>&1"
 
 

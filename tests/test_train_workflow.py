@@ -278,7 +278,7 @@ def test_the_training_runs_evaluation_predicts_with_every_setting_of_the_predict
     result = _snakemake(root, root, "-n", "-p", "--configfile", str(root / "config" / "train_ci.yaml"),
                         "--config", f"results={tmp_path / 'results'}", "--until", "train_predict")
     line = next(line for line in result.stdout.splitlines() if " predict --model " in line)
-    for option in ("--window", "--seed", "--max-msa", "--fold", "--precision", "--crop-pairs"):
+    for option in ("--window", "--seed", "--max-msa", "--fold", "--precision", "--crop-pairs", "--template-weight"):
         assert f" {option} " in line, option
 
 

@@ -2,7 +2,8 @@
 
 ``trackfold predict --out-dir DIR [--model CKPT] [--device auto|cpu|cuda] [--window N] [--seed N]
 [--max-msa N] [--batch-size N] [--max-tokens N] [--threads N] [--embeddings] [--fold distogram|network]
-[--precision float32|bfloat16] [--crop-pairs all|contacts|neighbours] [--stats TABLE] [--no-resume]
+[--precision float32|bfloat16] [--crop-pairs all|contacts|neighbours] [--template-weight W] [--stats TABLE]
+[--no-resume]
 FEATURES.npz|A3M...`` writes per protein (the file stem: ``X.npz`` / ``X.a3m`` -> ``X``) the files of
 :mod:`workflow_lib.inference.outputs` and, last, with ``--stats``, one
 :data:`~workflow_lib.schemas.prediction.PREDICTION_STATS` row per protein (the workflow's per-chunk output). A
@@ -96,6 +97,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          help=f"for proteins longer than the window: run every pair of half-window segments (all), "
                               f"the neighbouring segments plus those a template puts in contact (contacts), or the "
                               f"neighbouring segments alone (neighbours) (default {DEFAULTS.crop_pairs})")
+    predict.add_argument("--template-weight", type=float, default=DEFAULTS.template_weight,
+                         help=f"with --fold distogram: how much of the best template's own distances the fold's "
+                              f"distogram takes, scaled by the template's identity over the query's length (none "
+                              f"under 20%%, all of it from 60%%); 0: the network's distogram alone "
+                              f"(default {DEFAULTS.template_weight})")
     add_chunk_options(predict, "{protein}.npz")
     predict.add_argument("--stats", help="also write this table: one row per protein (length, mean pLDDT, "
                                          "crops, pass, seconds), after every prediction's files")
@@ -110,6 +116,7 @@ def run_predict(args: argparse.Namespace) -> int:
     options = PredictOptions(window=args.window, max_msa=args.max_msa, seed=args.seed, device=args.device,
                              batch_size=args.batch_size, max_tokens=args.max_tokens, chunk_size=args.chunk_size,
                              embeddings=args.embeddings, pair_heads=args.pair_heads, fold=args.fold,
-                             precision=args.precision, crop_pairs=args.crop_pairs)
+                             precision=args.precision, crop_pairs=args.crop_pairs,
+                             template_weight=args.template_weight)
     return jobs.predict_job(names, out_dir=args.out_dir, options=options, model=args.model, threads=args.threads,
                             stats=args.stats, resume=not args.no_resume)

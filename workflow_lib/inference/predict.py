@@ -62,6 +62,7 @@ from workflow_lib.inference.stitch import (
     segment_starts,
     stitch_backbone,
 )
+from workflow_lib.inference.template_restraints import restrained_distogram
 from workflow_lib.model.checkpoint import network_device
 from workflow_lib.model.config import ModelConfig
 from workflow_lib.model.network import ThreeTrackNetwork
@@ -108,6 +109,8 @@ class PredictOptions(PredictSettings):
             raise InputError(f"predict: fold must be one of {', '.join(FOLD_MODES)}, got {self.fold!r}")
         if self.crop_pairs not in CROP_PAIRS:
             raise InputError(f"predict: crop_pairs must be one of {', '.join(CROP_PAIRS)}, got {self.crop_pairs!r}")
+        if not isinstance(self.template_weight, (int, float)) or not 0.0 <= self.template_weight <= 1.0:
+            raise InputError(f"predict: template_weight must be a number in [0, 1], got {self.template_weight!r}")
         if not isinstance(self.window, int) or self.window < MIN_WINDOW:
             raise InputError(f"predict: window must be an integer >= {MIN_WINDOW}, got {self.window!r}")
         if not isinstance(self.max_msa, int) or self.max_msa < 1:
@@ -484,8 +487,10 @@ def predict_group(model: ThreeTrackNetwork, items: Sequence[tuple[str, Mapping[s
         heads = tuple(options.pair_heads) + (() if "dist" in options.pair_heads else ("dist",))
         predictions = predict_group(model, items, dataclasses.replace(options, fold="network", pair_heads=heads))
         return [(name, fold_prediction(prediction, keep_dist="dist" in options.pair_heads, seed=options.seed,
-                                       calibration=calibration))
-                for name, prediction in predictions]
+                                       calibration=calibration,
+                                       restraints=restrained_distogram(prediction.probs["dist"], features,
+                                                                       options.template_weight)))
+                for (name, prediction), (_, features) in zip(predictions, items)]
     device = next(model.parameters()).device
     check_feature_widths(model.config)
     model.eval()
@@ -509,8 +514,8 @@ def predict_group(model: ThreeTrackNetwork, items: Sequence[tuple[str, Mapping[s
 
 
 def fold_prediction(prediction: Prediction, *, keep_dist: bool, seed: int,
-                    calibration: PlddtCalibration | None = None, fold_options: FoldOptions | None = None
-                    ) -> Prediction:
+                    calibration: PlddtCalibration | None = None, fold_options: FoldOptions | None = None,
+                    restraints: np.ndarray | None = None) -> Prediction:
     """The prediction with its backbone folded from its distogram and its pLDDT the lDDT that backbone expects
     under the distogram (:func:`~workflow_lib.inference.confidence.expected_lddt`; the network's pLDDT head
     scored the structure module's backbone, and on held-out chains does not follow the folded one's accuracy:
@@ -519,11 +524,14 @@ def fold_prediction(prediction: Prediction, *, keep_dist: bool, seed: int,
     ω / θ / φ distributions when ``pair_heads`` kept them, else the helix rule
     (:func:`~workflow_lib.inference.fold.prefer_mirror`). ``fold_options``: the fold's settings (default
     :class:`~workflow_lib.inference.fold.FoldOptions`), with ``seed``; pairs outside ``prediction.covered`` are
-    left unrestrained."""
+    left unrestrained. ``restraints``: the distogram the fold restrains to, when not the network's own (the
+    template's distances mixed in, :func:`~workflow_lib.inference.template_restraints.restrained_distogram`); the
+    pLDDT is the network's distogram's either way."""
     orientations = ({head: prediction.probs[head] for head in ("omega", "theta", "phi")}
                     if {"omega", "theta", "phi"} <= set(prediction.probs) else None)   # they choose the hand
     fold_options = FoldOptions(seed=seed) if fold_options is None else dataclasses.replace(fold_options, seed=seed)
-    backbone_3, _ = fold_from_distogram(prediction.probs["dist"], fold_options, orientations=orientations,
+    target = prediction.probs["dist"] if restraints is None else restraints
+    backbone_3, _ = fold_from_distogram(target, fold_options, orientations=orientations,
                                         covered=prediction.covered)
     prediction.backbone = complete_backbone(prediction.sequence, backbone_3).astype(np.float32)
     cb = virtual_cb(backbone_3[:, 0], backbone_3[:, 1], backbone_3[:, 2])

@@ -62,6 +62,13 @@ layer norms, softmax statistics and all frame geometry stay float32)."""
 
 HEADS_6D = ("dist", "omega", "theta", "phi")
 
+DEFAULT_TEMPLATE_WEIGHT = 0.9
+"""How much of the best template's own Cβ distances the fold's distogram takes where the template is close
+(:mod:`workflow_lib.inference.template_restraints`: scaled by the template's identity over the query's length,
+nothing under 20%, all of it from 60%); 0 folds from the network's distogram alone. Chosen on validation chains:
++0.03 lDDT-Cα where a template is at least 30% identical, no change below (benchmarks/RESULTS.md, "Structure
+prediction: template restraints in the fold (validation chains)")."""
+
 
 @dataclass(frozen=True)
 class PredictSettings:
@@ -81,6 +88,7 @@ class PredictSettings:
     fold: str = DEFAULT_FOLD
     precision: str = "float32"
     crop_pairs: str = "contacts"
+    template_weight: float = DEFAULT_TEMPLATE_WEIGHT
 
 
 def default_model_path() -> Path:
