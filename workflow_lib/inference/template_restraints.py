@@ -72,10 +72,10 @@ def restrained_distogram(dist_probs: np.ndarray, features: Mapping[str, np.ndarr
     if w <= 0.0:
         return dist_probs
     pair = features["template_pair"][0]
-    placed = pair[..., _PAIR["pair_mask"].start] > 0
-    onehot = pair[..., _PAIR["dist"]].astype(np.float64)
-    if onehot.shape != dist_probs.shape:
-        raise ValueError(f"template distance bins {onehot.shape} do not match the distogram {dist_probs.shape}")
-    mixed = np.array(dist_probs, dtype=np.float64, copy=True)
-    mixed[placed] = (1.0 - w) * mixed[placed] + w * spread_bins(onehot[placed])
-    return mixed.astype(dist_probs.dtype, copy=False)
+    bins = pair[..., _PAIR["dist"]]
+    if bins.shape != dist_probs.shape:
+        raise ValueError(f"template distance bins {bins.shape} do not match the distogram {dist_probs.shape}")
+    placed = pair[..., _PAIR["pair_mask"].start] > 0            # only these pairs are copied and mixed
+    mixed = dist_probs.copy()
+    mixed[placed] = (1.0 - w) * mixed[placed] + w * spread_bins(bins[placed].astype(dist_probs.dtype))
+    return mixed
