@@ -6,13 +6,14 @@ structures, with and without templates, per length bin.
         [--settings all/float32/64/4,contacts/bfloat16/64/2] [--checkpoint models/trackfold_small_v4.pt]
         [--proteome UP000000625_83333.fasta.gz] [--results-md benchmarks/RESULTS.md]
 
-A setting is ``crop_pairs/precision/max_msa/starts``: ``predict.crop_pairs`` (every pair of half-window segments,
+A setting is ``crop_pairs/precision/max_msa/starts[/model]``: ``predict.crop_pairs`` (every pair of half-window segments,
 the neighbouring ones plus those a template puts in contact, or the neighbouring ones alone;
 :mod:`workflow_lib.inference.stitch`; ``contacts:K`` counts a pair of segments in contact from K template
 contacts instead of the default ``SEGMENT_CONTACTS``),
-``predict.precision``, ``predict.max_msa`` and the fold's independent minimisations (``starts``). The first
-setting is the reference. Each chain is predicted as a proteome run predicts it (``fold: distogram``, window
-128, no 6D maps kept, the checkpoint's pLDDT calibration) twice: from its MSA alone, and with its usable template
+``predict.precision``, ``predict.max_msa``, the fold's independent minimisations (``starts``) and the checkpoint
+(a ``--model NAME=PATH``; default ``--checkpoint``). The first setting is the reference. Each chain is predicted as a proteome run predicts it (``fold: distogram``, window
+128, no 6D maps kept, the checkpoint's pLDDT calibration, the template restraints of
+``predict.template_weight``) twice: from its MSA alone, and with its usable template
 hits (never the chain itself, none above 90% identity; chains without one are counted in the first regime only).
 Settings that share the network's part share its pass; the network's and the fold's CPU seconds
 (``time.process_time``, one torch thread) are reported apart. Accuracy: lDDT-Cα and TM-score of the folded
@@ -52,6 +53,7 @@ from workflow_lib.inference.fold import FoldOptions  # noqa: E402
 import workflow_lib.inference.predict as predict_module  # noqa: E402
 from workflow_lib.inference.predict import PredictOptions, fold_prediction, plan_crops, predict_group  # noqa: E402,E501
 from workflow_lib.inference.settings import SEGMENT_CONTACTS  # noqa: E402
+from workflow_lib.inference.template_restraints import restrained_distogram  # noqa: E402
 from workflow_lib.model.checkpoint import load_checkpoint  # noqa: E402
 from workflow_lib.structure.backbones import read_backbone_archive  # noqa: E402
 from workflow_lib.structure.metrics import lddt_ca, tm_score  # noqa: E402
@@ -68,14 +70,16 @@ class Setting:
     precision: str
     max_msa: int
     starts: int
+    model: str = ""
 
     @classmethod
     def parse(cls, text: str) -> Setting:
-        crop_pairs, precision, max_msa, starts = text.split("/")
-        return cls(crop_pairs, precision, int(max_msa), int(starts))
+        crop_pairs, precision, max_msa, starts, *model = text.split("/")
+        return cls(crop_pairs, precision, int(max_msa), int(starts), model[0] if model else "")
 
     def __str__(self) -> str:
-        return f"{self.crop_pairs}/{self.precision}/{self.max_msa}/{self.starts}"
+        return f"{self.crop_pairs}/{self.precision}/{self.max_msa}/{self.starts}" + (
+            f"/{self.model}" if self.model else "")
 
 
 def predict(model, calibration, name, features, setting: Setting, cache: dict) -> dict:
@@ -85,7 +89,8 @@ def predict(model, calibration, name, features, setting: Setting, cache: dict) -
     options = PredictOptions(fold="network", pair_heads=("dist",), crop_pairs=crop_pairs,
                              precision=setting.precision, max_msa=setting.max_msa)
     plan = plan_crops(features, options, int(min_contacts) if min_contacts else SEGMENT_CONTACTS)
-    key = (setting.precision, setting.max_msa, tuple((int(c.indices[0]), int(c.indices[-1])) for c in plan))
+    key = (setting.model, setting.precision, setting.max_msa,
+           tuple((int(c.indices[0]), int(c.indices[-1])) for c in plan))
     if key not in cache:
         predict_module.SEGMENT_CONTACTS = int(min_contacts) if min_contacts else SEGMENT_CONTACTS
         start = time.process_time()
@@ -94,8 +99,9 @@ def predict(model, calibration, name, features, setting: Setting, cache: dict) -
         predict_module.SEGMENT_CONTACTS = SEGMENT_CONTACTS
     raw, network_seconds = cache[key]
     start = time.process_time()
+    restraints = restrained_distogram(raw.probs["dist"], features, PredictOptions().template_weight)
     folded = fold_prediction(dataclasses.replace(raw), keep_dist=False, seed=0, calibration=calibration,
-                             fold_options=FoldOptions(starts=setting.starts))
+                             fold_options=FoldOptions(starts=setting.starts), restraints=restraints)
     return {"prediction": folded, "network_s": network_seconds, "fold_s": time.process_time() - start,
             "crops": raw.n_crops}
 
@@ -114,13 +120,20 @@ def main() -> int:
                                               "contacts/float32/32/2")
     parser.add_argument("--max-templates", type=int, default=FeatureConfig().max_templates)
     parser.add_argument("--checkpoint", type=Path, default=ROOT / "models" / "trackfold_small_v4.pt")
+    parser.add_argument("--model", action="append", default=[], metavar="NAME=PATH",
+                        help="a checkpoint that settings name as their fifth field (repeatable)")
     parser.add_argument("--proteome", type=Path, help="FASTA whose lengths the CPU per protein is projected onto")
     parser.add_argument("--results-md", type=Path)
     args = parser.parse_args()
     settings = [Setting.parse(text) for text in args.settings.split(",")]
     torch.set_num_threads(1)
-    model, extra = load_checkpoint(args.checkpoint)
-    calibration = PlddtCalibration.from_extra(extra)
+    models = {}
+    for name, path in [("", args.checkpoint)] + [tuple(text.split("=", 1)) for text in args.model]:
+        model, extra = load_checkpoint(path)
+        models[name] = (model, PlddtCalibration.from_extra(extra))
+    unknown = sorted({setting.model for setting in settings} - set(models))
+    if unknown:
+        parser.error(f"settings name checkpoints not given with --model: {unknown}")
     database = load_template_db(args.templates)
     chains = chains_to_run(args.chains, args.a3m_dir, args.hits_dir, args.min_length, 0, args.every)
     natives = {entry.chain.name: entry.chain for entry in
@@ -142,7 +155,7 @@ def main() -> int:
             for regime, features in regimes:
                 cache: dict = {}
                 for setting in settings:
-                    out = predict(model, calibration, name, features, setting, cache)
+                    out = predict(*models[setting.model], name, features, setting, cache)
                     ca = out["prediction"].backbone[:, 1].astype(np.float64)
                     rows.append({"chain": name, "length": length, "regime": regime, "setting": str(setting),
                                  "crops": out["crops"], "network_s": out["network_s"], "fold_s": out["fold_s"],
@@ -206,11 +219,13 @@ def render(rows: list[dict], settings: list[Setting], args: argparse.Namespace) 
             lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
     command = (f"`python benchmarks/predict_cost.py --a3m-dir MSAS --hits-dir HITS --templates TEMPLATE_DB "
                f"--structures STRUCTURES --chains CHAINS.parquet --every {args.every} --settings "
-               f"{','.join(names)} --checkpoint {args.checkpoint.name}`")
+               f"{','.join(names)} --checkpoint {args.checkpoint.name}"
+               + "".join(f" --model {text.split('=', 1)[0]}={Path(text.split('=', 1)[1]).name}" for text in args.model)
+               + "`")
     return "\n".join([
         f"{command}, written {datetime.now():%Y-%m-%d %H:%M}: {len({r['chain'] for r in rows})} validation chains, "
         f"each from its MSA alone and with up to {args.max_templates} usable template hits; settings are "
-        f"`crop_pairs/precision/max_msa/fold starts`, the first is the reference. One torch thread, "
+        f"`crop_pairs/precision/max_msa/fold starts[/checkpoint]`, the first is the reference. One torch thread, "
         f"{platform.machine()}, torch {torch.__version__}; CPU seconds per chain (network and fold apart).",
         "", *lines, ""])
 

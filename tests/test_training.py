@@ -232,6 +232,41 @@ def test_warm_start_from_a_checkpoint(dataset, tmp_path):
         train(other, train_chains, [0], [], tmp_path / "other", final_validation=False)
 
 
+def test_a_shallower_network_starts_from_chosen_blocks(dataset, tmp_path):
+    """init_blocks: a 2+1-block run starts from blocks 1 (two-track) and 0 (three-track) of a 2+2-block
+    checkpoint, every other weight whole; a selection that does not fit the model, or names a block the
+    checkpoint lacks, is refused with the problem named."""
+    from workflow_lib.model.checkpoint import parse_block_selection, select_blocks
+    from workflow_lib.training.jobs import train_job
+
+    train_chains, _ = _chains(dataset)
+    deep_model = {**_config().model, "n_blocks_2track": 2, "n_blocks_3track": 2}
+    deep = train(_config(steps=2, checkpoint_every=1, model=deep_model), train_chains, [0], [], tmp_path / "deep",
+                 final_validation=False)
+    teacher = torch.load(deep.model_path, weights_only=True)["state_dict"]
+    student_model = {**_config().model, "n_blocks_2track": 1, "n_blocks_3track": 1}
+    warm = _config(steps=1, checkpoint_every=1, lr=1e-12, warmup_steps=0, seed=5, model=student_model,
+                   init_model=str(deep.model_path), init_blocks="1+0")
+    result = train(warm, train_chains, [0], [], tmp_path / "shallow", final_validation=False)
+    after = torch.load(result.model_path, weights_only=True)["state_dict"]
+    parameters = [name for name, _ in ThreeTrackNetwork(warm.model_config).named_parameters()]
+    source = {name: name.replace("two_track_blocks.0.", "two_track_blocks.1.") for name in parameters}
+    assert any(name.startswith("two_track_blocks.0.") for name in parameters)
+    assert all(torch.allclose(teacher[source[name]].float(), after[name].float(), atol=1e-6) for name in parameters)
+    assert not torch.allclose(teacher["two_track_blocks.0.msa2pair.opm.linear_a.weight"].float(),
+                              teacher["two_track_blocks.1.msa2pair.opm.linear_a.weight"].float())
+
+    assert parse_block_selection("0,2+1") == ((0, 2), (1,)) and parse_block_selection("0,1+") == ((0, 1), ())
+    for bad in ("0,2", "0,0+1", "a+1", "-1+0"):
+        with pytest.raises(InputError, match="block selection"):
+            parse_block_selection(bad)
+    with pytest.raises(InputError, match="no three track blocks \\[2\\]"):
+        select_blocks(teacher, [0], [2])
+    with pytest.raises(InputError, match="selects 2 two-track and 1 three-track blocks, but the model has 1 and 1"):
+        train_job(_config(model=student_model, init_model=str(deep.model_path), init_blocks="0,1+0"),
+                  tmp_path / "refused", preset="tiny", pack=str(tmp_path / "unused.npz"))
+
+
 def test_model_card_names_no_machine_path(dataset, data_dir, tmp_path, monkeypatch):
     """A run under an absolute directory: the card writes paths relative to the working directory, or file names
     when they lie outside it; never an absolute path (settings included)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pickle import UnpicklingError  # only to catch torch.load(weights_only=True) refusing a file
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 
@@ -151,13 +151,65 @@ def widen_coevolution(state: dict[str, Any], model: torch.nn.Module) -> dict[str
     return widened
 
 
+def parse_block_selection(text: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``"0,2+1"`` -> ``((0, 2), (1,))``: the two-track and the three-track blocks of a checkpoint to keep, in
+    order (:func:`select_blocks`); either list may be empty (``"0,1,2,3+"``)."""
+    two, sep, three = str(text).partition("+")
+    if not sep:
+        raise InputError(f"block selection {text!r}: expected TWO_TRACK+THREE_TRACK block indices, e.g. 0,2+1")
+
+    def indices(part: str) -> tuple[int, ...]:
+        try:
+            values = tuple(int(piece) for piece in part.split(",") if piece.strip())
+        except ValueError as err:
+            raise InputError(f"block selection {text!r}: {err}") from err
+        if any(value < 0 for value in values) or len(set(values)) != len(values):
+            raise InputError(f"block selection {text!r}: block indices must be distinct and >= 0")
+        return values
+
+    return indices(two), indices(three)
+
+
+def select_blocks(state: dict[str, Any], two_track: Sequence[int], three_track: Sequence[int], *,
+                  path: str | Path = "checkpoint") -> dict[str, Any]:
+    """``state`` keeping only the listed two- and three-track blocks, renumbered in the order given; every other
+    weight (embeddings, initial structure, heads) is kept as it is.
+
+    A shallower network started from a deeper one's blocks (layer dropping, as in the DistilBERT and
+    "Reducing Transformer Depth on Demand" students, Sanh et al. 2019, Fan et al. 2020) keeps most of what the
+    deeper one computes and trains back to it in far fewer steps than from random weights."""
+    chosen = {"two_track_blocks": list(two_track), "three_track_blocks": list(three_track)}
+    present = {name: sorted({int(key.split(".")[1]) for key in state if key.startswith(name + ".")})
+               for name in chosen}
+    selected: dict[str, Any] = {}
+    for name, keep in chosen.items():
+        absent = [index for index in keep if index not in present[name]]
+        if absent:
+            raise InputError(f"{path}: the checkpoint has no {name.replace('_', ' ')} {absent} "
+                             f"(it has {present[name]})")
+    for key, value in state.items():
+        name, _, rest = key.partition(".")
+        if name in chosen:
+            index, _, tail = rest.partition(".")
+            if int(index) in chosen[name]:
+                selected[f"{name}.{chosen[name].index(int(index))}.{tail}"] = value
+        else:
+            selected[key] = value
+    return selected
+
+
 def load_weights(path: str | Path, model: torch.nn.Module, *, payload: dict[str, Any] | None = None,
-                 map_location: str | torch.device = "cpu", widen: bool = False) -> None:
+                 map_location: str | torch.device = "cpu", widen: bool = False, blocks: str = "") -> None:
     """Load a checkpoint's weights into an existing ``model`` after checking keys and shapes; with ``widen``, a
-    checkpoint trained on fewer co-evolution channels is widened first (:func:`widen_coevolution`)."""
+    checkpoint trained on fewer co-evolution channels is widened first (:func:`widen_coevolution`); ``blocks``
+    (``"0,2+1"``, :func:`parse_block_selection`) keeps only those blocks of the checkpoint
+    (:func:`select_blocks`), for a shallower model."""
     path = Path(path)
     if payload is None:
         payload = _read(path, map_location)
-    state = widen_coevolution(payload["state_dict"], model) if widen else payload["state_dict"]
+    state = payload["state_dict"]
+    if blocks:
+        state = select_blocks(state, *parse_block_selection(blocks), path=path)
+    state = widen_coevolution(state, model) if widen else state
     check_state_dict(path, model, state)
     model.load_state_dict(state, strict=True)

@@ -88,6 +88,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     metavar="KEY=VALUE", help="loss weight override (repeatable), e.g. --loss violation=0")
     tr.add_argument("--init-model", default="",
                     help="warm start from this checkpoint's weights (same architecture); ignored when resuming")
+    tr.add_argument("--init-blocks", default=defaults.init_blocks, metavar="TWO_TRACK+THREE_TRACK",
+                    help="with --init-model: start a shallower network from these of its blocks, e.g. 0,2+1 "
+                         "(two-track blocks 0 and 2, three-track block 1; set n_blocks_2track/n_blocks_3track "
+                         "to match)")
     tr.add_argument("--threads", type=positive_int, default=1, help="torch intra-op threads (default 1)")
     tr.add_argument("--time-limit-min", type=float, default=None,
                     help="stop at the first step past this many minutes (then validate and export)")
@@ -208,6 +212,7 @@ def _train_config(args: argparse.Namespace) -> TrainConfig:
                        clip_norm=args.clip_norm, checkpoint_every=args.checkpoint_every, val_every=args.val_every,
                        val_max_chains=args.val_max_chains, val_crop=args.val_crop, redraw_every=args.redraw_every,
                        seed=args.seed, precision=args.precision, init_model=str(args.init_model or ""),
+                       init_blocks=args.init_blocks,
                        loss_weights={**dataclasses.asdict(LossWeights()), **dict(args.loss_weights)})
 
 

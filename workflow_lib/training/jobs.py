@@ -29,6 +29,7 @@ import pandas as pd
 import torch
 
 from workflow_lib.errors import InputError
+from workflow_lib.model.checkpoint import parse_block_selection
 from workflow_lib.schemas.io import read_frame, write_table
 from workflow_lib.schemas.search import MSA_STATS
 from workflow_lib.schemas.training import TRAINING_CHAINS
@@ -96,6 +97,15 @@ def train_job(config: TrainConfig, out_dir: str | Path, *, preset: str, chains: 
     torch.set_num_threads(threads)
     if config.init_model and not Path(config.init_model).is_file():
         raise InputError("--init-model: no such checkpoint", path=config.init_model)
+    if config.init_blocks:
+        if not config.init_model:
+            raise InputError("--init-blocks needs --init-model (the checkpoint whose blocks start the network)")
+        two, three = parse_block_selection(config.init_blocks)
+        model = config.model_config
+        if (len(two), len(three)) != (model.n_blocks_2track, model.n_blocks_3track):
+            raise InputError(f"--init-blocks {config.init_blocks} selects {len(two)} two-track and {len(three)} "
+                             f"three-track blocks, but the model has {model.n_blocks_2track} and "
+                             f"{model.n_blocks_3track} (--set n_blocks_2track=... --set n_blocks_3track=...)")
     if bool(pack) == bool(chains or features_dir) or (chains is None) != (features_dir is None):
         raise InputError("trackfold train needs either --pack or both --chains and --features-dir")
     if pack:

@@ -127,8 +127,9 @@ def train(config: TrainConfig, train_chains: Sequence[TrainingChain], train_clus
         rng.bit_generator.state = info["numpy_rng"]
         log.info("resumed from %s at step %d", state_path, step)
     elif config.init_model:
-        load_weights(config.init_model, model, widen=True)
-        log.info("initialised from %s", config.init_model)
+        load_weights(config.init_model, model, widen=True, blocks=config.init_blocks)
+        log.info("initialised from %s%s", config.init_model,
+                 f" (blocks {config.init_blocks})" if config.init_blocks else "")
     write_text_atomic(out_dir / "train_config.json", json.dumps(config.to_dict(), indent=2, sort_keys=True) + "\n")
     log.info("model: %d parameters; %d training chains, %d validation chains", count_parameters(model),
              len(train_chains), len(val_chains))

@@ -68,3 +68,8 @@ class TrainSettings:
     """Warm start: a checkpoint (``model.pt``) whose weights initialise a new run (keys and shapes must match,
     except a co-evolution input trained on fewer channels, widened with zeros for the channels appended since);
     empty = random initialisation. Ignored when resuming (the state holds the weights)."""
+    init_blocks: str = ""
+    """With ``init_model``: which of its blocks start a shallower network, ``TWO_TRACK+THREE_TRACK`` block
+    indices in order (``"0,2+1"``: its two-track blocks 0 and 2 and its three-track block 1 become the new
+    network's two-track blocks 0, 1 and three-track block 0; the embeddings and heads are kept whole); the
+    model's ``n_blocks_2track`` and ``n_blocks_3track`` must match the counts. Empty = every block."""

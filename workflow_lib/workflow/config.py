@@ -451,10 +451,10 @@ class TrainWorkflowConfig(StageConfig, TrainSettings):
                     "self_template_rate", "neff_sampling", "lr",
                     "warmup_steps", "min_lr_fraction", "weight_decay",
                     "clip_norm", "checkpoint_every", "val_every", "val_max_chains", "val_crop", "redraw_every",
-                    "seed", "precision", "max_train_chains", "time_limit_min"):
+                    "seed", "precision", "max_train_chains", "time_limit_min", "init_blocks"):
             value = getattr(self, key)
-            if value is not None:
-                options.append(f"--{key.replace('_', '-')} {value}")
+            if value is not None and value != "":
+                options.append(f"--{key.replace('_', '-')} {shlex.quote(str(value))}")
         return " ".join(options)
 
 
