@@ -91,7 +91,10 @@ DATABASE_NAMES = "|".join(re.escape(name) for name in CFG.databases)
 
 
 def database_fasta(wildcards):
-    return list(CFG.databases[wildcards.database].fasta)
+    """A database's FASTA files, their modification times ignored (``ancient``): a copy or re-sync of the reference
+    data with new timestamps does not rebuild the database and rerun every search after it; a FASTA replaced in
+    place needs ``--forcerun db_build`` (a changed list of files reruns by itself)."""
+    return [ancient(path) for path in CFG.databases[wildcards.database].fasta]
 
 
 def database_shard_count(wildcards):

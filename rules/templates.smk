@@ -7,8 +7,9 @@
 
 rule template_msas:
     input:
-        structures=STAGE_INPUTS.structures,
-        companions=STAGE_INPUTS.structure_companions,
+        # timestamps ignored, as the databases' FASTA files (rules/common.smk, database_fasta)
+        structures=[ancient(path) for path in STAGE_INPUTS.structures],
+        companions=[ancient(path) for path in STAGE_INPUTS.structure_companions],
         manifest=PATHS.db_manifest(CFG.search_database),
     output:
         stats=PATHS.template_msa_stats(),
@@ -39,8 +40,8 @@ rule template_msas:
 
 rule templates_build:
     input:
-        structures=STAGE_INPUTS.structures,
-        companions=STAGE_INPUTS.structure_companions,
+        structures=[ancient(path) for path in STAGE_INPUTS.structures],     # timestamps ignored, as above
+        companions=[ancient(path) for path in STAGE_INPUTS.structure_companions],
         msas=STAGE_INPUTS.msas,
     output:
         manifest=PATHS.template_manifest(),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import os
 import re
 import shutil
@@ -155,6 +156,11 @@ def test_bad_proteome_stops_with_file_and_record(root, tmp_path):
 @pytest.mark.slow
 def test_real_run_builds_database_and_chunks(root, tmp_path):
     config = _config(tmp_path, root, {"ana": "anaerococcus_slice.fasta", "eco": "ecoli_slice.fasta"})
+    database = tmp_path / "sprot.fasta"     # uncompressed: over 1 MB, so Snakemake keeps no checksum of it
+    database.write_bytes(gzip.decompress((root / "example" / "db" / "sprot_firmicutes_slice.fasta.gz").read_bytes()))
+    data = yaml.safe_load(config.read_text())
+    data["databases"]["sprot"]["fasta"] = [str(database)]
+    config.write_text(yaml.safe_dump(data))
     _snakemake(root, tmp_path, "--cores", "2", "--configfile", str(config), "--until", "chunk_fasta", "db_build")
     results = tmp_path / "results"
     manifest = yaml.safe_load((results / "db" / "sprot" / "manifest.json").read_text())
@@ -168,3 +174,10 @@ def test_real_run_builds_database_and_chunks(root, tmp_path):
                        "--until", "chunk_fasta", "db_build")
     output = again.stdout + again.stderr
     assert "Nothing to be done" in output or _job_counts(output) == {"total": 0}  # nothing was rerun
+    # the reference data copied again (a new timestamp, the same content) rebuilds nothing: the database's
+    # inputs are `ancient`
+    assert database.stat().st_size > 1_000_000
+    os.utime(database, (database.stat().st_atime, database.stat().st_mtime + 3600))
+    planned = _snakemake(root, tmp_path, "-n", "--configfile", str(config), "--until", "chunk_fasta", "db_build")
+    output = planned.stdout + planned.stderr
+    assert "Nothing to be done" in output or _job_counts(output) == {"total": 0}
