@@ -53,7 +53,7 @@ from workflow_lib.inference.fold import FoldOptions  # noqa: E402
 import workflow_lib.inference.predict as predict_module  # noqa: E402
 from workflow_lib.inference.predict import PredictOptions, fold_prediction, plan_crops, predict_group  # noqa: E402,E501
 from workflow_lib.inference.settings import SEGMENT_CONTACTS  # noqa: E402
-from workflow_lib.inference.template_restraints import restrained_distogram  # noqa: E402
+from workflow_lib.inference.template_restraints import template_restraints  # noqa: E402
 from workflow_lib.model.checkpoint import load_checkpoint  # noqa: E402
 from workflow_lib.structure.backbones import read_backbone_archive  # noqa: E402
 from workflow_lib.structure.metrics import lddt_ca, tm_score  # noqa: E402
@@ -99,9 +99,11 @@ def predict(model, calibration, name, features, setting: Setting, cache: dict) -
         predict_module.SEGMENT_CONTACTS = SEGMENT_CONTACTS
     raw, network_seconds = cache[key]
     start = time.process_time()
-    restraints = restrained_distogram(raw.probs["dist"], features, PredictOptions().template_weight)
+    restraints, covered = template_restraints(raw.probs["dist"], features, PredictOptions().template_weight,
+                                              raw.covered)
     folded = fold_prediction(dataclasses.replace(raw), keep_dist=False, seed=0, calibration=calibration,
-                             fold_options=FoldOptions(starts=setting.starts), restraints=restraints)
+                             fold_options=FoldOptions(starts=setting.starts), restraints=restraints,
+                             restraint_covered=covered)
     return {"prediction": folded, "network_s": network_seconds, "fold_s": time.process_time() - start,
             "crops": raw.n_crops}
 
