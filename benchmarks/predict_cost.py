@@ -10,7 +10,8 @@ A setting is ``crop_pairs/precision/max_msa/starts[/model]``: ``predict.crop_pai
 the neighbouring ones plus those a template puts in contact, or the neighbouring ones alone;
 :mod:`workflow_lib.inference.stitch`; ``contacts:K`` counts a pair of segments in contact from K template
 contacts instead of the default ``SEGMENT_CONTACTS``),
-``predict.precision``, ``predict.max_msa``, the fold's independent minimisations (``starts``) and the checkpoint
+``predict.precision``, ``predict.max_msa``, the fold's independent minimisations (``starts``, or
+``starts:iterations`` for fewer minimisation steps, the polish a quarter of them) and the checkpoint
 (a ``--model NAME=PATH``; default ``--checkpoint``). The first setting is the reference. Each chain is predicted as a proteome run predicts it (``fold: distogram``, window
 128, no 6D maps kept, the checkpoint's pLDDT calibration, the template restraints of
 ``predict.template_weight``) twice: from its MSA alone, and with its usable template
@@ -53,7 +54,7 @@ from workflow_lib.inference.fold import FoldOptions  # noqa: E402
 import workflow_lib.inference.predict as predict_module  # noqa: E402
 from workflow_lib.inference.predict import PredictOptions, fold_prediction, plan_crops, predict_group  # noqa: E402,E501
 from workflow_lib.inference.settings import SEGMENT_CONTACTS  # noqa: E402
-from workflow_lib.inference.template_restraints import template_restraints  # noqa: E402
+from workflow_lib.inference.template_restraints import restrained_distogram  # noqa: E402
 from workflow_lib.model.checkpoint import load_checkpoint  # noqa: E402
 from workflow_lib.structure.backbones import read_backbone_archive  # noqa: E402
 from workflow_lib.structure.metrics import lddt_ca, tm_score  # noqa: E402
@@ -69,13 +70,19 @@ class Setting:
     crop_pairs: str
     precision: str
     max_msa: int
-    starts: int
+    starts: str
     model: str = ""
 
     @classmethod
     def parse(cls, text: str) -> Setting:
         crop_pairs, precision, max_msa, starts, *model = text.split("/")
-        return cls(crop_pairs, precision, int(max_msa), int(starts), model[0] if model else "")
+        return cls(crop_pairs, precision, int(max_msa), starts, model[0] if model else "")
+
+    def fold_options(self) -> FoldOptions:
+        starts, _, iterations = self.starts.partition(":")
+        if not iterations:
+            return FoldOptions(starts=int(starts))
+        return FoldOptions(starts=int(starts), iterations=int(iterations), polish=int(iterations) // 4)
 
     def __str__(self) -> str:
         return f"{self.crop_pairs}/{self.precision}/{self.max_msa}/{self.starts}" + (
@@ -99,11 +106,9 @@ def predict(model, calibration, name, features, setting: Setting, cache: dict) -
         predict_module.SEGMENT_CONTACTS = SEGMENT_CONTACTS
     raw, network_seconds = cache[key]
     start = time.process_time()
-    restraints, covered = template_restraints(raw.probs["dist"], features, PredictOptions().template_weight,
-                                              raw.covered)
+    restraints = restrained_distogram(raw.probs["dist"], features, PredictOptions().template_weight)
     folded = fold_prediction(dataclasses.replace(raw), keep_dist=False, seed=0, calibration=calibration,
-                             fold_options=FoldOptions(starts=setting.starts), restraints=restraints,
-                             restraint_covered=covered)
+                             fold_options=setting.fold_options(), restraints=restraints)
     return {"prediction": folded, "network_s": network_seconds, "fold_s": time.process_time() - start,
             "crops": raw.n_crops}
 

@@ -62,7 +62,7 @@ from workflow_lib.inference.stitch import (
     segment_starts,
     stitch_backbone,
 )
-from workflow_lib.inference.template_restraints import template_restraints
+from workflow_lib.inference.template_restraints import restrained_distogram
 from workflow_lib.model.checkpoint import network_device
 from workflow_lib.model.config import ModelConfig
 from workflow_lib.model.network import ThreeTrackNetwork
@@ -486,14 +486,11 @@ def predict_group(model: ThreeTrackNetwork, items: Sequence[tuple[str, Mapping[s
     if options.fold == "distogram":
         heads = tuple(options.pair_heads) + (() if "dist" in options.pair_heads else ("dist",))
         predictions = predict_group(model, items, dataclasses.replace(options, fold="network", pair_heads=heads))
-        folded = []
-        for (name, prediction), (_, features) in zip(predictions, items):
-            restraints, covered = template_restraints(prediction.probs["dist"], features, options.template_weight,
-                                                      prediction.covered)
-            folded.append((name, fold_prediction(prediction, keep_dist="dist" in options.pair_heads,
-                                                 seed=options.seed, calibration=calibration,
-                                                 restraints=restraints, restraint_covered=covered)))
-        return folded
+        return [(name, fold_prediction(prediction, keep_dist="dist" in options.pair_heads, seed=options.seed,
+                                       calibration=calibration,
+                                       restraints=restrained_distogram(prediction.probs["dist"], features,
+                                                                       options.template_weight)))
+                for (name, prediction), (_, features) in zip(predictions, items)]
     device = next(model.parameters()).device
     check_feature_widths(model.config)
     model.eval()
@@ -518,8 +515,7 @@ def predict_group(model: ThreeTrackNetwork, items: Sequence[tuple[str, Mapping[s
 
 def fold_prediction(prediction: Prediction, *, keep_dist: bool, seed: int,
                     calibration: PlddtCalibration | None = None, fold_options: FoldOptions | None = None,
-                    restraints: np.ndarray | None = None, restraint_covered: np.ndarray | None = None
-                    ) -> Prediction:
+                    restraints: np.ndarray | None = None) -> Prediction:
     """The prediction with its backbone folded from its distogram and its pLDDT the lDDT that backbone expects
     under the distogram (:func:`~workflow_lib.inference.confidence.expected_lddt`; the network's pLDDT head
     scored the structure module's backbone, and on held-out chains does not follow the folded one's accuracy:
@@ -529,16 +525,14 @@ def fold_prediction(prediction: Prediction, *, keep_dist: bool, seed: int,
     (:func:`~workflow_lib.inference.fold.prefer_mirror`). ``fold_options``: the fold's settings (default
     :class:`~workflow_lib.inference.fold.FoldOptions`), with ``seed``; pairs outside ``prediction.covered`` are
     left unrestrained. ``restraints``: the distogram the fold restrains to, when not the network's own (the
-    template's distances mixed in, :func:`~workflow_lib.inference.template_restraints.template_restraints`), and
-    ``restraint_covered`` the pairs it restrains (default ``prediction.covered``); the pLDDT is the network's
-    distogram's either way."""
+    template's distances mixed in, :func:`~workflow_lib.inference.template_restraints.restrained_distogram`); the
+    pLDDT is the network's distogram's either way."""
     orientations = ({head: prediction.probs[head] for head in ("omega", "theta", "phi")}
                     if {"omega", "theta", "phi"} <= set(prediction.probs) else None)   # they choose the hand
     fold_options = FoldOptions(seed=seed) if fold_options is None else dataclasses.replace(fold_options, seed=seed)
     target = prediction.probs["dist"] if restraints is None else restraints
     backbone_3, _ = fold_from_distogram(target, fold_options, orientations=orientations,
-                                        covered=prediction.covered if restraint_covered is None
-                                        else restraint_covered)
+                                        covered=prediction.covered)
     prediction.backbone = complete_backbone(prediction.sequence, backbone_3).astype(np.float32)
     cb = virtual_cb(backbone_3[:, 0], backbone_3[:, 1], backbone_3[:, 2])
     expected = expected_lddt(prediction.probs["dist"], cb)

@@ -15,13 +15,6 @@ the query's length and ``(lo, hi)`` = :data:`IDENTITY_RAMP`. A template under 20
 distogram as it is; one over 60% gets the full ``weight``. ``weight`` below 1 keeps some of the network's
 distribution on every pair, so that a template's local errors can be outvoted (a weight of 1 folded worse).
 
-Pairs the network did not predict (no crop held both residues: ``crop_pairs: neighbours``, or ``contacts`` where
-the template keeps two segments apart) are left out of the fold. Where the template places such a pair it is
-restrained too (:func:`template_restraints`), with ``(1 − w) R + w T``: ``R`` the mean predicted distribution of
-the predicted pairs of the same sequence separation (the fold's reference state, so the ``1 − w`` part adds no
-force of its own). So a chain of neighbouring crops keeps the template's long-range distances without a network
-pass for every pair of segments the template puts in contact.
-
 The pLDDT of the folded backbone stays the network's (its distogram's expected lDDT), the quantity its
 calibration was fitted on; the written distogram stays the network's too.
 """
@@ -86,49 +79,3 @@ def restrained_distogram(dist_probs: np.ndarray, features: Mapping[str, np.ndarr
     mixed = dist_probs.copy()
     mixed[placed] = (1.0 - w) * mixed[placed] + w * spread_bins(bins[placed].astype(dist_probs.dtype))
     return mixed
-
-
-SEPARATION_BANDS = ((3, 12), (12, 24), (24, None))
-"""Sequence separations whose predicted pairs give the reference distribution of an unpredicted pair (the fold's
-bands, :func:`workflow_lib.inference.fold.restraint_potential`)."""
-
-
-def template_restraints(dist_probs: np.ndarray, features: Mapping[str, np.ndarray], weight: float,
-                        covered: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
-    """``(distogram, covered)`` for the fold: :func:`restrained_distogram` on the predicted pairs and, where
-    ``covered`` (bool ``[L, L]``: the pairs the network predicted; None: all) leaves pairs out that the first
-    template places, those pairs restrained to ``(1 − w) R + w T`` (module docstring) and added to ``covered``.
-    Unchanged when the weight comes out 0 or every pair was predicted."""
-    mixed = restrained_distogram(dist_probs, features, weight)
-    w = restraint_weight(template_identity(features), weight)
-    if w <= 0.0 or covered is None or covered.all():
-        return mixed, covered
-    pair = features["template_pair"][0]
-    fill = (pair[..., _PAIR["pair_mask"].start] > 0) & ~covered
-    length = dist_probs.shape[0]
-    separation = np.abs(np.arange(length)[:, None] - np.arange(length)[None, :])
-    if mixed is dist_probs:
-        mixed = dist_probs.copy()
-    template = spread_bins(pair[..., _PAIR["dist"]][fill].astype(dist_probs.dtype))
-    band_of = np.full(separation[fill].shape, -1)
-    for band, (low, high) in enumerate(SEPARATION_BANDS):
-        band_of[(separation[fill] >= low) & ((separation[fill] < high) if high else True)] = band
-    filled = np.zeros_like(template)
-    for band, (low, high) in enumerate(SEPARATION_BANDS):
-        rows = band_of == band
-        if not rows.any():
-            continue
-        known = covered & (separation >= low) & ((separation < high) if high else True)
-        if not known.any():
-            known = covered & (separation >= SEPARATION_BANDS[0][0])
-        if not known.any():
-            continue
-        reference = (np.tensordot(known.astype(dist_probs.dtype), dist_probs, axes=([0, 1], [0, 1]))
-                     / known.sum())          # the band's mean distribution, without an [n, bins] copy
-        filled[rows] = (1.0 - w) * reference + w * template[rows]
-    keep = filled.sum(axis=-1) > 0               # pairs closer than the fold restrains, or with no reference, stay out
-    indices = np.argwhere(fill)[keep]
-    mixed[indices[:, 0], indices[:, 1]] = filled[keep]
-    grown = covered.copy()
-    grown[indices[:, 0], indices[:, 1]] = True
-    return mixed, grown
