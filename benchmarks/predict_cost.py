@@ -131,6 +131,7 @@ def main() -> int:
                         help="a checkpoint that settings name as their fifth field (repeatable)")
     parser.add_argument("--proteome", type=Path, help="FASTA whose lengths the CPU per protein is projected onto")
     parser.add_argument("--results-md", type=Path)
+    parser.add_argument("--section", default=SECTION, help="the RESULTS.md section to write (default: %(default)s)")
     args = parser.parse_args()
     settings = [Setting.parse(text) for text in args.settings.split(",")]
     torch.set_num_threads(1)
@@ -171,7 +172,7 @@ def main() -> int:
                                  "plddt": float(out["prediction"].plddt.mean()) / 100.0})
                     print(" ".join(f"{key}={value:.3f}" if isinstance(value, float) else f"{key}={value}"
                                    for key, value in rows[-1].items()), flush=True)
-    publish(render(rows, settings, args), args.results_md, SECTION)
+    publish(render(rows, settings, args), args.results_md, args.section)
     return 0
 
 
