@@ -11,7 +11,8 @@ the neighbouring ones plus those a template puts in contact, or the neighbouring
 :mod:`workflow_lib.inference.stitch`; ``contacts:K`` counts a pair of segments in contact from K template
 contacts instead of the default ``SEGMENT_CONTACTS``),
 ``predict.precision``, ``predict.max_msa``, the fold's independent minimisations (``starts``, or
-``starts:iterations`` for fewer minimisation steps, the polish a quarter of them) and the checkpoint
+``starts:iterations`` for fewer minimisation steps, the polish a quarter of them; ``4g``: the first start from
+the distogram's distance geometry) and the checkpoint
 (a ``--model NAME=PATH``; default ``--checkpoint``). The first setting is the reference. Each chain is predicted as a proteome run predicts it (``fold: distogram``, window
 128, no 6D maps kept, the checkpoint's pLDDT calibration, the template restraints of
 ``predict.template_weight``) twice: from its MSA alone, and with its usable template
@@ -80,9 +81,12 @@ class Setting:
 
     def fold_options(self) -> FoldOptions:
         starts, _, iterations = self.starts.partition(":")
+        geometry = starts.endswith("g")
+        starts = starts.rstrip("g")
         if not iterations:
-            return FoldOptions(starts=int(starts))
-        return FoldOptions(starts=int(starts), iterations=int(iterations), polish=int(iterations) // 4)
+            return FoldOptions(starts=int(starts), geometry_start=geometry)
+        return FoldOptions(starts=int(starts), iterations=int(iterations), polish=int(iterations) // 4,
+                           geometry_start=geometry)
 
     def __str__(self) -> str:
         return f"{self.crop_pairs}/{self.precision}/{self.max_msa}/{self.starts}" + (

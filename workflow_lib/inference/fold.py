@@ -21,6 +21,13 @@ and chain terms) are one compiled call per step (:mod:`workflow_lib.inference.fo
 restraints the restraint and clash terms are compiled and the rest is a torch graph), torch tensor expressions
 otherwise.
 
+**The first start** is not a random walk but the distogram's own distance geometry (:func:`embed_distances`: the
+expected distances of the confident pairs, shortest paths through them for the rest, classical MDS to three
+dimensions), the metric-matrix embedding that distance-geometry structure determination starts from (Havel 1991;
+as CNS's distance geometry does for DMPfold, Greener et al. 2019). Where a template's restraints fix most
+distances it starts the minimisation near the answer: with it two starts fold as well as four random ones did
+(benchmarks/RESULTS.md, "Structure prediction: the fold's distance-geometry start").
+
 **Orientation restraints** (trRosetta's other five maps of its 6D representation, Yang et al. 2020), with
 ``orientation_weight > 0`` and the ω / θ / φ distributions given: for pairs predicted within 20 Å with
 probability above ``orientation_min_prob``, ``V(x) = −log(P(bin(x)) + ε)`` over the real (contact) bins
@@ -65,7 +72,7 @@ CLASH_DISTANCE = 3.8
 class FoldOptions:
     """Settings of :func:`fold_from_distogram`."""
 
-    starts: int = 4
+    starts: int = 2
     iterations: int = 400
     polish: int = 100
     lr: float = 0.5
@@ -80,6 +87,39 @@ class FoldOptions:
     """Pairs whose predicted P(d < 20 Å) is at least this get orientation restraints."""
     choose_hand: bool = True
     """Compare the folded backbone with its mirror image and keep the better hand (module docstring)."""
+    geometry_start: bool = True
+    """Start the first of the ``starts`` from the distogram's own distance geometry (:func:`embed_distances`)
+    instead of a random walk (benchmarks/RESULTS.md, "Structure prediction: the fold's distance-geometry start")."""
+
+
+def embed_distances(dist_probs: np.ndarray, covered: np.ndarray | None = None, contact: float = 0.5,
+                    ca_ca: float = 3.8) -> np.ndarray:
+    """``[L, 3]`` coordinates whose distances follow the distogram: the expected distance of every pair predicted
+    within 20 Å with probability at least ``contact``, consecutive residues ``ca_ca`` apart, every other distance
+    the shortest path through those (the triangle inequality's bound, as in metric-matrix distance geometry:
+    Crippen & Havel 1988; Havel 1991), then classical multidimensional scaling (Torgerson 1952) to three
+    dimensions. A starting point for the minimisation, not a structure: either hand, distances from a 0.5 Å
+    distogram."""
+    probs = np.asarray(dist_probs)                       # no float64 copy of the [L, L, bins] array
+    length = probs.shape[0]
+    near = 1.0 - probs[..., -1].astype(np.float64)
+    expected = (probs[..., :-1] @ BIN_CENTRES[:-1].astype(probs.dtype)).astype(np.float64) / np.maximum(near, 1e-9)
+    known = near >= contact
+    if covered is not None:
+        known &= np.asarray(covered, dtype=bool)
+    distance = np.where(known, expected, np.inf)
+    index = np.arange(length - 1)
+    distance[index, index + 1] = distance[index + 1, index] = ca_ca
+    np.fill_diagonal(distance, 0.0)
+    distance = np.minimum(distance, distance.T)
+    for k in range(length):                         # Floyd–Warshall, a row and a column at a time
+        np.minimum(distance, distance[:, k, None] + distance[None, k, :], out=distance)
+    distance[~np.isfinite(distance)] = ca_ca * length
+    squared = distance ** 2
+    centred = squared - squared.mean(axis=0, keepdims=True) - squared.mean(axis=1, keepdims=True) + squared.mean()
+    values, vectors = np.linalg.eigh(-0.5 * centred)
+    top = np.argsort(values)[::-1][:3]
+    return vectors[:, top] * np.sqrt(np.maximum(values[top], 0.0))
 
 
 def restraint_potential(dist_probs: np.ndarray, min_separation: int = 3, eps: float = 1e-4,
@@ -250,12 +290,14 @@ def fold_from_distogram(dist_probs: np.ndarray, options: FoldOptions = FoldOptio
         far = torch.triu(torch.ones(length, length), diagonal=2)  # Cα pairs |i - j| >= 2, each once
     generator = torch.Generator().manual_seed(options.seed)
     initial_trans, initial_quat = [], []
-    for _ in range(starts):
+    for start in range(starts):
         # a random-walk chain of 3.8 Å steps: about the size of a folded protein of that length
         steps = torch.randn(length, 3, generator=generator)
         steps = 3.8 * steps / steps.norm(dim=-1, keepdim=True)
         initial_trans.append(torch.cumsum(steps, dim=0))
         initial_quat.append(torch.randn(length, 4, generator=generator))
+        if start == 0 and options.geometry_start and length >= 4:
+            initial_trans[0] = torch.as_tensor(embed_distances(dist_probs, covered), dtype=torch.float32)
     trans = torch.stack(initial_trans).requires_grad_(True)      # [S, L, 3]
     quat = torch.stack(initial_quat).requires_grad_(True)        # [S, L, 4]
     optimizer = torch.optim.Adam([trans, quat], lr=options.lr)
