@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from conftest import example_database
+from workflow_lib.aligner.device import compiled_available
 from workflow_lib.aligner import profile_from_sequence
 from workflow_lib.aligner.context import load_context_model
 from workflow_lib.db.build import load_kmer_index, load_shard
@@ -413,6 +414,29 @@ def test_diagonal_scores_are_the_best_segment_of_each_diagonal(small_db, query_s
                 running = max(0.0, running + float(query_scores[i, target[i + d]]))
                 best = max(best, running)
         assert score == pytest.approx(best, abs=1e-3)
+
+
+@pytest.mark.skipif(not compiled_available(), reason="numba not importable")
+@pytest.mark.parametrize("classes", [4, 16])
+def test_compiled_diagonal_scores_over_each_overlap_equal_those_over_every_column(small_db, query_scores, classes,
+                                                                                  monkeypatch):
+    """Scoring each diagonal over its overlap with its target only (the diagonals grouped by that span) gives
+    the scores of every column, to the bit: outside the overlap a lane reads padding, which scores 0."""
+    from workflow_lib.search import prefilter_compiled
+    from workflow_lib.search.gapless import diagonal_scores, padded_residues
+
+    monkeypatch.setattr(prefilter_compiled, "MIN_SPAN_QUERY", 0)
+    monkeypatch.setattr(prefilter_compiled, "SPAN_CLASSES", classes)
+    shard = load_shard(small_db, 0)
+    rng = np.random.default_rng(11)
+    sequence = rng.integers(0, len(shard), 300)
+    lengths = shard.lengths[sequence]
+    diagonal = np.array([rng.integers(-query_scores.shape[0] - 5, n + 5) for n in lengths])   # some miss it
+    layout = padded_residues(shard.residues, shard.offsets, query_scores.shape[0])
+    every_column = diagonal_scores(query_scores, *layout, sequence, diagonal)
+    overlap = diagonal_scores(query_scores, *layout, sequence, diagonal, lengths=np.diff(shard.offsets))
+    np.testing.assert_array_equal(overlap, every_column)
+    assert (every_column > 0).sum() > 250
 
 
 def test_prefilter_background_mixes_in_the_profiles_own_composition(example_dir):

@@ -82,7 +82,7 @@ COLUMN_CHUNK = 16
 
 
 def diagonal_scores(scores: np.ndarray, layout: np.ndarray, starts: np.ndarray, sequence: np.ndarray,
-                    diagonal: np.ndarray, *, block: int = 8192) -> np.ndarray:
+                    diagonal: np.ndarray, *, block: int = 8192, lengths: np.ndarray | None = None) -> np.ndarray:
     """Best gapless segment score (bits) on each (sequence, diagonal), vectorised over candidates.
 
     ``scores`` float32 [Lq, 21]; ``layout``/``starts`` the shard's padded residues (:func:`padded_residues`);
@@ -100,7 +100,9 @@ def diagonal_scores(scores: np.ndarray, layout: np.ndarray, starts: np.ndarray, 
       (code + 23 · column).
 
     This costs fewer nanoseconds per cell than one gather of codes and one of scores per column; the sums are the
-    same float32 operations in the same order, so the scores are identical. The gathers use ``mode="wrap"``, the
+    same float32 operations in the same order, so the scores are identical. ``lengths`` (the shard's sequence
+    lengths), with the compiled kernels: each diagonal is scored over its overlap with its target only
+    (:func:`~workflow_lib.search.prefilter_compiled.diagonal_scores_compiled`), the same scores. The gathers use ``mode="wrap"``, the
     cheapest of NumPy's index modes: every read is in range by construction (the layout holds ``pad ≥ Lq`` padding
     codes after the last sequence), so no index is ever wrapped. This kernel's cost per cell and that of its
     compiled twin: benchmarks/RESULTS.md, "Homology search: compiled CPU kernels".
@@ -110,7 +112,7 @@ def diagonal_scores(scores: np.ndarray, layout: np.ndarray, starts: np.ndarray, 
     table = np.zeros((query_length, n_codes), dtype=np.float32)
     table[:, :scores.shape[1]] = scores
     if compiled_available():
-        return diagonal_scores_compiled(table, layout, starts, sequence, diagonal)
+        return diagonal_scores_compiled(table, layout, starts, sequence, diagonal, lengths)
     flat = table.ravel()
     row_base = (np.arange(query_length, dtype=np.intp) * n_codes)[:, None]
     out = np.zeros(sequence.size, dtype=np.float32)
@@ -220,7 +222,7 @@ def gapless_prefilter(scores: np.ndarray, index: dict[str, np.ndarray], residues
     sequence, diagonal, hits, _, seeded_targets = seeded_best_diagonals(
         window, code, bits, windows, index, kmer_threshold, min_hits, offsets, diagonals_per_target, cache=cache)
     score = diagonal_scores(scores, *padded_residues(residues, offsets, scores.shape[0], cache), sequence,
-                            diagonal)
+                            diagonal, lengths=np.diff(offsets))
     if score.size == 0:
         empty = np.zeros(0, np.int64)
         return GaplessHits(empty, np.zeros(0, np.float32), empty, np.zeros(0, np.int32), 0)

@@ -36,6 +36,12 @@ from workflow_lib.aligner.device import numba_module
 
 DIAGONAL_LANES = 32
 """Diagonals advanced together, one query column at a time (their running values stay in registers)."""
+SPAN_CLASSES = 16
+"""The gapless stage groups diagonals by where their overlap with the target starts and where it ends, each in
+sixteenths of the query (256 classes), keeping the shard's order within a class (the layout is read in order)."""
+MIN_SPAN_QUERY = 300
+"""Queries shorter than this score every diagonal over every column: their diagonals mostly overlap their targets
+over the whole query, and grouping them costs more than it saves."""
 SEED_BLOCK_BINS = 1 << 15
 """Bins (diagonals) per block of sequences when counting seeds: int32 counts and float64 sums, 384 KB, stay in a core's
 L2 cache. Smaller and larger blocks measured the same (benchmarks/RESULTS.md, "Prefilter: blocked seed counting")."""
@@ -91,20 +97,23 @@ def _kernels():
         return np.flatnonzero(chosen)
 
     @jit
-    def diagonal_kernel(table, layout, starts, sequence, diagonal, out):
+    def diagonal_kernel(table, layout, starts, sequence, diagonal, first, last, out):
         n = sequence.size
-        n_columns = table.shape[0]
         zero = np.float32(0.0)
         position = np.empty(DIAGONAL_LANES, np.int64)
         run = np.empty(DIAGONAL_LANES, np.float32)
         best = np.empty(DIAGONAL_LANES, np.float32)
         for lo in range(0, n, DIAGONAL_LANES):
             lanes = min(DIAGONAL_LANES, n - lo)
+            c_first = first[lo]
+            c_last = last[lo]
             for k in range(lanes):
                 position[k] = starts[sequence[lo + k]] + diagonal[lo + k]
                 run[k] = zero
                 best[k] = zero
-            for c in range(n_columns):
+                c_first = min(c_first, first[lo + k])
+                c_last = max(c_last, last[lo + k])
+            for c in range(c_first, c_last):
                 row = table[c]
                 for k in range(lanes):
                     value = run[k]
@@ -282,13 +291,37 @@ def best_in_sorted_compiled(sequence: np.ndarray, rank_by: np.ndarray, per_targe
 
 
 def diagonal_scores_compiled(table: np.ndarray, layout: np.ndarray, starts: np.ndarray, sequence: np.ndarray,
-                             diagonal: np.ndarray) -> np.ndarray:
+                             diagonal: np.ndarray, lengths: np.ndarray | None = None) -> np.ndarray:
     """Best gapless segment score (float32 ``[C]``) per (sequence, diagonal); ``table`` float32 ``[Lq, codes]``
-    (padding codes score 0), ``layout``/``starts`` as :func:`workflow_lib.search.gapless.padded_residues`."""
+    (padding codes score 0), ``layout``/``starts`` as :func:`workflow_lib.search.gapless.padded_residues`.
+
+    With the shard's sequence ``lengths`` and a query of at least :data:`MIN_SPAN_QUERY` residues, each diagonal
+    is scored over the query columns where it overlaps its target: the diagonals are grouped by that span
+    (:data:`SPAN_CLASSES`, a stable radix sort on a 16-bit class), so the :data:`DIAGONAL_LANES` advanced together
+    share most of it, and each group of lanes runs over the union of their spans. Outside its own span a lane
+    reads padding, which scores 0 and so changes neither its running nor its best value: the scores are those
+    over every column, to the bit (benchmarks/RESULTS.md, "Homology search: the gapless stage over each
+    diagonal's overlap")."""
     out = np.zeros(sequence.size, dtype=np.float32)
-    if sequence.size:
-        _kernel()(np.ascontiguousarray(table, dtype=np.float32), layout, starts.astype(np.int64, copy=False),
-                  sequence.astype(np.int64, copy=False), diagonal.astype(np.int64, copy=False), out)
+    if not sequence.size:
+        return out
+    table = np.ascontiguousarray(table, dtype=np.float32)
+    sequence = sequence.astype(np.int64, copy=False)
+    diagonal = diagonal.astype(np.int64, copy=False)
+    starts = starts.astype(np.int64, copy=False)
+    query_length = table.shape[0]
+    if lengths is None or query_length < MIN_SPAN_QUERY:
+        first = np.zeros(sequence.size, dtype=np.int64)
+        last = np.full(sequence.size, query_length, dtype=np.int64)
+        _kernel()(table, layout, starts, sequence, diagonal, first, last, out)
+        return out
+    first = np.clip(-diagonal, 0, query_length)
+    last = np.clip(np.asarray(lengths, dtype=np.int64)[sequence] - diagonal, first, query_length)
+    key = ((first * SPAN_CLASSES) // query_length) * SPAN_CLASSES + ((query_length - last) * SPAN_CLASSES) // query_length
+    order = np.argsort(key.astype(np.int16), kind="stable")
+    scored = np.zeros(sequence.size, dtype=np.float32)
+    _kernel()(table, layout, starts, sequence[order], diagonal[order], first[order], last[order], scored)
+    out[order] = scored
     return out
 
 
