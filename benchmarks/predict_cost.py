@@ -15,7 +15,7 @@ contacts instead of the default ``SEGMENT_CONTACTS``),
 the distogram's distance geometry) and the checkpoint
 (a ``--model NAME=PATH``; default ``--checkpoint``). The first setting is the reference. Each chain is predicted as a proteome run predicts it (``fold: distogram``, window
 128, no 6D maps kept, the checkpoint's pLDDT calibration, the template restraints of
-``predict.template_weight``) twice: from its MSA alone, and with its usable template
+``predict.template_weight`` and the anchors of ``predict.template_anchor``) twice: from its MSA alone, and with its usable template
 hits (never the chain itself, none above 90% identity; chains without one are counted in the first regime only).
 Settings that share the network's part share its pass; the network's and the fold's CPU seconds
 (``time.process_time``, one torch thread) are reported apart. Accuracy: lDDT-Cα and TM-score of the folded
@@ -55,7 +55,7 @@ from workflow_lib.inference.fold import FoldOptions  # noqa: E402
 import workflow_lib.inference.predict as predict_module  # noqa: E402
 from workflow_lib.inference.predict import PredictOptions, fold_prediction, plan_crops, predict_group  # noqa: E402,E501
 from workflow_lib.inference.settings import SEGMENT_CONTACTS  # noqa: E402
-from workflow_lib.inference.template_restraints import restrained_distogram  # noqa: E402
+from workflow_lib.inference.template_restraints import fold_anchors, restrained_distogram  # noqa: E402
 from workflow_lib.model.checkpoint import load_checkpoint  # noqa: E402
 from workflow_lib.structure.backbones import read_backbone_archive  # noqa: E402
 from workflow_lib.structure.metrics import lddt_ca, tm_score  # noqa: E402
@@ -112,7 +112,8 @@ def predict(model, calibration, name, features, setting: Setting, cache: dict) -
     start = time.process_time()
     restraints = restrained_distogram(raw.probs["dist"], features, PredictOptions().template_weight)
     folded = fold_prediction(dataclasses.replace(raw), keep_dist=False, seed=0, calibration=calibration,
-                             fold_options=setting.fold_options(), restraints=restraints)
+                             fold_options=setting.fold_options(), restraints=restraints,
+                             anchors=fold_anchors(features, PredictOptions().template_anchor))
     return {"prediction": folded, "network_s": network_seconds, "fold_s": time.process_time() - start,
             "crops": raw.n_crops}
 

@@ -30,6 +30,7 @@ rule predict:
         precision=CFG.predict.precision,
         crop_pairs=CFG.predict.crop_pairs,
         template_weight=CFG.predict.template_weight,
+        template_anchor=CFG.predict.template_anchor,
     wildcard_constraints:
         chunk=r"\d{4}",
     log:
@@ -48,5 +49,5 @@ rule predict:
         "--window {params.window} --seed {params.seed} --max-msa {params.max_msa} --batch-size {params.batch_size} "
         "--max-tokens {params.max_tokens} --pair-heads {params.pair_heads} --fold {params.fold} "
         "--precision {params.precision} --crop-pairs {params.crop_pairs} "
-        "--template-weight {params.template_weight} --threads {threads} --stats {output.stats} "
+        "--template-weight {params.template_weight} --template-anchor {params.template_anchor} --threads {threads} --stats {output.stats} "
         "--chunk-plan {input.plan} --chunk {wildcards.chunk} {params.features_dir} > {log} 2>&1"

@@ -269,6 +269,7 @@ rule train_predict:
         precision=CFG.predict.precision,
         crop_pairs=CFG.predict.crop_pairs,
         template_weight=CFG.predict.template_weight,
+        template_anchor=CFG.predict.template_anchor,
     log:
         f"logs/train_predict/{TRAIN.name}.log",
     benchmark:
@@ -287,8 +288,8 @@ rule train_predict:
         "{params.trackfold} predict --model {input.model} --out-dir {params.out_dir} --device {params.device} "
         "--window {params.window} --seed {params.seed} --max-msa {params.max_msa} --fold {params.fold} "
         "--precision {params.precision} --crop-pairs {params.crop_pairs} "
-        "--template-weight {params.template_weight} --threads {threads} "
-        "\"${{inputs[@]}}\" ) > {log} 2>&1"
+        "--template-weight {params.template_weight} --template-anchor {params.template_anchor} "
+        "--threads {threads} \"${{inputs[@]}}\" ) > {log} 2>&1"
 
 
 rule train_evaluate:

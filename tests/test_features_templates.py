@@ -132,6 +132,11 @@ def test_unresolved_seqres_positions_are_aligned_but_unplaced(db_dir, tmp_path):
     # SEQRES positions 10-21 (0-based) are not in the mmCIF; 22-39 are (KETK... starts at 22)
     assert placed.tolist() == [False] * 12 + [True] * 18
     assert features["template_1d"][0, :12, ONE_D["secondary_structure"]].sum() == 0
+    # the fold's template Cα: the placed residues' own coordinates, NaN on the unplaced ones
+    template_ca = features["template_ca"][0]
+    assert np.isfinite(template_ca).all(axis=1).tolist() == placed.tolist()
+    steps = np.linalg.norm(np.diff(template_ca[12:], axis=0), axis=1)
+    assert np.all(np.abs(steps - 3.8) < 0.2)                 # consecutive residues of one chain
 
 
 def test_features_round_trip_and_determinism(db_dir, tmp_path):

@@ -87,6 +87,8 @@ def sliced(features: dict[str, np.ndarray], stop: int) -> dict[str, np.ndarray]:
     out["coevolution"] = features["coevolution"][:stop, :stop]
     out["template_pair"] = features["template_pair"][:, :stop, :stop]
     out["template_1d"] = features["template_1d"][:, :stop]
+    if "template_ca" in features:
+        out["template_ca"] = features["template_ca"][:, :stop]
     return out
 
 

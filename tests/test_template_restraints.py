@@ -16,6 +16,7 @@ from workflow_lib.features import build_features
 from workflow_lib.inference.predict import PredictOptions, predict_features
 from workflow_lib.inference.template_restraints import (
     IDENTITY_RAMP,
+    fold_anchors,
     restrained_distogram,
     restraint_weight,
     spread_bins,
@@ -33,7 +34,7 @@ from workflow_lib.schemas.features import (
 from workflow_lib.structure import read_chain
 from workflow_lib.structure.cbeta import virtual_cb
 from workflow_lib.structure.geometry import DIST_BINS, bin_pair_geometry, pair_geometry
-from workflow_lib.structure.metrics import lddt_ca
+from workflow_lib.structure.metrics import kabsch_rmsd, lddt_ca
 
 DATA = Path(__file__).parent / "data"
 GLOBIN = DATA / "structure" / "d1mbaa_.pdb.gz"
@@ -68,7 +69,8 @@ def globin(tmp_path_factory) -> tuple[dict[str, np.ndarray], np.ndarray]:
     one_d = np.zeros((1, length, C_TEMPLATE_1D), dtype=np.float32)
     one_d[0, :, ONE_D["aligned"].start] = 1.0
     one_d[0, :, ONE_D["identity"].start] = 1.0
-    features = dict(features, template_pair=pair, template_1d=one_d, template_mask=np.ones(1, dtype=bool))
+    features = dict(features, template_pair=pair, template_1d=one_d, template_mask=np.ones(1, dtype=bool),
+                    template_ca=ca[None].astype(np.float32))
     return features, backbone
 
 
@@ -113,10 +115,37 @@ def test_a_close_templates_distances_carry_the_fold_to_its_structure(globin):
     features, native = globin
     torch.manual_seed(0)
     model = randomize_(ThreeTrackNetwork(preset("tiny", c_coevolution=2)), seed=0).eval()
-    options = PredictOptions(fold="distogram", max_msa=8, window=256)
+    options = PredictOptions(fold="distogram", max_msa=8, window=256, template_anchor=0.0)
     with_template = predict_features(model, features, options)
     alone = predict_features(model, features, dataclasses.replace(options, template_weight=0.0))
     score = {name: float(lddt_ca(p.backbone[:, 1].astype(np.float64), native[:, 1]).score)
              for name, p in (("template", with_template), ("alone", alone))}
     assert score["template"] > 0.65 and score["alone"] < 0.45, score
     np.testing.assert_array_equal(with_template.probs["dist"], alone.probs["dist"])   # the network's distogram
+
+
+def test_a_close_templates_anchors_carry_the_fold_to_the_templates_own_accuracy(globin):
+    """The same random network and identical template: with the template's Cα anchors (the default) the fold
+    reproduces the template's Cα to a fraction of the 0.5 Å distogram bins (measured: RMSD 0.15 Å, lDDT-Cα
+    1.00), three times closer than the restraints alone (0.47 Å, 0.957), and the anchors follow the identity
+    ramp, as the restraints do."""
+    features, native = globin
+    torch.manual_seed(0)
+    model = randomize_(ThreeTrackNetwork(preset("tiny", c_coevolution=2)), seed=0).eval()
+    options = PredictOptions(fold="distogram", max_msa=8, window=256)
+    assert options.template_anchor > 0
+    anchored = predict_features(model, features, options)
+    restrained = predict_features(model, features, dataclasses.replace(options, template_anchor=0.0))
+    rmsd = {name: kabsch_rmsd(p.backbone[:, 1].astype(np.float64), native[:, 1])
+            for name, p in (("anchored", anchored), ("restrained", restrained))}
+    assert rmsd["anchored"] < 0.25 and rmsd["restrained"] > 2 * rmsd["anchored"], rmsd
+    assert lddt_ca(anchored.backbone[:, 1].astype(np.float64), native[:, 1]).score > 0.98
+    anchors = fold_anchors(features, 3.0)
+    np.testing.assert_allclose(anchors.weight, 3.0)
+    assert np.all(anchors.distance < 15.0)
+    low = dict(features, template_1d=features["template_1d"].copy())
+    low["template_1d"][0, :, ONE_D["identity"].start] = 0.0
+    low["template_1d"][0, : int(0.4 * len(native)), ONE_D["identity"].start] = 1.0   # 40%: half the weight
+    np.testing.assert_allclose(fold_anchors(low, 3.0).weight, 1.5, rtol=0.05)
+    assert fold_anchors(features, 0.0) is None
+    assert fold_anchors({key: value for key, value in features.items() if key != "template_ca"}, 3.0) is None

@@ -181,13 +181,19 @@ def columns_features(hits: Sequence[TemplateColumns], positions: np.ndarray | No
 
 def template_features(hits: pd.DataFrame, database: TemplateDatabase, query_codes: np.ndarray, *,
                       max_templates: int = DEFAULT_MAX_TEMPLATES, where: str | Path = "") -> dict[str, np.ndarray]:
-    """``template_pair`` / ``template_1d`` / ``template_mask`` of the best ``max_templates`` hits."""
+    """``template_pair`` / ``template_1d`` / ``template_mask`` of the best ``max_templates`` hits, and
+    ``template_ca`` ``[T, L, 3]``: the Cα of the template residue placed on each query column (NaN where none), the
+    coordinates the fold's template anchors are taken from."""
     if max_templates < 0:
         raise ValueError(f"max_templates must be ≥ 0, got {max_templates}")
     query_codes = np.asarray(query_codes)
     ordered = hits.sort_values("rank", kind="stable").head(max_templates)
     columns = [hit_columns(row, database, query_codes, where=where) for _, row in ordered.iterrows()]
-    return columns_features(columns, np.arange(query_codes.shape[0]))
+    out = columns_features(columns, np.arange(query_codes.shape[0]))
+    out["template_ca"] = np.zeros((len(columns), query_codes.shape[0], 3), dtype=np.float32)
+    for t, hit in enumerate(columns):
+        out["template_ca"][t] = np.where(hit.placed[:, None], hit.coords[:, _CA], np.nan)
+    return out
 
 
 def read_hits(path: str | Path) -> pd.DataFrame:

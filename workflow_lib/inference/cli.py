@@ -102,6 +102,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               f"distogram takes, scaled by the template's identity over the query's length (none "
                               f"under 20%%, all of it from 60%%); 0: the network's distogram alone "
                               f"(default {DEFAULTS.template_weight})")
+    predict.add_argument("--template-anchor", type=float, default=DEFAULTS.template_anchor,
+                         help=f"with --fold distogram: weight of the best template's own Ca-Ca distances (pairs "
+                              f"within 15 A) in the fold, scaled by its identity as --template-weight is; they hold "
+                              f"a close template's geometry finer than the distogram's bins and decide the hand; "
+                              f"0: off (default {DEFAULTS.template_anchor})")
     add_chunk_options(predict, "{protein}.npz")
     predict.add_argument("--stats", help="also write this table: one row per protein (length, mean pLDDT, "
                                          "crops, pass, seconds), after every prediction's files")
@@ -117,6 +122,6 @@ def run_predict(args: argparse.Namespace) -> int:
                              batch_size=args.batch_size, max_tokens=args.max_tokens, chunk_size=args.chunk_size,
                              embeddings=args.embeddings, pair_heads=args.pair_heads, fold=args.fold,
                              precision=args.precision, crop_pairs=args.crop_pairs,
-                             template_weight=args.template_weight)
+                             template_weight=args.template_weight, template_anchor=args.template_anchor)
     return jobs.predict_job(names, out_dir=args.out_dir, options=options, model=args.model, threads=args.threads,
                             stats=args.stats, resume=not args.no_resume)

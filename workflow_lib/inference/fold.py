@@ -58,6 +58,7 @@ import torch
 from workflow_lib.model.structure import (Frames, backbone_from_frames, bond_violation_loss, cb_from_backbone,
                                           frames_from_3_points, quaternion_to_rotation)
 from workflow_lib.structure.geometry import DIST_EDGES, DIST_MAX, OMEGA_BINS, PHI_BINS
+from workflow_lib.structure.metrics import kabsch_rmsd
 
 BIN_CENTRES = np.concatenate([(DIST_EDGES[:-1] + DIST_EDGES[1:]) / 2.0, [DIST_MAX + 1.0]])
 """Centre of each distogram bin (Å); the last (≥ 20 Å) is placed at 21 Å."""
@@ -245,10 +246,72 @@ def graph_energy() -> Iterator[None]:
         _CHAIN_KERNEL.pop()
 
 
+@dataclass(frozen=True)
+class CaAnchors:
+    """Cα–Cα distance restraints from a template's own coordinates (:func:`template_anchors`): pairs ``i``, ``j``
+    (int64 ``[P]``), their template distances ``distance`` (Å) and weights ``weight`` ``[P]``; ``reference``
+    (``[L, 3]``, NaN where the template places no residue) decides the hand of the fold. Each pair pays
+    ``weight · log(1 + ((d − distance) / scale)²)`` per residue of the chain: a well whose pull fades as the error
+    grows, so that a pair the template gets wrong costs a bounded amount and the network's distogram decides it,
+    while the pairs it gets right are held to a fraction of an Ångström, finer than 0.5 Å distogram bins can."""
+
+    i: np.ndarray
+    j: np.ndarray
+    distance: np.ndarray
+    weight: np.ndarray
+    reference: np.ndarray
+    scale: float = 1.0
+
+    def energy(self, trans: torch.Tensor, length: int) -> torch.Tensor:
+        """Summed anchor energy of the frames' translations ``trans [S, L, 3]`` (each residue's frame has its Cα
+        at the origin) per residue of the chain."""
+        from workflow_lib.aligner.device import compiled_available
+
+        if compiled_available():
+            from workflow_lib.inference.fold_compiled import AnchorEnergy
+
+            return AnchorEnergy.apply(trans, self.i, self.j, self.distance, self.weight, self.scale).sum() / length
+        i, j = torch.as_tensor(self.i), torch.as_tensor(self.j)
+        d = (trans[:, i] - trans[:, j]).norm(dim=-1)
+        target = torch.as_tensor(self.distance, dtype=trans.dtype)
+        w = torch.as_tensor(self.weight, dtype=trans.dtype)
+        return (w * torch.log1p(((d - target) / self.scale) ** 2)).sum() / length
+
+    def prefers_mirror(self, backbone: np.ndarray) -> bool | None:
+        """Whether the mirror image of ``backbone [L, 3, 3]`` superposes better on the template's Cα (None with
+        fewer than 4 placed residues): distances cannot tell the hands apart, the template's coordinates can."""
+        placed = np.isfinite(self.reference).all(axis=1)
+        if placed.sum() < 4:
+            return None
+        ca = backbone[:, 1].astype(np.float64)
+        kept = kabsch_rmsd(ca, self.reference, placed)
+        flipped = kabsch_rmsd(ca * np.array([-1.0, 1.0, 1.0]), self.reference, placed)
+        return flipped < kept
+
+
+def template_anchors(reference: np.ndarray, weight: float, cutoff: float = 15.0, scale: float = 1.0
+                     ) -> CaAnchors | None:
+    """:class:`CaAnchors` of every pair of residues placed on a template (Cα ``reference [L, 3]``, NaN where
+    none) whose template distance is under ``cutoff`` Å (lDDT's inclusion radius), each of weight ``weight``;
+    None when ``weight`` is 0 or fewer than two residues are placed."""
+    reference = np.asarray(reference, dtype=np.float64)
+    placed = np.flatnonzero(np.isfinite(reference).all(axis=1))
+    if weight <= 0.0 or placed.size < 2:
+        return None
+    first, second = np.triu_indices(placed.size, k=1)
+    first, second = placed[first], placed[second]
+    distance = np.linalg.norm(reference[first] - reference[second], axis=1)
+    keep = distance < cutoff
+    return CaAnchors(np.ascontiguousarray(first[keep], dtype=np.int64),
+                     np.ascontiguousarray(second[keep], dtype=np.int64), distance[keep],
+                     np.full(int(keep.sum()), float(weight)), reference, float(scale))
+
+
 @torch.enable_grad()   # the minimisation needs autograd, also when called under torch.no_grad()
 def fold_from_distogram(dist_probs: np.ndarray, options: FoldOptions = FoldOptions(),
                         orientations: dict[str, np.ndarray] | None = None,
-                        covered: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+                        covered: np.ndarray | None = None,
+                        anchors: CaAnchors | None = None) -> tuple[np.ndarray, float]:
     """Backbone ``[L, 3, 3]`` (N, CA, C; Å) minimising the restraint energy, and that energy per residue.
 
     ``orientations``: the predicted ω ``[L, L, 37]``, θ ``[L, L, 37]`` and φ ``[L, L, 19]`` distributions, used
@@ -325,6 +388,12 @@ def fold_from_distogram(dist_probs: np.ndarray, options: FoldOptions = FoldOptio
             value = value + orientation_energy(backbone, cb_from_backbone(backbone), *oriented) / length
         return value + bond_weight * n * bonds + options.clash_weight * clash
 
+    if anchors is not None and len(anchors.i):
+        chain_energy = energy
+
+        def energy(trans: torch.Tensor, quat: torch.Tensor, bond_weight: float) -> torch.Tensor:
+            return chain_energy(trans, quat, bond_weight) + anchors.energy(trans, length)
+
     for step in range(options.iterations):
         optimizer.zero_grad()
         # annealed chain geometry: 1/100 of the bond weight at first (the restraints shape the fold), the full
@@ -351,7 +420,8 @@ def fold_from_distogram(dist_probs: np.ndarray, options: FoldOptions = FoldOptio
     final = finals[best]
     if options.choose_hand and length >= 4:
         mirror = backbone * np.array([-1.0, 1.0, 1.0])
-        if prefer_mirror(backbone, orientations, weight, options):
+        by_template = anchors.prefers_mirror(backbone) if anchors is not None else None
+        if by_template if by_template is not None else prefer_mirror(backbone, orientations, weight, options):
             # the mirror image is the better hand: its residues are rebuilt as L residues (the N, CA, C triangle is
             # the same; the virtual Cβ moves), so it is polished against the same energy
             frames = frames_from_3_points(*(torch.as_tensor(mirror[:, k], dtype=torch.float32) for k in range(3)))

@@ -312,3 +312,57 @@ def pair_tables(pairs: np.ndarray, pot: np.ndarray, weight: np.ndarray, centres:
     return (np.ascontiguousarray(pairs[:, 0], dtype=np.int64), np.ascontiguousarray(pairs[:, 1], dtype=np.int64),
             np.ascontiguousarray(pot, dtype=np.float64), np.ascontiguousarray(weight, dtype=np.float64),
             centres, step, float(tail_slope))
+
+
+@lru_cache(maxsize=None)
+def _anchor_kernel():
+    numba = numba_module()
+
+    @numba.njit(nogil=True, cache=True, boundscheck=False, error_model="numpy")
+    def anchors(ca, pair_i, pair_j, target, weight, scale):
+        """Per-start energies ``[S]`` of ``Σ w log(1 + ((d − target) / scale)²)`` over the pairs and their
+        gradients ``[S, L, 3]`` with respect to ``ca [S, L, 3]``."""
+        n_starts = ca.shape[0]
+        energy = np.zeros(n_starts)
+        grad = np.zeros_like(ca)
+        inv = 1.0 / (scale * scale)
+        for s in range(n_starts):
+            total = 0.0
+            for p in range(pair_i.shape[0]):
+                i, j = pair_i[p], pair_j[p]
+                dx = ca[s, i, 0] - ca[s, j, 0]
+                dy = ca[s, i, 1] - ca[s, j, 1]
+                dz = ca[s, i, 2] - ca[s, j, 2]
+                d = np.sqrt(dx * dx + dy * dy + dz * dz)
+                x = d - target[p]
+                q = x * x * inv
+                total += weight[p] * np.log1p(q)
+                if d > 1e-9:
+                    g = weight[p] * 2.0 * x * inv / (1.0 + q) / d
+                    grad[s, i, 0] += g * dx
+                    grad[s, i, 1] += g * dy
+                    grad[s, i, 2] += g * dz
+                    grad[s, j, 0] -= g * dx
+                    grad[s, j, 1] -= g * dy
+                    grad[s, j, 2] -= g * dz
+            energy[s] = total
+        return energy, grad
+
+    return anchors
+
+
+class AnchorEnergy(torch.autograd.Function):
+    """Per-start anchor energies ``[S]`` of Cα positions ``ca [S, L, 3]``
+    (:class:`workflow_lib.inference.fold.CaAnchors`), with the gradient computed in the forward pass."""
+
+    @staticmethod
+    def forward(ctx, ca: torch.Tensor, pair_i: np.ndarray, pair_j: np.ndarray, target: np.ndarray,
+                weight: np.ndarray, scale: float):
+        energy, grad = _anchor_kernel()(ca.detach().double().numpy(), pair_i, pair_j, target, weight, float(scale))
+        ctx.save_for_backward(torch.from_numpy(grad).to(ca.dtype))
+        return torch.from_numpy(energy).to(ca.dtype)
+
+    @staticmethod
+    def backward(ctx, grad_energy: torch.Tensor):
+        (grad,) = ctx.saved_tensors
+        return grad_energy[:, None, None] * grad, None, None, None, None, None

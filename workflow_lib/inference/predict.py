@@ -41,7 +41,7 @@ import torch
 
 from workflow_lib.errors import InputError, SchemaError
 from workflow_lib.inference.confidence import PlddtCalibration, expected_lddt
-from workflow_lib.inference.fold import FoldOptions, fold_from_distogram
+from workflow_lib.inference.fold import CaAnchors, FoldOptions, fold_from_distogram
 from workflow_lib.inference.settings import (  # noqa: F401  (re-exported: the library's names)
     CROP_PAIRS,
     DEFAULT_MAX_MSA,
@@ -62,7 +62,7 @@ from workflow_lib.inference.stitch import (
     segment_starts,
     stitch_backbone,
 )
-from workflow_lib.inference.template_restraints import restrained_distogram
+from workflow_lib.inference.template_restraints import fold_anchors, restrained_distogram
 from workflow_lib.model.checkpoint import network_device
 from workflow_lib.model.config import ModelConfig
 from workflow_lib.model.network import ThreeTrackNetwork
@@ -111,6 +111,8 @@ class PredictOptions(PredictSettings):
             raise InputError(f"predict: crop_pairs must be one of {', '.join(CROP_PAIRS)}, got {self.crop_pairs!r}")
         if not isinstance(self.template_weight, (int, float)) or not 0.0 <= self.template_weight <= 1.0:
             raise InputError(f"predict: template_weight must be a number in [0, 1], got {self.template_weight!r}")
+        if not isinstance(self.template_anchor, (int, float)) or not 0.0 <= self.template_anchor < float("inf"):
+            raise InputError(f"predict: template_anchor must be a number >= 0, got {self.template_anchor!r}")
         if not isinstance(self.window, int) or self.window < MIN_WINDOW:
             raise InputError(f"predict: window must be an integer >= {MIN_WINDOW}, got {self.window!r}")
         if not isinstance(self.max_msa, int) or self.max_msa < 1:
@@ -489,7 +491,8 @@ def predict_group(model: ThreeTrackNetwork, items: Sequence[tuple[str, Mapping[s
         return [(name, fold_prediction(prediction, keep_dist="dist" in options.pair_heads, seed=options.seed,
                                        calibration=calibration,
                                        restraints=restrained_distogram(prediction.probs["dist"], features,
-                                                                       options.template_weight)))
+                                                                       options.template_weight),
+                                       anchors=fold_anchors(features, options.template_anchor)))
                 for (name, prediction), (_, features) in zip(predictions, items)]
     device = next(model.parameters()).device
     check_feature_widths(model.config)
@@ -515,7 +518,7 @@ def predict_group(model: ThreeTrackNetwork, items: Sequence[tuple[str, Mapping[s
 
 def fold_prediction(prediction: Prediction, *, keep_dist: bool, seed: int,
                     calibration: PlddtCalibration | None = None, fold_options: FoldOptions | None = None,
-                    restraints: np.ndarray | None = None) -> Prediction:
+                    restraints: np.ndarray | None = None, anchors: CaAnchors | None = None) -> Prediction:
     """The prediction with its backbone folded from its distogram and its pLDDT the lDDT that backbone expects
     under the distogram (:func:`~workflow_lib.inference.confidence.expected_lddt`; the network's pLDDT head
     scored the structure module's backbone, and on held-out chains does not follow the folded one's accuracy:
@@ -526,13 +529,14 @@ def fold_prediction(prediction: Prediction, *, keep_dist: bool, seed: int,
     :class:`~workflow_lib.inference.fold.FoldOptions`), with ``seed``; pairs outside ``prediction.covered`` are
     left unrestrained. ``restraints``: the distogram the fold restrains to, when not the network's own (the
     template's distances mixed in, :func:`~workflow_lib.inference.template_restraints.restrained_distogram`); the
-    pLDDT is the network's distogram's either way."""
+    pLDDT is the network's distogram's either way. ``anchors``: a template's Cα anchors
+    (:func:`~workflow_lib.inference.template_restraints.fold_anchors`), which also decide the hand."""
     orientations = ({head: prediction.probs[head] for head in ("omega", "theta", "phi")}
                     if {"omega", "theta", "phi"} <= set(prediction.probs) else None)   # they choose the hand
     fold_options = FoldOptions(seed=seed) if fold_options is None else dataclasses.replace(fold_options, seed=seed)
     target = prediction.probs["dist"] if restraints is None else restraints
     backbone_3, _ = fold_from_distogram(target, fold_options, orientations=orientations,
-                                        covered=prediction.covered)
+                                        covered=prediction.covered, anchors=anchors)
     prediction.backbone = complete_backbone(prediction.sequence, backbone_3).astype(np.float32)
     cb = virtual_cb(backbone_3[:, 0], backbone_3[:, 1], backbone_3[:, 2])
     expected = expected_lddt(prediction.probs["dist"], cb)

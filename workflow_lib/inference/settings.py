@@ -70,6 +70,13 @@ nothing under 20%, all of it from 60%); 0 folds from the network's distogram alo
 prediction: template restraints in the fold (validation chains)")."""
 
 
+DEFAULT_TEMPLATE_ANCHOR = 3.0
+"""Weight of the best template's own Cα–Cα distances in the fold where the template is close (the anchors of
+:mod:`workflow_lib.inference.template_restraints`, scaled by the same identity ramp as ``template_weight``);
+0 turns them off. Chosen on validation chains (benchmarks/RESULTS.md, "Structure prediction: template anchors in
+the fold (validation chains)")."""
+
+
 @dataclass(frozen=True)
 class PredictSettings:
     """What decides a prediction, with the one default each setting has."""
@@ -89,6 +96,7 @@ class PredictSettings:
     precision: str = "float32"
     crop_pairs: str = "contacts"
     template_weight: float = DEFAULT_TEMPLATE_WEIGHT
+    template_anchor: float = DEFAULT_TEMPLATE_ANCHOR
 
 
 def default_model_path() -> Path:

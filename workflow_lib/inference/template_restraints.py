@@ -15,6 +15,15 @@ the query's length and ``(lo, hi)`` = :data:`IDENTITY_RAMP`. A template under 20
 distogram as it is; one over 60% gets the full ``weight``. ``weight`` below 1 keeps some of the network's
 distribution on every pair, so that a template's local errors can be outvoted (a weight of 1 folded worse).
 
+**Anchors** (:func:`fold_anchors`). Distogram bins are 0.5 Å wide, so restraints built from them cannot hold a
+close template's distances to better than about a quarter of an Ångström, and lDDT-Cα's finest threshold is
+0.5 Å. The fold therefore also takes the template's own Cα–Cα distances, for every pair of residues it places
+within 15 Å of each other, as a bounded well (:class:`~workflow_lib.inference.fold.CaAnchors`), weighted by
+``predict.template_anchor`` scaled by the same identity ramp; the template's coordinates also decide the fold's
+hand. This is what comparative modelling does with a close template, copying its geometry (MODELLER's
+restraints, ProMod3's copied coordinates), while the network's distogram still decides the pairs the template
+does not place and outvotes its local errors.
+
 The pLDDT of the folded backbone stays the network's (its distogram's expected lDDT), the quantity its
 calibration was fitted on; the written distogram stays the network's too.
 """
@@ -25,6 +34,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from workflow_lib.inference.fold import CaAnchors, template_anchors
 from workflow_lib.schemas.features import TEMPLATE_1D_CHANNELS, TEMPLATE_PAIR_CHANNELS, channel_slices
 
 IDENTITY_RAMP = (0.2, 0.6)
@@ -79,3 +89,15 @@ def restrained_distogram(dist_probs: np.ndarray, features: Mapping[str, np.ndarr
     mixed = dist_probs.copy()
     mixed[placed] = (1.0 - w) * mixed[placed] + w * spread_bins(bins[placed].astype(dist_probs.dtype))
     return mixed
+
+
+def fold_anchors(features: Mapping[str, np.ndarray], weight: float) -> CaAnchors | None:
+    """The first template's Cα anchors for the fold (:func:`~workflow_lib.inference.fold.template_anchors`):
+    every pair of residues it places within 15 Å of each other held to its own Cα distance, with weight
+    ``weight`` scaled by the template's identity as the restraints are (:func:`restraint_weight`). None without a
+    template, at weight 0, or for a feature file written without ``template_ca``."""
+    w = restraint_weight(template_identity(features), weight)
+    coords = features.get("template_ca")
+    if w <= 0.0 or coords is None or not len(coords):
+        return None
+    return template_anchors(coords[0], w)

@@ -27,6 +27,9 @@ key                 dtype    dims            meaning                            
 ``template_1d``     float32  [T, L, 29]      :data:`TEMPLATE_1D_CHANNELS`: scores,         ``c_template_1d``
                                              sequence, DSSP one-hots
 ``template_mask``   bool     [T]             the template slot holds a template            with the templates
+``template_ca``     float32  [T, L, 3]       Cα (Å) of the template residue placed on      no: the fold reads it
+                                             each column, NaN where none (optional:        (:data:`FOLD_KEYS`)
+                                             files written before it was added lack it)
 ``neff``            float32  []              Σ of the weights over the statistics rows     no: a record
 ``num_alignments``  int32    []              rows in the input A3M (before any capping)    no: a record
 ==================  =======  ==============  ============================================  =====================
@@ -106,6 +109,7 @@ FEATURES = NpzSchema("features", 5, {  # 5: the direct couplings appended to ``c
     "template_pair": ArraySpec("float16", ("T", "L", "L", C_TEMPLATE_PAIR), "6D one-hots + pair mask"),
     "template_1d": ArraySpec("float32", ("T", "L", C_TEMPLATE_1D), "template 1D scores, sequence and SS one-hots"),
     "template_mask": ArraySpec("bool", ("T",), "slot holds a template"),
+    "template_ca": ArraySpec("float32", ("T", "L", 3), "template Ca on each column, NaN where none", optional=True),
 }, "Per-protein network input features (workflow_lib.schemas.features).")
 
 
@@ -124,6 +128,10 @@ NETWORK_READERS: dict[str, str] = {
 
 RECORD_KEYS = ("neff", "num_alignments")
 """Feature keys no network reads: per-protein records for the report and ``feature_stats``."""
+
+FOLD_KEYS = ("template_ca",)
+"""Feature keys no network reads that the fold from the distogram does: the templates' own Cα coordinates,
+which anchor the fold where a template is close (:mod:`workflow_lib.inference.template_restraints`)."""
 
 
 def _reads(reader: str, config: Any) -> bool:
@@ -152,6 +160,7 @@ def empty_templates(length: int) -> dict[str, np.ndarray]:
         "template_pair": np.zeros((0, length, length, C_TEMPLATE_PAIR), dtype=np.float16),
         "template_1d": np.zeros((0, length, C_TEMPLATE_1D), dtype=np.float32),
         "template_mask": np.zeros((0,), dtype=bool),
+        "template_ca": np.zeros((0, length, 3), dtype=np.float32),
     }
 
 

@@ -254,6 +254,8 @@ class PredictConfig(StageConfig, PredictSettings):
             raise InputError(f"predict.crop_pairs must be all, contacts or neighbours, got {self.crop_pairs!r}")
         if not isinstance(self.template_weight, (int, float)) or not 0.0 <= self.template_weight <= 1.0:
             raise InputError(f"predict.template_weight must be a number in [0, 1], got {self.template_weight!r}")
+        if not isinstance(self.template_anchor, (int, float)) or not 0.0 <= self.template_anchor < float("inf"):
+            raise InputError(f"predict.template_anchor must be a number >= 0, got {self.template_anchor!r}")
         unknown = sorted(set(self.pair_heads) - set(HEADS_6D))
         if unknown:
             raise InputError(f"predict.pair_heads: {unknown} are not among dist, omega, theta, phi")
