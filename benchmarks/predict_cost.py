@@ -135,6 +135,8 @@ def main() -> int:
     parser.add_argument("--model", action="append", default=[], metavar="NAME=PATH",
                         help="a checkpoint that settings name as their fifth field (repeatable)")
     parser.add_argument("--proteome", type=Path, help="FASTA whose lengths the CPU per protein is projected onto")
+    parser.add_argument("--regimes", default="no template,templates",
+                        help="comma-separated regimes to run (default: %(default)s)")
     parser.add_argument("--results-md", type=Path)
     parser.add_argument("--section", default=SECTION, help="the RESULTS.md section to write (default: %(default)s)")
     args = parser.parse_args()
@@ -165,6 +167,7 @@ def main() -> int:
             regimes = [("no template", alone)]
             if with_templates["template_mask"].size:
                 regimes.append(("templates", with_templates))
+            regimes = [(regime, features) for regime, features in regimes if regime in args.regimes.split(",")]
             for regime, features in regimes:
                 cache: dict = {}
                 for setting in settings:
@@ -234,7 +237,9 @@ def render(rows: list[dict], settings: list[Setting], args: argparse.Namespace) 
                f"--structures STRUCTURES --chains CHAINS.parquet --every {args.every} --settings "
                f"{','.join(names)} --checkpoint {args.checkpoint.name}"
                + "".join(f" --model {text.split('=', 1)[0]}={Path(text.split('=', 1)[1]).name}" for text in args.model)
-               + "`")
+               + (f" --regimes '{args.regimes}'" if args.regimes != "no template,templates" else "")
+               + (f" --min-length {args.min_length}" if args.min_length else "")
+               + (" --proteome PROTEOME" if args.proteome else "") + "`")
     return "\n".join([
         f"{command}, written {datetime.now():%Y-%m-%d %H:%M}: {len({r['chain'] for r in rows})} validation chains, "
         f"each from its MSA alone and with up to {args.max_templates} usable template hits; settings are "
