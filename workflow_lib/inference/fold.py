@@ -28,6 +28,12 @@ as CNS's distance geometry does for DMPfold, Greener et al. 2019). Where a templ
 distances it starts the minimisation near the answer: with it two starts fold as well as four random ones did
 (benchmarks/RESULTS.md, "Structure prediction: the fold's distance-geometry start").
 
+**Template anchors** (``anchors``, :class:`CaAnchors`): where a close template exists, its own Cα–Cα distances
+for the pairs it places within 15 Å are held by a bounded well, finer than the distogram's bins (MODELLER's
+template-derived restraints, Šali & Blundell 1993; weights from
+:func:`workflow_lib.inference.template_restraints.fold_anchors`), and its coordinates choose the hand
+(:meth:`CaAnchors.prefers_mirror`).
+
 **Orientation restraints** (trRosetta's other five maps of its 6D representation, Yang et al. 2020), with
 ``orientation_weight > 0`` and the ω / θ / φ distributions given: for pairs predicted within 20 Å with
 probability above ``orientation_min_prob``, ``V(x) = −log(P(bin(x)) + ε)`` over the real (contact) bins
