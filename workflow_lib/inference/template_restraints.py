@@ -30,12 +30,15 @@ calibration was fitted on; the written distogram stays the network's too.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 
 import numpy as np
 
 from workflow_lib.inference.fold import CaAnchors, template_anchors
 from workflow_lib.schemas.features import TEMPLATE_1D_CHANNELS, TEMPLATE_PAIR_CHANNELS, channel_slices
+
+LOG = logging.getLogger(__name__)
 
 IDENTITY_RAMP = (0.2, 0.6)
 """Template identity over the query's length at which the restraint weight starts to rise, and where it is full."""
@@ -98,6 +101,9 @@ def fold_anchors(features: Mapping[str, np.ndarray], weight: float) -> CaAnchors
     template, at weight 0, or for a feature file written without ``template_ca``."""
     w = restraint_weight(template_identity(features), weight)
     coords = features.get("template_ca")
+    if w > 0.0 and coords is None:
+        LOG.warning("a feature file without template_ca (written before it existed) folds without template "
+                    "anchors: rerun its features stage (snakemake --forcerun features) for them")
     if w <= 0.0 or coords is None or not len(coords):
         return None
     return template_anchors(coords[0], w)

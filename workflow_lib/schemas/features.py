@@ -37,7 +37,8 @@ key                 dtype    dims            meaning                            
 The last column is :data:`NETWORK_READERS`, the model option under which the network reads the key
 (:func:`feature_keys_read` gives the keys of one model config, and
 :func:`~workflow_lib.inference.predict.model_inputs` reads exactly those). ``neff`` and ``num_alignments``
-(:data:`RECORD_KEYS`) are records for the report and ``feature_stats``. The file holds nothing else: an A3M's
+(:data:`RECORD_KEYS`) are records for the report and ``feature_stats``; ``template_ca`` (:data:`FOLD_KEYS`) is read by
+the fold from the distogram, not the network. The file holds nothing else: an A3M's
 ``ss_pred`` row and the query flag of earlier layouts are no longer written, because no network read them.
 
 "Statistics rows" are the input rows the statistics (weights, Neff, profile, deletion mean, co-evolution)

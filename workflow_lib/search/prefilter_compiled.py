@@ -38,7 +38,7 @@ DIAGONAL_LANES = 32
 """Diagonals advanced together, one query column at a time (their running values stay in registers)."""
 SPAN_CLASSES = 16
 """The gapless stage groups diagonals by where their overlap with the target starts and where it ends, each in
-sixteenths of the query (256 classes), keeping the shard's order within a class (the layout is read in order)."""
+sixteenths of the query (256 classes; an empty span falls in the last), keeping the shard's order within a class (the layout is read in order)."""
 MIN_SPAN_QUERY = 300
 """Queries shorter than this score every diagonal over every column: their diagonals mostly overlap their targets
 over the whole query, and grouping them costs more than it saves."""
@@ -317,7 +317,9 @@ def diagonal_scores_compiled(table: np.ndarray, layout: np.ndarray, starts: np.n
         return out
     first = np.clip(-diagonal, 0, query_length)
     last = np.clip(np.asarray(lengths, dtype=np.int64)[sequence] - diagonal, first, query_length)
-    key = ((first * SPAN_CLASSES) // query_length) * SPAN_CLASSES + ((query_length - last) * SPAN_CLASSES) // query_length
+    top = SPAN_CLASSES - 1
+    key = (np.minimum(first * SPAN_CLASSES // query_length, top) * SPAN_CLASSES
+           + np.minimum((query_length - last) * SPAN_CLASSES // query_length, top))
     order = np.argsort(key.astype(np.int16), kind="stable")
     scored = np.zeros(sequence.size, dtype=np.float32)
     _kernel()(table, layout, starts, sequence[order], diagonal[order], first[order], last[order], scored)
