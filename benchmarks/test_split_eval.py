@@ -25,6 +25,9 @@ contact precision of the predicted distogram (P(Cβ < 8 Å)), mean pLDDT. Regime
 over all chains and by Neff (1, 2-10, 10-50, > 50); templates by the best usable template's identity over the
 query's length (< 30%, 30-50%, 50-90%); the Pearson r of mean pLDDT with lDDT-Cα over every prediction.
 Each chain's result is cached in ``--work`` (stamped with the checkpoint's weights), so a killed run resumes.
+After a change that touches only the templates regime (the fold's use of templates, the template features), ``--reuse
+EARLIER_WORK`` keeps the earlier run's other columns and predicts the templates regime again, checking on a sample
+that the no-template predictions are unchanged.
 
     python benchmarks/test_split_eval.py --test-chains config/pdb_chains/test_chains.txt \\
         --archive ARCHIVE --a3m-dir A3MS --hits-dir HITS --templates TEMPLATE_DB --work WORK \\
@@ -173,6 +176,17 @@ def evaluate_chain(name: str, a3m: Path, hits_path: Path, native: dict, model, c
     row["contacts"] = {
         "apc_cov": long_range_precision(features["coevolution"][..., 0], native["contact"], native["valid"])[0],
         "couplings": long_range_precision(couplings, native["contact"], native["valid"])[0]}
+    row.update(template_regime(name, a3m, hits_path, native, model, calibration, database, max_templates, promod3,
+                               query))
+    return row
+
+
+def template_regime(name: str, a3m: Path, hits_path: Path, native: dict, model, calibration, database,
+                    max_templates: int, promod3: bool, query: np.ndarray) -> dict:
+    """The chain's template regime and its baselines (the row's keys ``best_identity``, ``copy``, ``promod3``,
+    ``templates``; none without a usable hit)."""
+    row: dict = {}
+    options = PredictOptions(pair_heads=("dist",))
     hits = read_hits(hits_path)
     hits = hits[hits["template"] != name]
     if len(hits):
@@ -204,6 +218,29 @@ def evaluate_chain(name: str, a3m: Path, hits_path: Path, native: dict, model, c
                                      contact_probability(with_templates.probs["dist"]), native),
                             "plddt": float(with_templates.plddt.mean()), "cpu_s": time.process_time() - began,
                             "best_of_given": best}
+    return row
+
+
+def reused_row(name: str, position: int, a3m: Path, hits: Path, native: dict, model, calibration, database,
+               args: argparse.Namespace) -> dict:
+    """The chain's row of the ``--reuse`` run with its templates regime predicted again (``--reuse``'s help)."""
+    earlier = args.reuse / f"{name}.json"
+    if not earlier.exists():
+        raise SystemExit(f"test_split_eval: {earlier} missing: --reuse needs every chain of the earlier run")
+    row = json.loads(earlier.read_text())["row"]
+    features = build_features(a3m)
+    if position % args.verify_every == 0:
+        ((_, bare),) = predict_group(model, [(name, features)], PredictOptions(pair_heads=("dist",)),
+                                     calibration=calibration)
+        again = scores(bare.backbone[:, 1].astype(np.float64), contact_probability(bare.probs["dist"]), native)
+        if abs(again["lddt"] - row["none"]["lddt"]) > 1e-9 or abs(again["tm"] - row["none"]["tm"]) > 1e-9:
+            raise SystemExit(f"test_split_eval: {name}'s no-template prediction differs from {earlier} "
+                             f"(lDDT-Ca {again['lddt']:.6f} against {row['none']['lddt']:.6f}): not the same "
+                             f"weights and no-template path, so --reuse does not apply")
+    if "templates" in row:
+        regime = template_regime(name, a3m, hits, native, model, calibration, database, args.max_templates, False,
+                                 features["msa"][0])
+        row["templates"] = regime["templates"]
     return row
 
 
@@ -284,6 +321,12 @@ def main() -> int:
                                                        "cached chain")
     parser.add_argument("--report-only", action="store_true", help="report the cached chains, predict nothing")
     parser.add_argument("--promod3", action="store_true", help="also ProMod3's model from the top usable hit")
+    parser.add_argument("--reuse", type=Path,
+                        help="the work directory of an earlier run of the same weights whose templates regime is "
+                             "to be predicted again (a change to the fold or the templates): its no-template "
+                             "regime, baselines and contacts are kept, every --verify-every-th chain's no-template "
+                             "prediction is recomputed and must match")
+    parser.add_argument("--verify-every", type=int, default=40)
     parser.add_argument("--results-md", type=Path)
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -322,8 +365,11 @@ def main() -> int:
                 contact, valid = native_contacts(cb)
                 natives[entry.chain.name.replace(".", "_")] = {"ca": coords[:, 1].astype(np.float64),
                                                                "contact": contact, "valid": valid}
-        row = evaluate_chain(name, a3m, hits, natives[name], model, calibration, database, args.max_templates,
-                             args.promod3 and shutil.which("promod") is not None)
+        if args.reuse is not None:
+            row = reused_row(name, names.index(name), a3m, hits, natives[name], model, calibration, database, args)
+        else:
+            row = evaluate_chain(name, a3m, hits, natives[name], model, calibration, database, args.max_templates,
+                                 args.promod3 and shutil.which("promod") is not None)
         write_text_atomic(cache, json.dumps({"stamp": stamp, "row": row}) + "\n")
         rows.append(row)
         print(json.dumps({"chain": name, "length": row["length"], "neff": round(row["neff"], 1),
