@@ -110,6 +110,45 @@ def test_gapped_scores_full_scan_fallback_and_long_gaps(monkeypatch, cpu_kernels
     assert gapped_scores(scores, targets, gap_open=2.0, gap_extend=0.25) == pytest.approx(expected, abs=1e-3)
 
 
+def test_striped_smith_waterman_equals_the_lane_block_to_the_bit(db_records):
+    """The compiled stage 2 (Farrar's striped layout with the lazy-F loop) gives the lane block's float32 scores
+    exactly: real sequences, queries shorter than the lanes and of every remainder, gaps long enough to cross
+    lanes and wrap, empty and one-residue targets."""
+    pytest.importorskip("numba")
+    from workflow_lib.search.gapped_compiled import STRIPE_LANES, sw_block_compiled, sw_striped_compiled
+    from workflow_lib.search.gapped import _PAD
+
+    def lane_block(scores, targets, gap_open, gap_extend):
+        table = np.full((scores.shape[0], 22), _PAD, np.float32)
+        table[:, :21] = scores[:, :21]
+        width = max(max(t.size for t in targets), 1)
+        packed = np.full((width, len(targets)), 21, np.intp)
+        for lane, t in enumerate(targets):
+            packed[:t.size, lane] = t
+        return table, sw_block_compiled(table, packed, gap_open, gap_extend)
+
+    rng = np.random.default_rng(11)
+    cases = []
+    for record in db_records[:6]:
+        profile = profile_from_sequence(record.sequence)
+        cases.append((profile_scores_bits(profile.emissions, profile.background),
+                      [encode(r.sequence) for r in db_records[6:30]] + [encode(record.sequence)]))
+    for length in (1, 5, STRIPE_LANES - 1, STRIPE_LANES, STRIPE_LANES + 1, 3 * STRIPE_LANES + 7, 200):
+        scores = rng.normal(-0.8, 2.5, (length, 21)).astype(np.float32)
+        scores[: max(length // 6, 1), 3] = scores[-max(length // 6, 1):, 7] = 9.0   # strong ends: long gaps pay
+        targets = [rng.integers(0, 21, int(rng.integers(1, 90))).astype(np.uint8) for _ in range(12)]
+        targets += [np.concatenate([np.full(8, 3), np.full(8, 7)]).astype(np.uint8), np.zeros(1, np.uint8)]
+        cases.append((scores, targets))
+    for scores, targets in cases:
+        for gap_open, gap_extend in ((5.0, 1.0), (2.0, 0.25), (3.0, 3.0)):
+            table, expected = lane_block(scores, targets, gap_open, gap_extend)
+            got = sw_striped_compiled(table, targets, gap_open, gap_extend)
+            np.testing.assert_array_equal(got, expected)
+            assert np.array_equal(gapped_scores(scores, targets, gap_open=gap_open, gap_extend=gap_extend,
+                                                striped=False), expected)
+    assert sw_striped_compiled(table, [np.zeros(0, np.uint8)], 5.0, 1.0).tolist() == [0.0]
+
+
 def test_gapped_pass_skips_only_sure_targets_and_keeps_the_same_set(db_one, queries):
     """Skipping SW for targets whose gapless score clears the stage-2 threshold changes nothing: the gapless
     score is a lower bound of the SW score, and the passed set equals SW on every survivor."""

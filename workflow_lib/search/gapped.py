@@ -16,7 +16,9 @@ never opened from a cell whose value came from another gap when ``open ≥ exten
 it is positive (``H`` is floored at 0), so only gaps shorter than ``(max H' − open) / extend + 1`` can matter: the
 scan is a few doubling steps (``max(x(j), x(j − s))`` for s = 1, 2, 4, …, one array pass each), as in the Viterbi
 kernel's insert chains (:mod:`workflow_lib.aligner.viterbi_seq`). Score-only, float32, two rows; faster than
-the first layout (targets as rows, ``np.maximum.accumulate`` along them: a scalar loop).
+the first layout (targets as rows, ``np.maximum.accumulate`` along them: a scalar loop). The compiled kernels run
+stage 2 in Farrar's striped layout instead (:func:`~workflow_lib.search.gapped_compiled.sw_striped_compiled`:
+the query profile's row of a target residue is read whole, with no gather per cell; the same scores to the bit).
 
 Stage 1b (not in HHblits; :func:`band_split`, :func:`banded_scores_many`, :func:`band_decide`): the same local
 alignment restricted to a band of diagonals around the target's best gapless diagonal, ``Lq · band`` cells
@@ -31,7 +33,8 @@ import numpy as np
 from workflow_lib.aligner.device import compiled_available
 from workflow_lib.aligner.lanes import ROW_COST_CELLS, min_cost_buckets
 from workflow_lib.aligner.viterbi_seq import LANE_MAX_FOLD, lane_max, reduce_max
-from workflow_lib.search.gapped_compiled import band_codes_compiled, banded_block_compiled, sw_block_compiled
+from workflow_lib.search.gapped_compiled import (band_codes_compiled, banded_block_compiled, sw_block_compiled,
+                                                  sw_striped_compiled)
 from workflow_lib.seqio.alphabet import N_AMINO
 
 GAP_OPEN_BITS = 5.0
@@ -49,12 +52,14 @@ _PAD = -1.0e4
 
 
 def gapped_scores(scores: np.ndarray, targets: list[np.ndarray], *, gap_open: float = GAP_OPEN_BITS,
-                  gap_extend: float = GAP_EXTEND_BITS, lane_cells: int = LANE_CELLS) -> np.ndarray:
+                  gap_extend: float = GAP_EXTEND_BITS, lane_cells: int = LANE_CELLS, striped: bool = True) -> np.ndarray:
     """Best local (Smith–Waterman) score in bits of each target against position-specific ``scores``.
 
     ``scores``: float32 ``[Lq, 21]`` bits per query position and residue code (column 20 = X), as made by
     :func:`workflow_lib.search.seeds.profile_scores_bits`; ``targets``: uint8 code arrays. Returns
-    float32 ``[T]`` in input order (0 for an empty target).
+    float32 ``[T]`` in input order (0 for an empty target). With the compiled kernels, ``striped`` (the default)
+    runs :func:`~workflow_lib.search.gapped_compiled.sw_striped_compiled` (the same scores to the bit) instead
+    of the lane blocks.
     """
     if gap_open < gap_extend:
         raise ValueError(f"gap_open ({gap_open}) must be at least gap_extend ({gap_extend})")
@@ -63,6 +68,8 @@ def gapped_scores(scores: np.ndarray, targets: list[np.ndarray], *, gap_open: fl
         return out
     table = np.full((scores.shape[0], N_AMINO + 2), _PAD, dtype=np.float32)
     table[:, :N_AMINO + 1] = scores[:, :N_AMINO + 1]
+    if compiled_available() and striped:
+        return sw_striped_compiled(table, [np.minimum(t, N_AMINO) for t in targets], gap_open, gap_extend)
     lengths = np.array([t.size for t in targets], dtype=np.int64)
     widths = np.maximum(lane_cells // np.maximum(lengths, 1), 1)
     for bucket in min_cost_buckets(lengths, widths, ROW_COST_CELLS):

@@ -11,7 +11,14 @@ in-row ``E`` chain as a prefix scan over ``H' + j·extend``; here it is the plai
 differ from the NumPy block's in the last float32 bits (the tests compare both with the reference at 1e-3
 bits). Used by :mod:`workflow_lib.search.gapped` when :func:`workflow_lib.aligner.compiled.available`.
 
-The two kernels repeat the cell update (E, H, the lane's best) on purpose: a shared jitted helper would have to be
+Stage 2 runs :func:`sw_striped_compiled` instead of the lane block: one target at a time, the query in
+Farrar's striped layout (Farrar 2007, Bioinformatics 23:156): :data:`STRIPE_LANES` lanes, lane ``v`` holding
+query positions ``v · seg … v · seg + seg − 1``, so a target residue's scores are one contiguous row of a
+query profile (no gather per cell, the lane block's cost), with the vertical gap chain carried across lanes by
+Farrar's lazy-F loop. Every value is computed by the same float32 operations as in the lane block (``max`` is
+exact and the loop only adds the same ``F − extend`` steps), so the scores are the lane block's, bit for bit.
+
+The kernels repeat the cell update (E, H, the lane's best) on purpose: a shared jitted helper would have to be
 a closure (numba did not type it) or a module-level function (numba imported with this module, which must import
 without it).
 """
@@ -23,6 +30,13 @@ from functools import lru_cache
 import numpy as np
 
 from workflow_lib.aligner.device import numba_module
+
+STRIPE_LANES = 16
+"""Lanes of the striped Smith–Waterman (two AVX2 float32 vectors; 8 and 32 measured slower,
+benchmarks/RESULTS.md, "Homology search: the striped Smith–Waterman")."""
+_STRIPE_PAD = -1.0e4
+"""Profile score of the pad positions past the query's end (they follow every real row, so no pad cell can
+exceed a real cell's score)."""
 
 
 @lru_cache(maxsize=None)
@@ -150,7 +164,97 @@ def _kernels():
                 row[t] = code + base[t]
         return codes
 
-    return sw_block, banded_block, band_codes
+    lanes = STRIPE_LANES
+    pad_score = np.float32(_STRIPE_PAD)
+
+    @jit
+    def sw_striped(table, residues, starts, lengths, gap_open, gap_extend):
+        """Full Smith–Waterman of each target ``residues[starts[t]:starts[t] + lengths[t]]`` against ``table``
+        ``[Lq, C]``, the query striped over the lanes; ``[T]`` bits."""
+        n_query, n_codes = table.shape
+        seg = (n_query + lanes - 1) // lanes
+        n = seg * lanes
+        profile = np.empty((n_codes, n), np.float32)   # profile[c, s · lanes + v]: query position v · seg + s
+        for c in range(n_codes):
+            for s in range(seg):
+                for v in range(lanes):
+                    i = v * seg + s
+                    profile[c, s * lanes + v] = table[i, c] if i < n_query else pad_score
+        open_ = np.float32(gap_open)
+        ext = np.float32(gap_extend)
+        zero = np.float32(0.0)
+        ninf = np.float32(-np.inf)
+        h = np.empty(n, np.float32)      # H of the current column, read before it is overwritten (the diagonal)
+        e = np.empty(n, np.float32)      # E of the next column
+        vf = np.empty(lanes, np.float32)
+        diag = np.empty(lanes, np.float32)
+        best = np.empty(lanes, np.float32)
+        out = np.zeros(starts.size, np.float32)
+        for t in range(starts.size):
+            for k in range(n):
+                h[k] = zero
+                e[k] = ninf
+            for v in range(lanes):
+                best[v] = zero
+            for j in range(lengths[t]):
+                p = profile[residues[starts[t] + j]]
+                for v in range(lanes - 1, 0, -1):          # segment 0's diagonal: the last segment, a lane down
+                    diag[v] = h[n - lanes + v - 1]
+                diag[0] = zero
+                for v in range(lanes):
+                    vf[v] = ninf
+                for s in range(seg):
+                    o = s * lanes
+                    for v in range(lanes):
+                        old = h[o + v]
+                        hv = diag[v] + p[o + v]
+                        ev = e[o + v]
+                        fv = vf[v]
+                        hv = hv if hv > ev else ev
+                        hv = hv if hv > fv else fv
+                        hv = hv if hv > zero else zero
+                        h[o + v] = hv
+                        best[v] = hv if hv > best[v] else best[v]
+                        a = hv - open_
+                        b = ev - ext
+                        e[o + v] = a if a > b else b
+                        b = fv - ext
+                        vf[v] = a if a > b else b
+                        diag[v] = old
+                # lazy F: each lane's vertical gap carried into the next lane's rows while it can still raise
+                # an H (F ≤ 0 never does, and F ≤ H − open is already covered by the gap opened from H)
+                for v in range(lanes - 1, 0, -1):
+                    vf[v] = vf[v - 1]
+                vf[0] = ninf
+                s = 0
+                while True:
+                    o = s * lanes
+                    go = False
+                    for v in range(lanes):
+                        go |= (vf[v] > h[o + v] - open_) & (vf[v] > zero)
+                    if not go:
+                        break
+                    for v in range(lanes):
+                        fv = vf[v]
+                        if fv > h[o + v]:
+                            h[o + v] = fv
+                            a = fv - open_
+                            e[o + v] = a if a > e[o + v] else e[o + v]
+                            best[v] = fv if fv > best[v] else best[v]
+                        vf[v] = fv - ext
+                    s += 1
+                    if s == seg:
+                        s = 0
+                        for v in range(lanes - 1, 0, -1):
+                            vf[v] = vf[v - 1]
+                        vf[0] = ninf
+            top = zero
+            for v in range(lanes):
+                top = best[v] if best[v] > top else top
+            out[t] = top
+        return out
+
+    return sw_block, banded_block, band_codes, sw_striped
 
 
 def sw_block_compiled(table: np.ndarray, packed: np.ndarray, gap_open: float, gap_extend: float) -> np.ndarray:
@@ -177,3 +281,16 @@ def band_codes_compiled(targets: list[np.ndarray], first: np.ndarray, base: np.n
     residues = np.concatenate(targets).astype(np.uint8, copy=False) if targets else np.zeros(0, np.uint8)
     return _kernels()[2](residues, starts, lengths, np.asarray(first, dtype=np.int64),
                          np.asarray(base, dtype=np.int64), int(span), int(n_amino))
+
+
+def sw_striped_compiled(table: np.ndarray, targets: list[np.ndarray], gap_open: float,
+                        gap_extend: float) -> np.ndarray:
+    """Stage 2's scores, :func:`~workflow_lib.search.gapped._sw_block`'s to the bit, one target at a time with
+    the query striped over :data:`STRIPE_LANES` lanes: ``table`` ``[Lq, C]`` bits, ``targets`` codes below
+    ``C``; ``[T]`` bits (float32, 0 for an empty target)."""
+    lengths = np.fromiter((t.size for t in targets), dtype=np.int64, count=len(targets))
+    starts = np.zeros(lengths.size, dtype=np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    residues = np.concatenate(targets).astype(np.uint8, copy=False) if targets else np.zeros(0, np.uint8)
+    return _kernels()[3](np.ascontiguousarray(table, dtype=np.float32), residues, starts, lengths,
+                         float(gap_open), float(gap_extend))
