@@ -14,10 +14,8 @@ overlap with its target (diagonals grouped by span class; the default). The scor
 from __future__ import annotations
 
 import argparse
-import os
 import platform
 import sys
-import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
@@ -29,43 +27,28 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from search_bench.report import publish  # noqa: E402
+from search_bench.shard_job import (LENGTH_BINS, add_job_arguments, bin_label, length_bin,  # noqa: E402
+                                    shard_job_calls)
 
 SECTION = "## Homology search: the gapless stage over each diagonal's overlap"
-BINS = ((0, 199), (200, 299), (300, 499), (500, 100_000))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--queries", type=Path, required=True, help="FASTA of the queries (a chunk)")
-    parser.add_argument("--db", type=Path, required=True, help="database directory (trackfold db build)")
-    parser.add_argument("--shard", type=int, default=0)
-    parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--results-md", type=Path)
+    add_job_arguments(parser)
     args = parser.parse_args()
-    os.environ.setdefault("NUMBA_NUM_THREADS", "1")
     import workflow_lib.search.gapless as gapless
     import workflow_lib.search.prefilter_compiled as compiled
-    from workflow_lib.cli import main as trackfold
 
     scorer = compiled.diagonal_scores_compiled
-    calls = []
-
-    def keep(*call):
-        calls.append(call)
-        return scorer(*call)
-
-    gapless.diagonal_scores_compiled = keep
-    with tempfile.TemporaryDirectory() as scratch:
-        trackfold(["search-shard", str(args.queries), "--db", str(args.db), "--shard", str(args.shard),
-                   "--iteration", "1", "--pseudocounts", "substitution", "--no-sensitive", "--cpus", "1",
-                   "--out", f"{scratch}/hits.parquet", "--times", f"{scratch}/times.parquet"])
-    gapless.diagonal_scores_compiled = scorer
-    seconds = {label: [0.0, 0.0] for label in BINS}
-    cells = {label: [0, 0, 0] for label in BINS}
+    calls = [call for call, _ in shard_job_calls(gapless, "diagonal_scores_compiled", args.queries, args.db,
+                                                 args.shard)]
+    seconds = {label: [0.0, 0.0] for label in LENGTH_BINS}
+    cells = {label: [0, 0, 0] for label in LENGTH_BINS}
     for _ in range(args.repeat):
         for table, layout, starts, sequence, diagonal, lengths in calls:
             length = table.shape[0]
-            label = next(b for b in BINS if b[0] <= length <= b[1])
+            label = length_bin(length)
             began = time.perf_counter()
             every = scorer(table, layout, starts, sequence, diagonal)
             seconds[label][0] += time.perf_counter() - began
@@ -76,7 +59,7 @@ def main() -> int:
                 raise SystemExit("gapless_overlap: the two ways gave different scores")
     for table, layout, starts, sequence, diagonal, lengths in calls:
         length = table.shape[0]
-        label = next(b for b in BINS if b[0] <= length <= b[1])
+        label = length_bin(length)
         first = np.clip(-diagonal, 0, length)
         last = np.clip(lengths[sequence] - diagonal, first, length)
         cells[label][0] += 1
@@ -91,7 +74,7 @@ def main() -> int:
             continue
         total[0] += every
         total[1] += overlap
-        label = f"{low}–{high}" if high < 100_000 else f"≥ {low}"
+        label = bin_label(low, high)
         rows.append(f"| {label} | {queries} | {all_cells / 1e6:,.0f} | {in_overlap / max(all_cells, 1):.0%} | "
                     f"{every:.2f} | {overlap:.2f} | {every / max(overlap, 1e-9):.2f}× |")
     rows.append(f"| all | {len(calls)} | | | **{total[0]:.2f}** | **{total[1]:.2f}** | "

@@ -14,10 +14,8 @@ bit (the script stops otherwise). Seconds per query-length bin, summed over the 
 from __future__ import annotations
 
 import argparse
-import os
 import platform
 import sys
-import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
@@ -29,45 +27,31 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from search_bench.report import publish  # noqa: E402
+from search_bench.shard_job import (LENGTH_BINS, add_job_arguments, bin_label, length_bin,  # noqa: E402
+                                    shard_job_calls)
 
 SECTION = "## Homology search: the striped Smith–Waterman"
-BINS = ((0, 199), (200, 299), (300, 499), (500, 100_000))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--queries", type=Path, required=True, help="FASTA of the queries (a chunk)")
-    parser.add_argument("--db", type=Path, required=True, help="database directory (trackfold db build)")
-    parser.add_argument("--shard", type=int, default=0)
+    add_job_arguments(parser)
     parser.add_argument("--iteration", type=int, default=1, help="1: single-sequence profiles")
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--results-md", type=Path)
+    parser.set_defaults(repeat=3)
     args = parser.parse_args()
-    os.environ.setdefault("NUMBA_NUM_THREADS", "1")
     import workflow_lib.search.gapped as gapped
-    from workflow_lib.cli import main as trackfold
 
     scorer = gapped.gapped_scores
-    calls = []
-
-    def keep(scores, targets, **options):
-        calls.append((scores, list(targets), options))
-        return scorer(scores, targets, **options)
-
-    gapped.gapped_scores = keep
-    with tempfile.TemporaryDirectory() as scratch:
-        trackfold(["search-shard", str(args.queries), "--db", str(args.db), "--shard", str(args.shard),
-                   "--iteration", str(args.iteration), "--pseudocounts", "substitution", "--no-sensitive",
-                   "--cpus", "1", "--out", f"{scratch}/hits.parquet", "--times", f"{scratch}/times.parquet"])
-    gapped.gapped_scores = scorer
+    calls = [(scores, list(targets), options) for (scores, targets), options
+             in shard_job_calls(gapped, "gapped_scores", args.queries, args.db, args.shard, args.iteration)]
     calls = [call for call in calls if call[1]]
     if not calls:
         raise SystemExit("striped_sw: the job ran no stage-2 Smith-Waterman (no target near the bar)")
-    seconds = {label: [0.0, 0.0] for label in BINS}
-    counts = {label: [0, 0, 0] for label in BINS}
+    seconds = {label: [0.0, 0.0] for label in LENGTH_BINS}
+    counts = {label: [0, 0, 0] for label in LENGTH_BINS}
     for _ in range(args.repeat):
         for scores, targets, options in calls:
-            label = next(b for b in BINS if b[0] <= scores.shape[0] <= b[1])
+            label = length_bin(scores.shape[0])
             began = time.perf_counter()
             lanes = scorer(scores, targets, striped=False, **options)
             seconds[label][0] += time.perf_counter() - began
@@ -77,7 +61,7 @@ def main() -> int:
             if not np.array_equal(lanes, striped):
                 raise SystemExit("striped_sw: the two kernels gave different scores")
     for scores, targets, _ in calls:
-        label = next(b for b in BINS if b[0] <= scores.shape[0] <= b[1])
+        label = length_bin(scores.shape[0])
         counts[label][0] += 1
         counts[label][1] += len(targets)
         counts[label][2] += scores.shape[0] * sum(t.size for t in targets)
@@ -91,7 +75,7 @@ def main() -> int:
         total[0] += lanes
         total[1] += striped
         total[2] += cells
-        label = f"{low}–{high}" if high < 100_000 else f"≥ {low}"
+        label = bin_label(low, high)
         rows.append(f"| {label} | {queries} | {targets:,} | {cells / 1e6:,.0f} | {lanes:.2f} | {striped:.2f} | "
                     f"{lanes / max(striped, 1e-9):.2f}× | {striped / args.repeat / max(cells, 1) * 1e9:.2f} |")
     rows.append(f"| all | {len(calls)} | {sum(c[1] for c in counts.values()):,} | {total[2] / 1e6:,.0f} | "
