@@ -29,10 +29,10 @@ OPTIONS = PredictOptions(device="cpu", pair_heads=("dist",))
 CONTACT_CHANGE = 4.5e-5
 """An input "changes the prediction" when the predicted contact map (``P(d_Cβ < 8 Å)`` of every residue pair,
 :func:`workflow_lib.evaluate.contacts.contact_probability`) moves by at least this much on average over the pairs
-``i < j``. Measured on 3BP8 A with ``trackfold_lite_v1``: the inputs move it by 9.0e-5 (deletions zeroed, the
-smallest; 5.4e-4 with the six-block ``trackfold_small_v4``) to 0.11 (template mask and pair features zeroed), the
-three co-evolution channels alone by 1.3e-3, 7.7e-3 and 4.5e-3, so the least-read input moves it twice this; 1
-against 2 torch threads moved v4's by 2.5e-8, three orders below."""
+``i < j``. Measured on 3BP8 A with ``trackfold_lite_v2``: the inputs move it by 8.4e-5 (deletions zeroed, the
+smallest; 9.0e-5 with ``trackfold_lite_v1``, 5.4e-4 with the six-block ``trackfold_small_v4``) to 0.11 (template
+mask and pair features zeroed), the three co-evolution channels alone by 1.1e-3, 6.7e-3 and 4.2e-3, so the
+least-read input moves it 1.9 times this; 1 against 2 torch threads moved v4's by 2.5e-8, three orders below."""
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -118,7 +118,7 @@ def test_every_input_the_shipped_checkpoint_reads_changes_its_prediction(shipped
 
 def test_the_native_as_template_gives_a_near_native_prediction(shipped, protein):
     """As the workflow predicts (all four 6D heads, backbone folded from the distogram, its hand chosen by the
-    orientation maps). Measured: lDDT-Cα 0.87, TM-score 0.95 with the native as template; 0.31 / 0.19 without."""
+    orientation maps). Measured: lDDT-Cα 0.93, TM-score 0.97 with the native as template; 0.29 / 0.19 without."""
     features, native_ca = protein
     options = PredictOptions(device="cpu", fold="distogram")
     with_template = predict_features(shipped, features, options).backbone[:, 1].astype(np.float64)
@@ -133,8 +133,8 @@ def test_the_native_as_template_gives_a_near_native_prediction(shipped, protein)
 
 def test_the_shipped_plddt_is_calibrated(shipped_with_extra, protein):
     """The shipped checkpoint carries its pLDDT calibration (benchmarks/RESULTS.md, "pLDDT calibration"), and it
-    brings the pLDDT of this held-out chain (native template) near its real lDDT-Cα: measured 0.87 real against a
-    mean pLDDT of 86.6 calibrated and 62.6 uncalibrated (the expected lDDT reads low)."""
+    brings the pLDDT of this held-out chain (native template) near its real lDDT-Cα: measured 0.93 real against a
+    mean pLDDT of 98.6 calibrated and 77.9 uncalibrated (the expected lDDT reads low)."""
     model, extra = shipped_with_extra
     calibration = PlddtCalibration.from_extra(extra)
     assert calibration is not None

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-DEFAULT_MODEL = "models/trackfold_lite_v1.pt"
+DEFAULT_MODEL = "models/trackfold_lite_v2.pt"
 """The shipped checkpoint, relative to the repository (the workflow's directory); :func:`default_model_path`
 resolves it for a command run from anywhere."""
 
