@@ -69,7 +69,7 @@ def gapped_scores(scores: np.ndarray, targets: list[np.ndarray], *, gap_open: fl
     table = np.full((scores.shape[0], N_AMINO + 2), _PAD, dtype=np.float32)
     table[:, :N_AMINO + 1] = scores[:, :N_AMINO + 1]
     if compiled_available() and striped:
-        return sw_striped_compiled(table, [np.minimum(t, N_AMINO) for t in targets], gap_open, gap_extend)
+        return sw_striped_compiled(table, targets, gap_open, gap_extend, max_code=N_AMINO)
     lengths = np.array([t.size for t in targets], dtype=np.int64)
     widths = np.maximum(lane_cells // np.maximum(lengths, 1), 1)
     for bucket in min_cost_buckets(lengths, widths, ROW_COST_CELLS):

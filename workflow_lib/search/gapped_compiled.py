@@ -32,7 +32,7 @@ import numpy as np
 from workflow_lib.aligner.device import numba_module
 
 STRIPE_LANES = 16
-"""Lanes of the striped Smith–Waterman (two AVX2 float32 vectors; 8 and 32 measured slower,
+"""Lanes of the striped Smith–Waterman (two AVX2 float32 vectors; 8 measured slower and 32 no faster,
 benchmarks/RESULTS.md, "Homology search: the striped Smith–Waterman")."""
 _STRIPE_PAD = -1.0e4
 """Profile score of the pad positions past the query's end (they follow every real row, so no pad cell can
@@ -272,25 +272,30 @@ def banded_block_compiled(flat: np.ndarray, n_codes: int, rows: int, codes: np.n
                         np.ascontiguousarray(codes, dtype=np.intp), int(band), float(gap_open), float(gap_extend))
 
 
-def band_codes_compiled(targets: list[np.ndarray], first: np.ndarray, base: np.ndarray, span: int,
-                        n_amino: int) -> np.ndarray:
-    """:func:`~workflow_lib.search.gapped.band_codes`, compiled: ``[span, T]`` intp codes."""
+def _concatenated(targets: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The targets as one uint8 array, with each one's start and length (int64) in it."""
     lengths = np.fromiter((t.size for t in targets), dtype=np.int64, count=len(targets))
     starts = np.zeros(lengths.size, dtype=np.int64)
     np.cumsum(lengths[:-1], out=starts[1:])
     residues = np.concatenate(targets).astype(np.uint8, copy=False) if targets else np.zeros(0, np.uint8)
+    return residues, starts, lengths
+
+
+def band_codes_compiled(targets: list[np.ndarray], first: np.ndarray, base: np.ndarray, span: int,
+                        n_amino: int) -> np.ndarray:
+    """:func:`~workflow_lib.search.gapped.band_codes`, compiled: ``[span, T]`` intp codes."""
+    residues, starts, lengths = _concatenated(targets)
     return _kernels()[2](residues, starts, lengths, np.asarray(first, dtype=np.int64),
                          np.asarray(base, dtype=np.int64), int(span), int(n_amino))
 
 
-def sw_striped_compiled(table: np.ndarray, targets: list[np.ndarray], gap_open: float,
-                        gap_extend: float) -> np.ndarray:
+def sw_striped_compiled(table: np.ndarray, targets: list[np.ndarray], gap_open: float, gap_extend: float,
+                        max_code: int | None = None) -> np.ndarray:
     """Stage 2's scores, :func:`~workflow_lib.search.gapped._sw_block`'s to the bit, one target at a time with
-    the query striped over :data:`STRIPE_LANES` lanes: ``table`` ``[Lq, C]`` bits, ``targets`` codes below
-    ``C``; ``[T]`` bits (float32, 0 for an empty target)."""
-    lengths = np.fromiter((t.size for t in targets), dtype=np.int64, count=len(targets))
-    starts = np.zeros(lengths.size, dtype=np.int64)
-    np.cumsum(lengths[:-1], out=starts[1:])
-    residues = np.concatenate(targets).astype(np.uint8, copy=False) if targets else np.zeros(0, np.uint8)
+    the query striped over :data:`STRIPE_LANES` lanes: ``table`` ``[Lq, C]`` bits, ``targets`` codes (clipped to
+    ``max_code`` when given, else below ``C``); ``[T]`` bits (float32, 0 for an empty target)."""
+    residues, starts, lengths = _concatenated(targets)
+    if max_code is not None:
+        residues = np.minimum(residues, np.uint8(max_code))
     return _kernels()[3](np.ascontiguousarray(table, dtype=np.float32), residues, starts, lengths,
                          float(gap_open), float(gap_extend))
