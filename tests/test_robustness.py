@@ -23,6 +23,7 @@ from test_workflow import SNAKEMAKE, _snakemake
 from workflow_lib.cli import main
 from workflow_lib.errors import InputError, SchemaError
 from workflow_lib.report.compare import compare_results, result_files
+from workflow_lib.report.status import proteome_status
 from workflow_lib.seqio.fasta import read_fasta
 from workflow_lib.seqio.msa import read_a3m
 from workflow_lib.schemas.db import CHUNKS, KMER_INDEX
@@ -96,6 +97,9 @@ def test_kill_a_job_then_the_whole_run_then_resume_equals_an_uninterrupted_run(r
         _config(folder, proteome, database)
     _snakemake(root, reference, "--cores", "1", "--configfile", str(reference / "config.yaml"))
     assert any(name.endswith("manifest.json") for name in result_files(reference / "results"))
+    finished = proteome_status(reference / "results", "eco")
+    assert finished.finished and finished.cpu_left == 0.0
+    assert all(s.chunks_done == s.chunks == 1 for s in finished.stages if s.stage != "templates")
 
     # 1. SIGKILL the database build while it runs: the run fails and leaves no manifest (written last).
     run = _start(root, interrupted, interrupted / "config.yaml")
@@ -112,6 +116,9 @@ def test_kill_a_job_then_the_whole_run_then_resume_equals_an_uninterrupted_run(r
     _wait_for(lambda: len(list((interrupted / "logs").rglob("*.log"))) >= half, run)
     os.killpg(run.pid, signal.SIGKILL)
     run.wait(timeout=60)
+    # where the killed run stands is read from its files, whatever the kill left half-written
+    if (interrupted / "results" / "eco" / "chunks" / "chunks.parquet").exists():
+        assert not proteome_status(interrupted / "results", "eco").finished
 
     # 3. Snakemake's lock survives a SIGKILL: the next run says so and how to clear it.
     locked = _snakemake(root, interrupted, "--cores", "1", "--configfile", str(interrupted / "config.yaml"),
