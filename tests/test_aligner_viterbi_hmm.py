@@ -10,7 +10,7 @@ from workflow_lib.aligner import add_pseudocounts, align_profiles, read_hhm, vit
 from workflow_lib.aligner.lanes import pair_scores_for
 from workflow_lib.aligner.reference import viterbi_profile_reference
 from workflow_lib.aligner.scores import HHSUITE_SHIFT
-from workflow_lib.aligner.viterbi_hmm import correlation_score
+from workflow_lib.aligner.viterbi_hmm import correlation_score, viterbi_profile_lanes
 
 
 def assert_matches_reference(query, templates, hits):
@@ -23,7 +23,7 @@ def assert_matches_reference(query, templates, hits):
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-def test_random_profiles(seed):
+def test_random_profiles(seed, cpu_kernels):
     rng = np.random.default_rng(seed)
     query = random_profile(rng, int(rng.integers(1, 25)))
     templates = [random_profile(rng, int(n)) for n in rng.integers(1, 30, 6)]
@@ -33,7 +33,7 @@ def test_random_profiles(seed):
     assert_matches_reference(query, templates, hits)
 
 
-def test_real_profile_slices():
+def test_real_profile_slices(cpu_kernels):
     pkinase = add_pseudocounts(read_hhm(ALIGNER_DATA / "hhm" / "pkinase.hhm"))
     fam69b = add_pseudocounts(read_hhm(ALIGNER_DATA / "hhm" / "fam69b.hhm"))
     globin = add_pseudocounts(read_hhm(ALIGNER_DATA / "hhm" / "globins4.hhm"))
@@ -41,6 +41,26 @@ def test_real_profile_slices():
     templates = [cut_profile(fam69b, 270, 310), cut_profile(pkinase, 95, 140), cut_profile(globin, 0, 12),
                  cut_profile(fam69b, 0, 1)]
     assert_matches_reference(query, templates, align_profiles(query, templates, lane_cells=64))
+
+
+def test_compiled_traceback_equals_the_lane_kernel_byte_for_byte():
+    """The compiled traced kernel (what align_profiles runs with numba) gives the NumPy lane kernel's scores,
+    best cells and backtrace bytes on every real cell: real profiles of different lengths in one call, the
+    query against itself, and a one-column template."""
+    pytest.importorskip("numba")
+    from workflow_lib.aligner.hmm_compiled import hmm_traced
+    pkinase = add_pseudocounts(read_hhm(ALIGNER_DATA / "hhm" / "pkinase.hhm"))
+    fam69b = add_pseudocounts(read_hhm(ALIGNER_DATA / "hhm" / "fam69b.hhm"))
+    globin = add_pseudocounts(read_hhm(ALIGNER_DATA / "hhm" / "globins4.hhm"))
+    query = cut_profile(pkinase, 40, 160)
+    pairs = [pair_scores_for(query, t) for t in (fam69b, cut_profile(pkinase, 30, 200), globin, query,
+                                                  cut_profile(fam69b, 5, 6))]
+    q, templates = pairs[0][0], [t for _, t in pairs]
+    best, best_i, best_j, bt = viterbi_profile_lanes(q, templates)
+    c_best, c_i, c_j, c_bt = hmm_traced(q, templates)
+    assert c_best.tolist() == best.tolist() and c_i.tolist() == best_i.tolist() and c_j.tolist() == best_j.tolist()
+    for lane, template in enumerate(templates):
+        assert np.array_equal(c_bt[:, :template.length, lane], bt[:, :template.length, lane]), lane
 
 
 def test_correlation_score_by_hand():

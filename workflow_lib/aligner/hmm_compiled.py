@@ -11,6 +11,12 @@ product (the query's rows against all candidates' columns stacked), and the recu
 0) run as one loop nest per candidate, each in-row chain as its plain recurrence. The scores equal the NumPy
 kernel's exactly (integer arithmetic; tested); only the traceback is left out.
 
+:func:`hmm_traced` is the same loop nest writing the backtrace byte of every cell and keeping the best cell
+(the first maximum in row-major order), for the few templates a search reports: the scores, best cells and
+bytes of :func:`workflow_lib.aligner.viterbi_hmm.viterbi_profile_lanes` (same tie-breaking: the pointer
+keeps the earlier of equal predecessors in the order MM, GD, IM, DG, MI; a self bit is set where extending
+beats opening strictly), from the same column scores as :func:`hmm_scores`.
+
 Without numba (or with ``TRACKFOLD_KERNELS=numpy``) the NumPy kernel computes the same scores.
 """
 
@@ -20,6 +26,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from workflow_lib.aligner.backtrace import HMM_SELF_BITS
 from workflow_lib.aligner.device import compiled_available, numba_module
 from workflow_lib.aligner.profile import Profile
 from workflow_lib.aligner.scores import (HHSUITE_SHIFT, MIN_SCORE, NEG_INF, SCALE, PairScores, log2_safe,
@@ -109,6 +116,112 @@ def _kernel():
     return viterbi_hmm_scores
 
 
+@lru_cache(maxsize=None)
+def _traced_kernel():
+    numba = numba_module()
+    gd_bit, im_bit, dg_bit, mi_bit = (np.uint8(1 << bit) for bit in HMM_SELF_BITS[1:])
+
+    @numba.njit(nogil=True, cache=True, boundscheck=False, error_model="numpy")
+    def viterbi_hmm_traced(S, starts, lengths, qtr, ttr, tstarts, bt, best, best_i, best_j):  # pragma: no cover
+        n_query = S.shape[0]
+        neg = np.int64(NEG_INF)
+        for k in range(starts.size):
+            lt = lengths[k]
+            c0 = starts[k]
+            t0 = tstarts[k]
+            mm_prev = np.full(lt + 1, neg, np.int64)
+            gd_prev = np.full(lt + 1, neg, np.int64)
+            im_prev = np.full(lt + 1, neg, np.int64)
+            dg_prev = np.full(lt + 1, neg, np.int64)
+            mi_prev = np.full(lt + 1, neg, np.int64)
+            mm_cur = np.full(lt + 1, neg, np.int64)
+            gd_cur = np.full(lt + 1, neg, np.int64)
+            im_cur = np.full(lt + 1, neg, np.int64)
+            dg_cur = np.full(lt + 1, neg, np.int64)
+            mi_cur = np.full(lt + 1, neg, np.int64)
+            top = np.int64(np.iinfo(np.int64).min)
+            top_i = 0
+            top_j = 0
+            for i in range(1, n_query + 1):
+                qp_mm = qtr[i - 1, MM]
+                qp_im = qtr[i - 1, IM]
+                qp_dm = qtr[i - 1, DM]
+                qp_md = qtr[i - 1, MD]
+                qp_dd = qtr[i - 1, DD]
+                qc_mi = qtr[i, MI]
+                qc_ii = qtr[i, II]
+                row = bt[i - 1]
+                for j in range(1, lt + 1):
+                    tp = t0 + j - 1
+                    tc = t0 + j
+                    value = mm_prev[j - 1] + qp_mm + ttr[tp, MM]
+                    pointer = np.uint8(1)
+                    candidate = gd_prev[j - 1] + qp_mm + ttr[tp, DM]
+                    if candidate > value:
+                        value = candidate
+                        pointer = np.uint8(2)
+                    candidate = im_prev[j - 1] + qp_im + ttr[tp, MM]
+                    if candidate > value:
+                        value = candidate
+                        pointer = np.uint8(3)
+                    candidate = dg_prev[j - 1] + qp_dm + ttr[tp, MM]
+                    if candidate > value:
+                        value = candidate
+                        pointer = np.uint8(4)
+                    candidate = mi_prev[j - 1] + qp_mm + ttr[tp, IM]
+                    if candidate > value:
+                        value = candidate
+                        pointer = np.uint8(5)
+                    if value <= 0:
+                        value = 0
+                        pointer = np.uint8(0)
+                    mm = value + S[i - 1, c0 + j - 1]
+                    mm_cur[j] = mm
+                    if mm > top:
+                        top = mm
+                        top_i = i
+                        top_j = j
+                    fresh = mm_prev[j] + qp_md
+                    extend = dg_prev[j] + qp_dd
+                    if extend > fresh:
+                        pointer |= dg_bit
+                        dg_cur[j] = extend
+                    else:
+                        dg_cur[j] = fresh
+                    fresh = mm_prev[j] + qp_mm + ttr[tc, MI]
+                    extend = mi_prev[j] + qp_mm + ttr[tc, II]
+                    if extend > fresh:
+                        pointer |= mi_bit
+                        mi_cur[j] = extend
+                    else:
+                        mi_cur[j] = fresh
+                    fresh = mm_cur[j - 1] + ttr[tp, MD]
+                    extend = gd_cur[j - 1] + ttr[tp, DD]
+                    if j > 1 and extend > fresh:   # the first column has no in-row predecessor (its bit is 0)
+                        pointer |= gd_bit
+                        gd_cur[j] = extend
+                    else:
+                        gd_cur[j] = fresh
+                    fresh = mm_cur[j - 1] + qc_mi + ttr[tp, MM]
+                    extend = im_cur[j - 1] + qc_ii + ttr[tp, MM]
+                    if j > 1 and extend > fresh:
+                        pointer |= im_bit
+                        im_cur[j] = extend
+                    else:
+                        im_cur[j] = fresh
+                    row[j - 1, k] = pointer
+                mm_prev, mm_cur = mm_cur, mm_prev
+                gd_prev, gd_cur = gd_cur, gd_prev
+                im_prev, im_cur = im_cur, im_prev
+                dg_prev, dg_cur = dg_cur, dg_prev
+                mi_prev, mi_cur = mi_cur, mi_prev
+            best[k] = top
+            best_i[k] = top_i
+            best_j[k] = top_j
+
+    return viterbi_hmm_traced
+
+
 def _column_scores(products: np.ndarray, shift: float) -> np.ndarray:
     """``quantize(log2_safe(products) + shift)`` (:func:`~workflow_lib.aligner.scores.column_scores`), in place
     where every product is positive (profiles with pseudocounts): the same numbers in a third of the time."""
@@ -133,6 +246,18 @@ def _numpy_scores(query: PairScores, templates: list[PairScores], shift: float) 
     return out
 
 
+def _stacked(query_scores: PairScores, batch: list[PairScores], shift: float):
+    """The kernels' inputs for one batch of templates: column scores ``S`` int32 ``[Lq, ΣLt]``, each template's
+    first column in ``S`` and its length, its first row in the stacked transitions ``ttr`` (L + 1 rows each)."""
+    lengths = np.array([t.length for t in batch], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    tstarts = starts + np.arange(len(batch), dtype=np.int64)   # transitions have L + 1 rows
+    stacked = np.concatenate([t.scaled for t in batch])
+    S = _column_scores(query_scores.scaled @ stacked.T, shift)
+    ttr = np.concatenate([t.transitions for t in batch]).astype(np.int64)
+    return S, starts, lengths, ttr, tstarts
+
+
 def hmm_scores(query: Profile, templates: list[Profile | PairScores], *, shift: float = HHSUITE_SHIFT) -> np.ndarray:
     """int64 ``[len(templates)]``: the best local profile–profile Viterbi score of ``query`` against each
     template, milli-bits (no correlation score; the query's null model, as :func:`align_profiles` uses).
@@ -154,13 +279,26 @@ def hmm_scores(query: Profile, templates: list[Profile | PairScores], *, shift: 
         while stop < len(templates) and (stop == start or cells + template_scores[stop].length <= per_batch):
             cells += template_scores[stop].length
             stop += 1
-        batch = template_scores[start:stop]
-        lengths = np.array([t.length for t in batch], dtype=np.int64)
-        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-        tstarts = starts + np.arange(len(batch), dtype=np.int64)   # transitions have L + 1 rows
-        stacked = np.concatenate([t.scaled for t in batch])
-        S = _column_scores(query_scores.scaled @ stacked.T, shift)
-        ttr = np.concatenate([t.transitions for t in batch]).astype(np.int64)
+        S, starts, lengths, ttr, tstarts = _stacked(query_scores, template_scores[start:stop], shift)
         out[start:stop] = kernel(S, starts, lengths, qtr, ttr, tstarts)
         start = stop
     return out
+
+
+def hmm_traced(query: PairScores, templates: list[PairScores], *, shift: float = HHSUITE_SHIFT
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`~workflow_lib.aligner.viterbi_hmm.viterbi_profile_lanes`, compiled: best MM score int64 ``[W]``
+    (milli-bits), its 1-based cell (``best_i``, ``best_j``) and the backtrace uint8 ``[Lq, max Lt, W]`` (bytes
+    past a template's end are 0 and never read). ``query`` and ``templates`` as :func:`align_profiles` makes
+    them. Raises ``RuntimeError`` when numba is not importable."""
+    if not compiled_available():
+        raise RuntimeError("the compiled kernels need numba (pip install numba)")
+    width = len(templates)
+    widest = max(t.length for t in templates)
+    S, starts, lengths, ttr, tstarts = _stacked(query, templates, shift)
+    bt = np.zeros((query.length, widest, width), dtype=np.uint8)
+    best = np.empty(width, np.int64)
+    best_i = np.empty(width, np.int64)
+    best_j = np.empty(width, np.int64)
+    _traced_kernel()(S, starts, lengths, query.transitions.astype(np.int64), ttr, tstarts, bt, best, best_i, best_j)
+    return best, best_i, best_j, bt
