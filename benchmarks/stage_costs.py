@@ -8,8 +8,9 @@
 Reads ``RESULTS/benchmarks/{rule}/{proteome}/...`` of the given chunks (a chunk's jobs are those whose benchmark
 file names it: ``0007.tsv``, ``0007_2_013.tsv``, ...), sums CPU and wall seconds per stage, takes the peak
 resident memory, and divides by the chunks' proteins and residues. ``--chunks finished`` takes, per stage, the
-chunks that stage has finished (a benchmark file is written when a job succeeds), for a run still going: each
-stage is then scaled by its own chunks' residues. The projection scales each stage by residues
+chunks that stage has finished (its ``chunk_NNNN.stats.parquet`` is there, as ``trackfold status`` counts them;
+the search's jobs of a chunk still searching are left out), for a run still going: each stage is then scaled by
+its own chunks' residues. The projection scales each stage by residues
 (the search, the template search and the features grow with the residues searched; inference with its forward
 passes, which the residues approximate) to the proteome's planned proteins, for 2 and 32 cores (CPU-seconds /
 cores: the stages' jobs are independent within a stage). The shared database and template database builds are
@@ -51,6 +52,7 @@ from workflow_lib.report.collect import job_log, read_benchmark, stage_of_rule  
 from workflow_lib.schemas.db import CHUNKS  # noqa: E402
 from workflow_lib.schemas.io import read_frame  # noqa: E402
 from workflow_lib.seqio.receipts import file_fingerprint  # noqa: E402
+from workflow_lib.workflow.paths import STAGE_FOLDERS, WorkflowPaths  # noqa: E402
 
 SECTION = "## Proteome end to end: E. coli against UniProt-2014, per stage"
 FINISHED_SECTION = "## Proteome end to end: every finished chunk of {proteome}, per stage"
@@ -93,6 +95,13 @@ def main() -> int:
         rows.append({"rule": rule, "stage": "database" if rule in ONCE else stage_of_rule(rule), "chunk": chunk,
                      "from_log": log is not None, **read_benchmark(path, log)})
     jobs = pd.DataFrame(rows)
+    if finished:   # a stage's jobs of the chunks it has finished (the builds stay)
+        paths = WorkflowPaths(str(args.results))
+        done = {(stage, c) for stage in STAGE_FOLDERS for c in planned["chunk"].unique()
+                if Path(paths.chunk_stats(stage, args.proteome, f"chunk_{int(c):04d}")).exists()}
+        keep = [row.stage == "database" or row.stage not in STAGE_FOLDERS or (row.stage, row.chunk) in done
+                for row in jobs.itertuples()]
+        jobs = jobs[keep]
     lines = []
     total_cpu = 0.0
     stage_chunks = {}
