@@ -87,8 +87,10 @@ def test_status_counts_chunks_receipts_and_jobs_and_estimates_what_is_left(run):
     assert status.cpu_left == pytest.approx(sum(s.cpu_left for s in status.stages))
     assert not status.summary and not status.finished
 
+    assert status.searching == ((1, 0, 1),)
     text = format_status(status, cores=2)
     assert f"| msa | 1 / 2 | {done} / 3 | 3 |" in text
+    assert "Searching: chunk 0001 (0 iterations merged, 1 shard job of iteration 1 done)." in text
     assert f"{status.cpu_left / 3600 / 2:,.1f} h on 2 cores" in text
 
 
@@ -96,8 +98,14 @@ def test_a_stage_with_nothing_finished_has_no_estimate_and_a_bad_receipt_counts_
     results, plan = run
     first_open = plan[plan["chunk"] == 1]["safe_id"].iloc[0]
     (results / "eco" / "structures" / f"{first_open}.predict.done.json").write_text("{ truncated")
-    stages = {s.stage: s for s in proteome_status(results, "eco").stages}
+    state = results / "eco" / "search" / "chunk_0001" / "iter_1" / "state.parquet"   # iteration 1 merged
+    state.parent.mkdir(parents=True)
+    state.write_bytes(b"PAR1")
+    _bench(results / "benchmarks" / "search_shard" / "eco" / "0001_2_003.tsv", 10.0)
+    status = proteome_status(results, "eco")
+    stages = {s.stage: s for s in status.stages}
     assert stages["predict"].proteins_done == 0 and stages["predict"].cpu_left is None
+    assert status.searching == ((1, 1, 1),)
     text = format_status(proteome_status(results, "eco"), cores=1)
     assert "| predict | 0 / 2 | 0 / 3 | 0 | 0.00 | - | no estimate yet |" in text
     assert "none yet for predict" in text

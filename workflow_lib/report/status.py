@@ -64,6 +64,9 @@ class ProteomeStatus:
     stages: tuple[StageStatus, ...]
     summary: bool
     report: bool
+    searching: tuple[tuple[int, int, int], ...] = ()
+    """Chunks whose search has started but not finished: (chunk, iterations merged, shard jobs of the next
+    iteration finished)."""
 
     @property
     def cpu_left(self) -> float:
@@ -115,6 +118,7 @@ def proteome_status(results: str | Path, proteome: str, *, logs: str | Path | No
     jobs = jobs.assign(chunk=chunk_of_job)
 
     stages = []
+    msa_done: set[int] = set()
     for stage in STAGE_ORDER:
         done = [c for c in chunk_ids
                 if Path(paths.chunk_stats(stage, proteome, f"chunk_{c:04d}")).exists()]
@@ -142,6 +146,8 @@ def proteome_status(results: str | Path, proteome: str, *, logs: str | Path | No
         else:
             spent_open = cpu_open
             left = None if rate is None else max(0.0, rate * float(open_proteins["length"].sum()) - cpu_open)
+        if stage == "msa":
+            msa_done = set(done)
         stages.append(StageStatus(
             stage=stage, chunks=len(chunk_ids), chunks_done=len(done), proteins=len(planned),
             proteins_done=int(planned["chunk"].isin(done).sum()) + len(receipts), jobs_done=len(stage_jobs),
@@ -149,7 +155,25 @@ def proteome_status(results: str | Path, proteome: str, *, logs: str | Path | No
     return ProteomeStatus(
         proteome=proteome, proteins=len(planned), residues=int(planned["length"].sum()), chunks=len(chunk_ids),
         stages=tuple(stages), summary=Path(paths.proteome_file("summary.parquet", proteome)).exists(),
-        report=Path(paths.report_file("index.html", proteome)).exists())
+        report=Path(paths.report_file("index.html", proteome)).exists(),
+        searching=_searching(paths, proteome, [c for c in chunk_ids if c not in msa_done]))
+
+
+def _searching(paths: WorkflowPaths, proteome: str, chunks: list[int]) -> tuple[tuple[int, int, int], ...]:
+    """(chunk, iterations merged, shard jobs of the next iteration finished) of the chunks whose search has
+    started: merged iterations have their ``state.parquet``; a finished shard job its benchmark file
+    ``search_shard/{proteome}/{chunk}_{iteration}_{shard}.tsv``."""
+    found = []
+    for chunk in chunks:
+        name = f"chunk_{chunk:04d}"
+        merged = 0
+        while Path(paths.search_state(proteome, name, merged + 1)).exists():
+            merged += 1
+        shards = len(list(Path(paths.benchmark_dir(), "search_shard", proteome).glob(
+            f"{chunk:04d}_{merged + 1}_*.tsv")))
+        if merged or shards:
+            found.append((chunk, merged, shards))
+    return tuple(found)
 
 
 def _hours(seconds: float) -> str:
@@ -182,6 +206,11 @@ def format_status(status: ProteomeStatus, cores: int) -> str:
                      + (f" in the stages with an estimate (none yet for {', '.join(unknown)})" if unknown else "")
                      + f": {left / 3600 / max(cores, 1):,.1f} h on {cores} cores at best (a chunk's stages run "
                      "one after another).")
+        if status.searching:
+            lines.append("Searching: " + "; ".join(
+                f"chunk {chunk:04d} ({merged} iteration{'s' if merged != 1 else ''} merged, {shards} shard "
+                f"job{'s' if shards != 1 else ''} of iteration {merged + 1} done)"
+                for chunk, merged, shards in status.searching) + ".")
         lines.append(f"Summary: {'written' if status.summary else 'not yet'}; "
                      f"report: {'written' if status.report else 'not yet'}.")
     return "\n".join(lines)
