@@ -38,93 +38,19 @@ MAX_STACKED_CELLS = 1 << 20
 through the in-place passes of :func:`_column_scores` (larger batches ran those passes from memory, slower)."""
 
 
-@lru_cache(maxsize=None)
-def _kernel():
-    numba = numba_module()
-
-    @numba.njit(nogil=True, cache=True, boundscheck=False, error_model="numpy")
-    def viterbi_hmm_scores(S, starts, lengths, qtr, ttr, tstarts):  # pragma: no cover - compiled
-        n_query = S.shape[0]
-        n_templates = starts.size
-        out = np.empty(n_templates, np.int64)
-        neg = np.int64(NEG_INF)
-        for k in range(n_templates):
-            lt = lengths[k]
-            c0 = starts[k]
-            t0 = tstarts[k]
-            mm_prev = np.full(lt + 1, neg, np.int64)
-            gd_prev = np.full(lt + 1, neg, np.int64)
-            im_prev = np.full(lt + 1, neg, np.int64)
-            dg_prev = np.full(lt + 1, neg, np.int64)
-            mi_prev = np.full(lt + 1, neg, np.int64)
-            mm_cur = np.full(lt + 1, neg, np.int64)
-            gd_cur = np.full(lt + 1, neg, np.int64)
-            im_cur = np.full(lt + 1, neg, np.int64)
-            dg_cur = np.full(lt + 1, neg, np.int64)
-            mi_cur = np.full(lt + 1, neg, np.int64)
-            best = np.int64(-(1 << 62))
-            for i in range(1, n_query + 1):
-                qp_mm = qtr[i - 1, MM]
-                qp_im = qtr[i - 1, IM]
-                qp_dm = qtr[i - 1, DM]
-                qp_md = qtr[i - 1, MD]
-                qp_dd = qtr[i - 1, DD]
-                qc_mi = qtr[i, MI]
-                qc_ii = qtr[i, II]
-                for j in range(1, lt + 1):
-                    tp = t0 + j - 1
-                    tc = t0 + j
-                    value = mm_prev[j - 1] + qp_mm + ttr[tp, MM]
-                    candidate = gd_prev[j - 1] + qp_mm + ttr[tp, DM]
-                    if candidate > value:
-                        value = candidate
-                    candidate = im_prev[j - 1] + qp_im + ttr[tp, MM]
-                    if candidate > value:
-                        value = candidate
-                    candidate = dg_prev[j - 1] + qp_dm + ttr[tp, MM]
-                    if candidate > value:
-                        value = candidate
-                    candidate = mi_prev[j - 1] + qp_mm + ttr[tp, IM]
-                    if candidate > value:
-                        value = candidate
-                    if value <= 0:
-                        value = 0
-                    mm = value + S[i - 1, c0 + j - 1]
-                    mm_cur[j] = mm
-                    if mm > best:
-                        best = mm
-                    fresh = mm_prev[j] + qp_md
-                    extend = dg_prev[j] + qp_dd
-                    dg_cur[j] = fresh if fresh >= extend else extend
-                    fresh = mm_prev[j] + qp_mm + ttr[tc, MI]
-                    extend = mi_prev[j] + qp_mm + ttr[tc, II]
-                    mi_cur[j] = fresh if fresh >= extend else extend
-                    fresh = mm_cur[j - 1] + ttr[tp, MD]
-                    extend = gd_cur[j - 1] + ttr[tp, DD]
-                    gd_cur[j] = fresh if fresh >= extend else extend
-                    fresh = mm_cur[j - 1] + qc_mi + ttr[tp, MM]
-                    extend = im_cur[j - 1] + qc_ii + ttr[tp, MM]
-                    im_cur[j] = fresh if fresh >= extend else extend
-                mm_prev, mm_cur = mm_cur, mm_prev
-                gd_prev, gd_cur = gd_cur, gd_prev
-                im_prev, im_cur = im_cur, im_prev
-                dg_prev, dg_cur = dg_cur, dg_prev
-                mi_prev, mi_cur = mi_cur, mi_prev
-            out[k] = best
-        return out
-
-    return viterbi_hmm_scores
-
-
-@lru_cache(maxsize=None)
-def _traced_kernel():
-    numba = numba_module()
+def _make_kernel(numba, traced: bool):
+    """The profile–profile loop nest, compiled for one value of ``traced`` (a closure constant: the other
+    branch is gone). Without ``traced`` it keeps each template's best score; with it also the first best cell in
+    row-major order and every cell's backtrace byte (:mod:`workflow_lib.aligner.backtrace`'s layout). The GD
+    and IM chains of the first column have no in-row predecessor (the NumPy kernel's prefix scans start there):
+    their value is the fresh one and their bit 0."""
     gd_bit, im_bit, dg_bit, mi_bit = (np.uint8(1 << bit) for bit in HMM_SELF_BITS[1:])
 
     @numba.njit(nogil=True, cache=True, boundscheck=False, error_model="numpy")
-    def viterbi_hmm_traced(S, starts, lengths, qtr, ttr, tstarts, bt, best, best_i, best_j):  # pragma: no cover
+    def viterbi_hmm(S, starts, lengths, qtr, ttr, tstarts, bt, best, best_i, best_j):  # pragma: no cover
         n_query = S.shape[0]
         neg = np.int64(NEG_INF)
+        pointer = np.uint8(0)
         for k in range(starts.size):
             lt = lengths[k]
             c0 = starts[k]
@@ -150,76 +76,85 @@ def _traced_kernel():
                 qp_dd = qtr[i - 1, DD]
                 qc_mi = qtr[i, MI]
                 qc_ii = qtr[i, II]
-                row = bt[i - 1]
                 for j in range(1, lt + 1):
                     tp = t0 + j - 1
                     tc = t0 + j
+                    # MM: the earlier of equal predecessors in the order MM, GD, IM, DG, MI (pointer 1-5), 0 = start
                     value = mm_prev[j - 1] + qp_mm + ttr[tp, MM]
-                    pointer = np.uint8(1)
+                    if traced:
+                        pointer = np.uint8(1)
                     candidate = gd_prev[j - 1] + qp_mm + ttr[tp, DM]
                     if candidate > value:
                         value = candidate
-                        pointer = np.uint8(2)
+                        if traced:
+                            pointer = np.uint8(2)
                     candidate = im_prev[j - 1] + qp_im + ttr[tp, MM]
                     if candidate > value:
                         value = candidate
-                        pointer = np.uint8(3)
+                        if traced:
+                            pointer = np.uint8(3)
                     candidate = dg_prev[j - 1] + qp_dm + ttr[tp, MM]
                     if candidate > value:
                         value = candidate
-                        pointer = np.uint8(4)
+                        if traced:
+                            pointer = np.uint8(4)
                     candidate = mi_prev[j - 1] + qp_mm + ttr[tp, IM]
                     if candidate > value:
                         value = candidate
-                        pointer = np.uint8(5)
+                        if traced:
+                            pointer = np.uint8(5)
                     if value <= 0:
                         value = 0
-                        pointer = np.uint8(0)
+                        if traced:
+                            pointer = np.uint8(0)
                     mm = value + S[i - 1, c0 + j - 1]
                     mm_cur[j] = mm
                     if mm > top:
                         top = mm
-                        top_i = i
-                        top_j = j
+                        if traced:
+                            top_i = i
+                            top_j = j
+                    # DG, MI from the previous row; GD, IM along the row (a self bit where extending wins strictly)
                     fresh = mm_prev[j] + qp_md
                     extend = dg_prev[j] + qp_dd
-                    if extend > fresh:
+                    dg_cur[j] = extend if extend > fresh else fresh
+                    if traced and extend > fresh:
                         pointer |= dg_bit
-                        dg_cur[j] = extend
-                    else:
-                        dg_cur[j] = fresh
                     fresh = mm_prev[j] + qp_mm + ttr[tc, MI]
                     extend = mi_prev[j] + qp_mm + ttr[tc, II]
-                    if extend > fresh:
+                    mi_cur[j] = extend if extend > fresh else fresh
+                    if traced and extend > fresh:
                         pointer |= mi_bit
-                        mi_cur[j] = extend
-                    else:
-                        mi_cur[j] = fresh
                     fresh = mm_cur[j - 1] + ttr[tp, MD]
                     extend = gd_cur[j - 1] + ttr[tp, DD]
-                    if j > 1 and extend > fresh:   # the first column has no in-row predecessor (its bit is 0)
+                    from_self = j > 1 and extend > fresh
+                    gd_cur[j] = extend if from_self else fresh
+                    if traced and from_self:
                         pointer |= gd_bit
-                        gd_cur[j] = extend
-                    else:
-                        gd_cur[j] = fresh
                     fresh = mm_cur[j - 1] + qc_mi + ttr[tp, MM]
                     extend = im_cur[j - 1] + qc_ii + ttr[tp, MM]
-                    if j > 1 and extend > fresh:
-                        pointer |= im_bit
-                        im_cur[j] = extend
-                    else:
-                        im_cur[j] = fresh
-                    row[j - 1, k] = pointer
+                    from_self = j > 1 and extend > fresh
+                    im_cur[j] = extend if from_self else fresh
+                    if traced:
+                        if from_self:
+                            pointer |= im_bit
+                        bt[i - 1, j - 1, k] = pointer
                 mm_prev, mm_cur = mm_cur, mm_prev
                 gd_prev, gd_cur = gd_cur, gd_prev
                 im_prev, im_cur = im_cur, im_prev
                 dg_prev, dg_cur = dg_cur, dg_prev
                 mi_prev, mi_cur = mi_cur, mi_prev
             best[k] = top
-            best_i[k] = top_i
-            best_j[k] = top_j
+            if traced:
+                best_i[k] = top_i
+                best_j[k] = top_j
 
-    return viterbi_hmm_traced
+    return viterbi_hmm
+
+
+@lru_cache(maxsize=None)
+def _kernel(traced: bool = False):
+    return _make_kernel(numba_module(), traced)
 
 
 def _column_scores(products: np.ndarray, shift: float) -> np.ndarray:
@@ -272,6 +207,7 @@ def hmm_scores(query: Profile, templates: list[Profile | PairScores], *, shift: 
     kernel = _kernel()
     qtr = query_scores.transitions.astype(np.int64)
     out = np.empty(len(templates), np.int64)
+    no_trace, unused = np.zeros((1, 1, 1), np.uint8), np.zeros(len(templates), np.int64)
     per_batch = max(1, MAX_STACKED_CELLS // max(query_scores.length, 1))
     start = 0
     while start < len(templates):
@@ -280,7 +216,7 @@ def hmm_scores(query: Profile, templates: list[Profile | PairScores], *, shift: 
             cells += template_scores[stop].length
             stop += 1
         S, starts, lengths, ttr, tstarts = _stacked(query_scores, template_scores[start:stop], shift)
-        out[start:stop] = kernel(S, starts, lengths, qtr, ttr, tstarts)
+        kernel(S, starts, lengths, qtr, ttr, tstarts, no_trace, out[start:stop], unused, unused)
         start = stop
     return out
 
@@ -300,5 +236,5 @@ def hmm_traced(query: PairScores, templates: list[PairScores], *, shift: float =
     best = np.empty(width, np.int64)
     best_i = np.empty(width, np.int64)
     best_j = np.empty(width, np.int64)
-    _traced_kernel()(S, starts, lengths, query.transitions.astype(np.int64), ttr, tstarts, bt, best, best_i, best_j)
+    _kernel(True)(S, starts, lengths, query.transitions.astype(np.int64), ttr, tstarts, bt, best, best_i, best_j)
     return best, best_i, best_j, bt
