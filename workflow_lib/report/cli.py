@@ -77,8 +77,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--results", default="results", help="the workflow's results folder (default %(default)s)")
     parser.add_argument("--proteome", action="append", default=[],
                         help="a proteome to report (repeatable; default: every proteome with a chunk plan)")
-    parser.add_argument("--logs", help="the workflow's logs folder, for each job's exact CPU (default: logs beside "
-                                       "the results folder, when there is one)")
+    parser.add_argument("--logs", help="the workflow's logs folder, for each job's exact CPU (default: logs in this "
+                                       "folder, where Snakemake writes them, else beside the results folder)")
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 1,
                         help="cores the run has, for the time left (default: this machine's, %(default)s)")
     parser.add_argument("--json", action="store_true", help="print one JSON row per proteome and stage instead")
@@ -93,10 +93,13 @@ def run_status(args: argparse.Namespace) -> int:
                          "is this the workflow's results folder?")
     if args.cores < 1:
         raise InputError(f"--cores must be at least 1, got {args.cores}")
-    logs = Path(args.logs) if args.logs else results.absolute().parent / "logs"
-    if args.logs and not logs.is_dir():
-        raise InputError(f"--logs {logs}: not a folder")
-    statuses = [proteome_status(results, name, logs=logs if logs.is_dir() else None) for name in proteomes]
+    if args.logs:
+        logs = Path(args.logs)
+        if not logs.is_dir():
+            raise InputError(f"--logs {logs}: not a folder")
+    else:
+        logs = next((path for path in (Path("logs"), results.absolute().parent / "logs") if path.is_dir()), None)
+    statuses = [proteome_status(results, name, logs=logs) for name in proteomes]
     if args.json:
         print(json.dumps(status_records(statuses), indent=1))
     else:
