@@ -48,7 +48,7 @@ def test_compiled_traceback_equals_the_lane_kernel_byte_for_byte():
     best cells and backtrace bytes on every real cell: real profiles of different lengths in one call, the
     query against itself, and a one-column template."""
     pytest.importorskip("numba")
-    from workflow_lib.aligner.hmm_compiled import hmm_traced
+    from workflow_lib.aligner.hmm_kernels import hmm_traced
     pkinase = add_pseudocounts(read_hhm(ALIGNER_DATA / "hhm" / "pkinase.hhm"))
     fam69b = add_pseudocounts(read_hhm(ALIGNER_DATA / "hhm" / "fam69b.hhm"))
     globin = add_pseudocounts(read_hhm(ALIGNER_DATA / "hhm" / "globins4.hhm"))

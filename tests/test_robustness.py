@@ -23,7 +23,7 @@ from test_workflow import SNAKEMAKE, _snakemake
 from workflow_lib.cli import main
 from workflow_lib.errors import InputError, SchemaError
 from workflow_lib.report.compare import compare_results, result_files
-from workflow_lib.report.status import proteome_status
+from workflow_lib.workflow.status import proteome_status
 from workflow_lib.seqio.fasta import read_fasta
 from workflow_lib.seqio.msa import read_a3m
 from workflow_lib.schemas.db import CHUNKS, KMER_INDEX

@@ -1,4 +1,4 @@
-"""``trackfold status``: where a run stands, from the files the workflow wrote (workflow_lib.report.status).
+"""``trackfold status``: where a run stands, from the files the workflow wrote (workflow_lib.workflow.status).
 
 The results tree is built by hand around a real chunk plan: the first three proteins of the bundled E. coli
 slice (example/proteomes/ecoli_slice.fasta) in two chunks, one finished by every stage it has, the other in the
@@ -15,7 +15,7 @@ import pytest
 from workflow_lib.cli import main
 from workflow_lib.db.chunks import chunk_table
 from workflow_lib.errors import InputError
-from workflow_lib.report.status import format_status, proteome_status
+from workflow_lib.workflow.status import format_status, proteome_status
 from workflow_lib.schemas.db import CHUNKS
 from workflow_lib.schemas.io import write_table
 from workflow_lib.seqio.fasta import read_fasta

@@ -32,7 +32,8 @@ COMMAND_MODULES = {
     "workflow_lib.inference.cli": ("predict",),
     "workflow_lib.training.cli": ("train-data", "train", "train-pack", "train-batch", "train-select", "train-hits",
                                   "train-targets", "train-card"),
-    "workflow_lib.report.cli": ("summarize", "status"),
+    "workflow_lib.report.cli": ("summarize",),
+    "workflow_lib.workflow.cli": ("status",),
     "workflow_lib.evaluate.cli": ("evaluate",),
 }
 """Sub-command modules and the commands each registers (a test checks both agree)."""

@@ -1,174 +1,22 @@
-"""Score-only profile–profile Viterbi, compiled (numba), for searching many profiles (the HMM–HMM
-Viterbi, log-sum-of-odds and column score of HHsearch, Söding 2005, Bioinformatics 21:951; several profiles at
-once as in HH-suite3, Steinegger et al. 2019, BMC Bioinformatics 20:473).
+"""Score-only profile–profile Viterbi for searching many profiles (the HMM–HMM Viterbi of HHsearch, Söding 2005,
+Bioinformatics 21:951; several profiles at once as in HH-suite3, Steinegger et al. 2019, BMC Bioinformatics
+20:473).
 
 A profile database search scores a query against hundreds of candidate and decoy profiles and traces the path
 of only the few it reports. :func:`hmm_scores` gives the best local Viterbi score (milli-bits, the ``raw_score``
 of :func:`workflow_lib.aligner.align_profiles`, without the correlation score) of one query against many
-profiles: the column scores ``log2 Σ_a q_i(a) t_j(a) / f(a)`` + shift of all candidates come from one matrix
-product (the query's rows against all candidates' columns stacked), and the recurrences of
-:mod:`workflow_lib.aligner.viterbi_hmm` (pair states MM, GD, IM, DG, MI; the same transitions, local start at
-0) run as one loop nest per candidate, each in-row chain as its plain recurrence. The scores equal the NumPy
-kernel's exactly (integer arithmetic; tested); only the traceback is left out.
-
-:func:`hmm_traced` is the same loop nest writing the backtrace byte of every cell and keeping the best cell
-(the first maximum in row-major order), for the few templates a search reports: the scores, best cells and
-bytes of :func:`workflow_lib.aligner.viterbi_hmm.viterbi_profile_lanes` (same tie-breaking: the pointer
-keeps the earlier of equal predecessors in the order MM, GD, IM, DG, MI; a self bit is set where extending
-beats opening strictly), from the same column scores as :func:`hmm_scores`.
-
-Without numba (or with ``TRACKFOLD_KERNELS=numpy``) the NumPy kernel computes the same scores.
+profiles: compiled (:mod:`workflow_lib.aligner.hmm_kernels`) in batches of :data:`MAX_STACKED_CELLS` column
+scores; without numba (or with ``TRACKFOLD_KERNELS=numpy``) the NumPy lane kernel gives the same scores.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 
-from workflow_lib.aligner.backtrace import HMM_SELF_BITS
-from workflow_lib.aligner.device import compiled_available, numba_module
+from workflow_lib.aligner.device import compiled_available
+from workflow_lib.aligner.hmm_kernels import MAX_STACKED_CELLS, kernel, stacked_inputs
 from workflow_lib.aligner.profile import Profile
-from workflow_lib.aligner.scores import (HHSUITE_SHIFT, MIN_SCORE, NEG_INF, SCALE, PairScores, log2_safe,
-                                         pair_scores, quantize)
-from workflow_lib.aligner.transitions import DD, DM, II, IM, MD, MI, MM
-
-MAX_STACKED_CELLS = 1 << 20
-"""Column scores computed per batch of candidates: the float64 products of a batch (8 MiB) stay in the cache
-through the in-place passes of :func:`_column_scores` (larger batches ran those passes from memory, slower)."""
-
-
-def _make_kernel(numba, traced: bool):
-    """The profile–profile loop nest, compiled for one value of ``traced`` (a closure constant: the other
-    branch is gone). Without ``traced`` it keeps each template's best score; with it also the first best cell in
-    row-major order and every cell's backtrace byte (:mod:`workflow_lib.aligner.backtrace`'s layout). The GD
-    and IM chains of the first column have no in-row predecessor (the NumPy kernel's prefix scans start there):
-    their value is the fresh one and their bit 0."""
-    gd_bit, im_bit, dg_bit, mi_bit = (np.uint8(1 << bit) for bit in HMM_SELF_BITS[1:])
-
-    @numba.njit(nogil=True, cache=True, boundscheck=False, error_model="numpy")
-    def viterbi_hmm(S, starts, lengths, qtr, ttr, tstarts, bt, best, best_i, best_j):  # pragma: no cover
-        n_query = S.shape[0]
-        neg = np.int64(NEG_INF)
-        pointer = np.uint8(0)
-        for k in range(starts.size):
-            lt = lengths[k]
-            c0 = starts[k]
-            t0 = tstarts[k]
-            mm_prev = np.full(lt + 1, neg, np.int64)
-            gd_prev = np.full(lt + 1, neg, np.int64)
-            im_prev = np.full(lt + 1, neg, np.int64)
-            dg_prev = np.full(lt + 1, neg, np.int64)
-            mi_prev = np.full(lt + 1, neg, np.int64)
-            mm_cur = np.full(lt + 1, neg, np.int64)
-            gd_cur = np.full(lt + 1, neg, np.int64)
-            im_cur = np.full(lt + 1, neg, np.int64)
-            dg_cur = np.full(lt + 1, neg, np.int64)
-            mi_cur = np.full(lt + 1, neg, np.int64)
-            top = np.int64(np.iinfo(np.int64).min)
-            top_i = 0
-            top_j = 0
-            for i in range(1, n_query + 1):
-                qp_mm = qtr[i - 1, MM]
-                qp_im = qtr[i - 1, IM]
-                qp_dm = qtr[i - 1, DM]
-                qp_md = qtr[i - 1, MD]
-                qp_dd = qtr[i - 1, DD]
-                qc_mi = qtr[i, MI]
-                qc_ii = qtr[i, II]
-                for j in range(1, lt + 1):
-                    tp = t0 + j - 1
-                    tc = t0 + j
-                    # MM: the earlier of equal predecessors in the order MM, GD, IM, DG, MI (pointer 1-5), 0 = start
-                    value = mm_prev[j - 1] + qp_mm + ttr[tp, MM]
-                    if traced:
-                        pointer = np.uint8(1)
-                    candidate = gd_prev[j - 1] + qp_mm + ttr[tp, DM]
-                    if candidate > value:
-                        value = candidate
-                        if traced:
-                            pointer = np.uint8(2)
-                    candidate = im_prev[j - 1] + qp_im + ttr[tp, MM]
-                    if candidate > value:
-                        value = candidate
-                        if traced:
-                            pointer = np.uint8(3)
-                    candidate = dg_prev[j - 1] + qp_dm + ttr[tp, MM]
-                    if candidate > value:
-                        value = candidate
-                        if traced:
-                            pointer = np.uint8(4)
-                    candidate = mi_prev[j - 1] + qp_mm + ttr[tp, IM]
-                    if candidate > value:
-                        value = candidate
-                        if traced:
-                            pointer = np.uint8(5)
-                    if value <= 0:
-                        value = 0
-                        if traced:
-                            pointer = np.uint8(0)
-                    mm = value + S[i - 1, c0 + j - 1]
-                    mm_cur[j] = mm
-                    if mm > top:
-                        top = mm
-                        if traced:
-                            top_i = i
-                            top_j = j
-                    # DG, MI from the previous row; GD, IM along the row (a self bit where extending wins strictly)
-                    fresh = mm_prev[j] + qp_md
-                    extend = dg_prev[j] + qp_dd
-                    dg_cur[j] = extend if extend > fresh else fresh
-                    if traced and extend > fresh:
-                        pointer |= dg_bit
-                    fresh = mm_prev[j] + qp_mm + ttr[tc, MI]
-                    extend = mi_prev[j] + qp_mm + ttr[tc, II]
-                    mi_cur[j] = extend if extend > fresh else fresh
-                    if traced and extend > fresh:
-                        pointer |= mi_bit
-                    fresh = mm_cur[j - 1] + ttr[tp, MD]
-                    extend = gd_cur[j - 1] + ttr[tp, DD]
-                    from_self = j > 1 and extend > fresh
-                    gd_cur[j] = extend if from_self else fresh
-                    if traced and from_self:
-                        pointer |= gd_bit
-                    fresh = mm_cur[j - 1] + qc_mi + ttr[tp, MM]
-                    extend = im_cur[j - 1] + qc_ii + ttr[tp, MM]
-                    from_self = j > 1 and extend > fresh
-                    im_cur[j] = extend if from_self else fresh
-                    if traced:
-                        if from_self:
-                            pointer |= im_bit
-                        bt[i - 1, j - 1, k] = pointer
-                mm_prev, mm_cur = mm_cur, mm_prev
-                gd_prev, gd_cur = gd_cur, gd_prev
-                im_prev, im_cur = im_cur, im_prev
-                dg_prev, dg_cur = dg_cur, dg_prev
-                mi_prev, mi_cur = mi_cur, mi_prev
-            best[k] = top
-            if traced:
-                best_i[k] = top_i
-                best_j[k] = top_j
-
-    return viterbi_hmm
-
-
-@lru_cache(maxsize=None)
-def _kernel(traced: bool = False):
-    return _make_kernel(numba_module(), traced)
-
-
-def _column_scores(products: np.ndarray, shift: float) -> np.ndarray:
-    """``quantize(log2_safe(products) + shift)`` (:func:`~workflow_lib.aligner.scores.column_scores`), in place
-    where every product is positive (profiles with pseudocounts): the same numbers in a third of the time."""
-    if not np.all(products > 0):
-        return quantize(log2_safe(products) + shift)
-    np.log2(products, out=products)
-    products += shift
-    products *= SCALE
-    np.rint(products, out=products)
-    np.maximum(products, MIN_SCORE, out=products)
-    return products.astype(np.int32)
-
+from workflow_lib.aligner.scores import HHSUITE_SHIFT, PairScores, pair_scores
 
 def _numpy_scores(query: PairScores, templates: list[PairScores], shift: float) -> np.ndarray:
     """The NumPy lane kernel's best scores, templates in the length buckets :func:`align_profiles` uses."""
@@ -179,18 +27,6 @@ def _numpy_scores(query: PairScores, templates: list[PairScores], shift: float) 
                                  lane_cells=ALIGN_PROFILES_LANE_CELLS):
         out[bucket] = viterbi_profile_lanes(query, [templates[k] for k in bucket], shift=shift)[0]
     return out
-
-
-def _stacked(query_scores: PairScores, batch: list[PairScores], shift: float):
-    """The kernels' inputs for one batch of templates: column scores ``S`` int32 ``[Lq, ΣLt]``, each template's
-    first column in ``S`` and its length, its first row in the stacked transitions ``ttr`` (L + 1 rows each)."""
-    lengths = np.array([t.length for t in batch], dtype=np.int64)
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    tstarts = starts + np.arange(len(batch), dtype=np.int64)   # transitions have L + 1 rows
-    stacked = np.concatenate([t.scaled for t in batch])
-    S = _column_scores(query_scores.scaled @ stacked.T, shift)
-    ttr = np.concatenate([t.transitions for t in batch]).astype(np.int64)
-    return S, starts, lengths, ttr, tstarts
 
 
 def hmm_scores(query: Profile, templates: list[Profile | PairScores], *, shift: float = HHSUITE_SHIFT) -> np.ndarray:
@@ -204,7 +40,7 @@ def hmm_scores(query: Profile, templates: list[Profile | PairScores], *, shift: 
     template_scores = [t if isinstance(t, PairScores) else pair_scores(t, query.background) for t in templates]
     if not compiled_available():
         return _numpy_scores(query_scores, template_scores, shift)
-    kernel = _kernel()
+    score_kernel = kernel()
     qtr = query_scores.transitions.astype(np.int64)
     out = np.empty(len(templates), np.int64)
     no_trace, unused = np.zeros((1, 1, 1), np.uint8), np.zeros(len(templates), np.int64)
@@ -215,26 +51,7 @@ def hmm_scores(query: Profile, templates: list[Profile | PairScores], *, shift: 
         while stop < len(templates) and (stop == start or cells + template_scores[stop].length <= per_batch):
             cells += template_scores[stop].length
             stop += 1
-        S, starts, lengths, ttr, tstarts = _stacked(query_scores, template_scores[start:stop], shift)
-        kernel(S, starts, lengths, qtr, ttr, tstarts, no_trace, out[start:stop], unused, unused)
+        S, starts, lengths, ttr, tstarts = stacked_inputs(query_scores, template_scores[start:stop], shift)
+        score_kernel(S, starts, lengths, qtr, ttr, tstarts, no_trace, out[start:stop], unused, unused)
         start = stop
     return out
-
-
-def hmm_traced(query: PairScores, templates: list[PairScores], *, shift: float = HHSUITE_SHIFT
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`~workflow_lib.aligner.viterbi_hmm.viterbi_profile_lanes`, compiled: best MM score int64 ``[W]``
-    (milli-bits), its 1-based cell (``best_i``, ``best_j``) and the backtrace uint8 ``[Lq, max Lt, W]`` (bytes
-    past a template's end are 0 and never read). ``query`` and ``templates`` as :func:`align_profiles` makes
-    them. Raises ``RuntimeError`` when numba is not importable."""
-    if not compiled_available():
-        raise RuntimeError("the compiled kernels need numba (pip install numba)")
-    width = len(templates)
-    widest = max(t.length for t in templates)
-    S, starts, lengths, ttr, tstarts = _stacked(query, templates, shift)
-    bt = np.zeros((query.length, widest, width), dtype=np.uint8)
-    best = np.empty(width, np.int64)
-    best_i = np.empty(width, np.int64)
-    best_j = np.empty(width, np.int64)
-    _kernel(True)(S, starts, lengths, query.transitions.astype(np.int64), ttr, tstarts, bt, best, best_i, best_j)
-    return best, best_i, best_j, bt

@@ -35,7 +35,7 @@ import numpy as np
 
 from workflow_lib.aligner.backtrace import HMM_SELF_BITS, profile_paths
 from workflow_lib.aligner.device import compiled_available
-from workflow_lib.aligner.hmm_compiled import hmm_traced
+from workflow_lib.aligner.hmm_kernels import hmm_traced
 from workflow_lib.aligner.scores import (CORRELATION_WEIGHT, HHSUITE_SHIFT, NEG_INF, SCALE, Hit, PairScores,
                                          column_scores, hit_from_path)
 from workflow_lib.aligner.transitions import DD, DM, II, IM, MD, MI, MM
@@ -140,7 +140,7 @@ def correlation_score(query: PairScores, template: PairScores, steps: list[tuple
 def align_template_batch(query: PairScores, templates: list[PairScores], indices: list[int], *,
                          shift: float = HHSUITE_SHIFT, correlation: bool = True) -> list[Hit]:
     """Hits (always with alignments) of the given templates, in the order given: the compiled traced kernel
-    (:func:`workflow_lib.aligner.hmm_compiled.hmm_traced`) where numba is installed, else
+    (:func:`workflow_lib.aligner.hmm_kernels.hmm_traced`) where numba is installed, else
     :func:`viterbi_profile_lanes` (same scores, cells and paths)."""
     if compiled_available():
         best, best_i, best_j, bt = hmm_traced(query, templates, shift=shift)

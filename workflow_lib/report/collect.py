@@ -54,6 +54,12 @@ _RULE_STAGES = (
 _CHUNK_TOKEN = re.compile(r"(?:^|[/_.-])(?:chunk_)?(\d{4})(?=$|[/_.-])")
 
 
+def job_chunk(job: str, proteome: str) -> int:
+    """The chunk a job's benchmark name ``{proteome}/{chunk}[_…].tsv`` belongs to, or −1 (a proteome-wide job)."""
+    token = _CHUNK_TOKEN.search(str(job).removeprefix(f"{proteome}/"))
+    return int(token.group(1)) if token else -1
+
+
 def stage_of_rule(rule: str) -> str:
     """The stage a rule's runtime is counted in: by name prefix, e.g. ``search_shard`` → ``msa``."""
     for prefixes, stage in _RULE_STAGES:

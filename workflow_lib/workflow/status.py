@@ -28,7 +28,7 @@ from pathlib import Path
 
 
 from workflow_lib.errors import InputError
-from workflow_lib.report.collect import _CHUNK_TOKEN, runtime_table
+from workflow_lib.report.collect import job_chunk, runtime_table
 from workflow_lib.schemas.db import CHUNKS
 from workflow_lib.schemas.io import read_frame
 from workflow_lib.workflow.paths import STAGE_FOLDERS, WorkflowPaths
@@ -111,11 +111,7 @@ def proteome_status(results: str | Path, proteome: str, *, logs: str | Path | No
     others = [name for name in proteomes_of(results) if name != proteome]
     jobs = runtime_table(Path(paths.benchmark_dir()), proteome, other_proteomes=others,
                          logs=None if logs is None else Path(logs))
-    chunk_of_job = []
-    for job in jobs["job"]:
-        token = _CHUNK_TOKEN.search(str(job).removeprefix(f"{proteome}/"))
-        chunk_of_job.append(int(token.group(1)) if token else -1)
-    jobs = jobs.assign(chunk=chunk_of_job)
+    jobs = jobs.assign(chunk=[job_chunk(job, proteome) for job in jobs["job"]])
 
     stages = []
     msa_done: set[int] = set()
