@@ -223,3 +223,50 @@ def test_fit_gumbel_recovers_known_parameters():
     assert np.abs(fitted.pvalue(grid_scores, grid_lengths) - truth.pvalue(grid_scores, grid_lengths)).max() < 0.02
     with pytest.raises(ValueError, match="at least"):
         fit_gumbel(scores[:5], lengths[:5])
+
+
+@pytest.fixture(scope="module")
+def sequence_database(tmp_path_factory):
+    """The template set without template MSAs (as the workflow builds the PDB template database): every
+    template profile comes from its one sequence."""
+    out = tmp_path_factory.mktemp("tdb_sequences")
+    build_template_db(sorted((TEMPLATES / "structures").iterdir()), out, dssp=False)
+    return load_template_db(out)
+
+
+def test_one_sequence_templates_are_scored_by_lookup_with_the_same_hits(query, sequence_database, monkeypatch):
+    """Columns of one-sequence template profiles are a handful of distinct rows, so the compiled kernels look
+    their scores up; the hits and null model equal those of a score per cell (lookup off) and of the NumPy lane
+    kernels. A profile from a deep MSA keeps a score per column."""
+    pytest.importorskip("numba")
+    from workflow_lib.aligner import hmm_kernels
+    from workflow_lib.aligner.scores import pair_scores
+
+    def stacked(db):
+        return np.concatenate([pair_scores(t, query.background).scaled for t in db.profiles])
+
+    columns = stacked(sequence_database)
+    rows, codes = hmm_kernels.distinct_columns(columns)
+    assert rows.shape[0] <= 21 and np.array_equal(rows[codes], columns)
+    assert hmm_kernels.distinct_columns(pair_scores(query).scaled) is None      # a 1,024-row MSA's profile
+
+    monkeypatch.setenv("TRACKFOLD_KERNELS", "compiled")
+    lookup, lookup_null = search_templates(query, sequence_database, max_hits=10, min_aligned=10)
+    assert len(lookup) == 10
+    monkeypatch.setattr(hmm_kernels, "distinct_columns", lambda stacked: None)
+    per_cell, per_cell_null = search_templates(query, sequence_database, max_hits=10, min_aligned=10)
+    monkeypatch.setenv("TRACKFOLD_KERNELS", "numpy")
+    lanes, lanes_null = search_templates(query, sequence_database, max_hits=10, min_aligned=10)
+    for hits, null in ((per_cell, per_cell_null), (lanes, lanes_null)):
+        pd.testing.assert_frame_equal(hits, lookup)
+        assert (null.lam, null.mu) == (lookup_null.lam, lookup_null.mu)
+
+
+def test_distinct_columns_never_merges_unequal_rows(monkeypatch):
+    """The row hash only proposes groups: with every key equal, the check refuses the grouping."""
+    from workflow_lib.aligner import hmm_kernels
+    columns = np.repeat(np.eye(20)[:2], 10, axis=0)
+    rows, codes = hmm_kernels.distinct_columns(columns)
+    assert rows.shape[0] == 2 and np.array_equal(rows[codes], columns)
+    monkeypatch.setattr(hmm_kernels, "_ROW_HASH", np.zeros(64, np.uint64))
+    assert hmm_kernels.distinct_columns(columns) is None

@@ -51,7 +51,7 @@ def hmm_scores(query: Profile, templates: list[Profile | PairScores], *, shift: 
         while stop < len(templates) and (stop == start or cells + template_scores[stop].length <= per_batch):
             cells += template_scores[stop].length
             stop += 1
-        S, starts, lengths, ttr, tstarts = stacked_inputs(query_scores, template_scores[start:stop], shift)
-        score_kernel(S, starts, lengths, qtr, ttr, tstarts, no_trace, out[start:stop], unused, unused)
+        S, codes, starts, lengths, ttr, tstarts = stacked_inputs(query_scores, template_scores[start:stop], shift)
+        score_kernel(S, codes, starts, lengths, qtr, ttr, tstarts, no_trace, out[start:stop], unused, unused)
         start = stop
     return out

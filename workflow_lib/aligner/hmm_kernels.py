@@ -27,6 +27,11 @@ from workflow_lib.aligner.transitions import DD, DM, II, IM, MD, MI, MM
 MAX_STACKED_CELLS = 1 << 20
 """Column scores computed per batch of candidates: the float64 products of a batch (8 MiB) stay in the cache
 through the in-place passes of :func:`_column_scores` (larger batches ran those passes from memory, slower)."""
+DISTINCT_FRACTION = 0.25
+"""A batch's column scores come from its distinct template columns when they are at most this fraction of its
+columns (:func:`distinct_columns`); otherwise from every column, which skips the lookup's indirection."""
+_ROW_HASH = (np.random.default_rng(20261207).integers(1, 1 << 62, size=64, dtype=np.uint64) | np.uint64(1))
+"""Odd 64-bit multipliers, one per column of a row, for :func:`distinct_columns`'s exact row hash."""
 
 
 def _make_kernel(numba, traced: bool):
@@ -38,7 +43,7 @@ def _make_kernel(numba, traced: bool):
     gd_bit, im_bit, dg_bit, mi_bit = (np.uint8(1 << bit) for bit in HMM_SELF_BITS[1:])
 
     @numba.njit(nogil=True, cache=True, boundscheck=False, error_model="numpy")
-    def viterbi_hmm(S, starts, lengths, qtr, ttr, tstarts, bt, best, best_i, best_j):  # pragma: no cover
+    def viterbi_hmm(S, codes, starts, lengths, qtr, ttr, tstarts, bt, best, best_i, best_j):  # pragma: no cover
         n_query = S.shape[0]
         neg = np.int64(NEG_INF)
         pointer = np.uint8(0)
@@ -98,7 +103,7 @@ def _make_kernel(numba, traced: bool):
                         value = 0
                         if traced:
                             pointer = np.uint8(0)
-                    mm = value + S[i - 1, c0 + j - 1]
+                    mm = value + S[i - 1, codes[c0 + j - 1]]
                     mm_cur[j] = mm
                     if mm > top:
                         top = mm
@@ -162,16 +167,46 @@ def _column_scores(products: np.ndarray, shift: float) -> np.ndarray:
     return products.astype(np.int32)
 
 
+def distinct_columns(stacked: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(rows, codes)`` with ``rows[codes]`` equal to ``stacked`` (float64 ``[n, 20]``) bit for bit, when its
+    distinct rows are at most :data:`DISTINCT_FRACTION` of them; else None.
+
+    Template profiles made from one sequence (a template database without template MSAs) have one emission row
+    per residue type, so a batch's thousands of columns hold about 20 distinct rows: their column scores are then
+    a lookup instead of a matrix product and a logarithm per cell. Rows are grouped by an exact integer hash of
+    their bits and the grouping is checked, so equal scores come only from equal rows."""
+    if stacked.shape[0] == 0:
+        return None
+    bits = np.ascontiguousarray(stacked).view(np.uint64)
+    keys = (bits * _ROW_HASH[:bits.shape[1]]).sum(axis=1, dtype=np.uint64)
+    _, first, codes = np.unique(keys, return_index=True, return_inverse=True)
+    if first.size > DISTINCT_FRACTION * stacked.shape[0]:
+        return None
+    rows = stacked[first]
+    codes = codes.reshape(-1).astype(np.int64)
+    if not np.array_equal(rows[codes], stacked):
+        return None
+    return rows, codes
+
+
 def stacked_inputs(query_scores: PairScores, batch: list[PairScores], shift: float):
-    """The kernels' inputs for one batch of templates: column scores ``S`` int32 ``[Lq, ΣLt]``, each template's
-    first column in ``S`` and its length, its first row in the stacked transitions ``ttr`` (L + 1 rows each)."""
+    """The kernels' inputs for one batch of templates: column scores ``S`` int32 ``[Lq, C]`` and each stacked
+    template column's index ``codes`` into them (the column's score for query row i is ``S[i, codes[c]]``), each
+    template's first column in ``codes`` and its length, its first row in the stacked transitions ``ttr`` (L + 1
+    rows each). ``S`` holds the scores of the batch's distinct columns (:func:`distinct_columns`) or of every
+    column (``codes`` then counts them)."""
     lengths = np.array([t.length for t in batch], dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
     tstarts = starts + np.arange(len(batch), dtype=np.int64)   # transitions have L + 1 rows
     stacked = np.concatenate([t.scaled for t in batch])
-    S = _column_scores(query_scores.scaled @ stacked.T, shift)
+    distinct = distinct_columns(stacked)
+    if distinct is None:
+        columns, codes = stacked, np.arange(stacked.shape[0], dtype=np.int64)
+    else:
+        columns, codes = distinct
+    S = _column_scores(query_scores.scaled @ columns.T, shift)
     ttr = np.concatenate([t.transitions for t in batch]).astype(np.int64)
-    return S, starts, lengths, ttr, tstarts
+    return S, codes, starts, lengths, ttr, tstarts
 
 
 def hmm_traced(query: PairScores, templates: list[PairScores], *, shift: float = HHSUITE_SHIFT
@@ -184,10 +219,10 @@ def hmm_traced(query: PairScores, templates: list[PairScores], *, shift: float =
         raise RuntimeError("the compiled kernels need numba (pip install numba)")
     width = len(templates)
     widest = max(t.length for t in templates)
-    S, starts, lengths, ttr, tstarts = stacked_inputs(query, templates, shift)
+    S, codes, starts, lengths, ttr, tstarts = stacked_inputs(query, templates, shift)
     bt = np.zeros((query.length, widest, width), dtype=np.uint8)
     best = np.empty(width, np.int64)
     best_i = np.empty(width, np.int64)
     best_j = np.empty(width, np.int64)
-    kernel(True)(S, starts, lengths, query.transitions.astype(np.int64), ttr, tstarts, bt, best, best_i, best_j)
+    kernel(True)(S, codes, starts, lengths, query.transitions.astype(np.int64), ttr, tstarts, bt, best, best_i, best_j)
     return best, best_i, best_j, bt
