@@ -227,7 +227,7 @@ def test_annotation_rows_stay_out_and_an_old_layout_is_refused(tmp_path, t1078, 
     old = tmp_path / "old.npz"
     extra = dict(t1078_features, seq_weights=np.ones(len(t1078_features["msa"]), np.float32))
     np.savez(old, __schema__=np.array("features/3"), **extra)
-    with pytest.raises(SchemaError, match=r"old\.npz: expected arrays 'features/5', found 'features/3'"):
+    with pytest.raises(SchemaError, match=r"old\.npz: expected arrays 'features/6', found 'features/3'"):
         read_features(old)
 
 

@@ -19,6 +19,8 @@ from conftest import ROOT
 from workflow_lib.cli import main
 from workflow_lib.errors import InputError
 from workflow_lib.features import build_features, read_features, write_features
+from workflow_lib.features.templates import template_ca as template_ca_of
+from workflow_lib.features.templates import template_distance_bins, template_pair
 from workflow_lib.schemas.features import (
     C_TEMPLATE_1D,
     C_TEMPLATE_PAIR,
@@ -78,7 +80,8 @@ def test_hand_alignment_places_the_template_maps(db_dir, tmp_path):
     a3m = write_query(tmp_path / "query.a3m", query_sequence)
     hits = write_rows(tmp_path / "query.hits.parquet", [hit_row("3BP8_l_u_A", states, 1, 11, 20, 75)])
     features = build_features(a3m, templates=db_dir, template_hits=hits)
-    pair, one_d = features["template_pair"], features["template_1d"]
+    assert features["template_atoms"].shape == (1, 20, 4, 3)
+    pair, one_d = template_pair(features), features["template_1d"]
     assert pair.shape == (1, 20, 20, C_TEMPLATE_PAIR) and one_d.shape == (1, 20, C_TEMPLATE_1D)
     assert features["template_mask"].tolist() == [True]
 
@@ -127,13 +130,13 @@ def test_unresolved_seqres_positions_are_aligned_but_unplaced(db_dir, tmp_path):
     hits = write_rows(tmp_path / "q.hits.parquet", [hit_row("2q2k_A", "M" * 30, 1, 11, 30, 70)])
     features = build_features(a3m, templates=db_dir, template_hits=hits)
     aligned = features["template_1d"][0, :, ONE_D["aligned"].start]
-    placed = features["template_pair"][0, :, :, PAIR["pair_mask"].start].astype(bool).any(axis=1)
+    placed = template_pair(features)[0, :, :, PAIR["pair_mask"].start].astype(bool).any(axis=1)
     assert aligned.all()
     # SEQRES positions 10-21 (0-based) are not in the mmCIF; 22-39 are (KETK... starts at 22)
     assert placed.tolist() == [False] * 12 + [True] * 18
     assert features["template_1d"][0, :12, ONE_D["secondary_structure"]].sum() == 0
     # the fold's template Cα: the placed residues' own coordinates, NaN on the unplaced ones
-    template_ca = features["template_ca"][0]
+    template_ca = template_ca_of(features)[0]
     assert np.isfinite(template_ca).all(axis=1).tolist() == placed.tolist()
     steps = np.linalg.norm(np.diff(template_ca[12:], axis=0), axis=1)
     assert np.all(np.abs(steps - 3.8) < 0.2)                 # consecutive residues of one chain
@@ -157,10 +160,12 @@ def test_features_round_trip_and_determinism(db_dir, tmp_path):
         assert back[key].dtype == first[key].dtype
         np.testing.assert_array_equal(back[key], first[key])
     only_best = build_features(a3m, templates=db_dir, template_hits=hits, max_templates=1)
-    np.testing.assert_array_equal(only_best["template_pair"][0], first["template_pair"][0])
+    np.testing.assert_array_equal(only_best["template_atoms"][0], first["template_atoms"][0])
+    np.testing.assert_array_equal(template_pair(only_best)[0], template_pair(first)[0])
     assert only_best["template_mask"].shape == (1,)
     none = build_features(a3m, templates=db_dir, template_hits=hits, max_templates=0)
-    assert none["template_pair"].shape == (0, 50, 50, C_TEMPLATE_PAIR)
+    assert none["template_atoms"].shape == (0, 50, 4, 3)
+    assert template_pair(none).shape == (0, 50, 50, C_TEMPLATE_PAIR)
 
 
 def test_bad_hits_are_input_errors_naming_the_table(db_dir, tmp_path):
@@ -188,7 +193,7 @@ def test_cli_features_with_template_hits_directory(db_dir, tmp_path, capsys):
                  str(hits_dir), str(a3m)]) == 0
     assert "prot1.npz: N=1 (of 1) L=20" in capsys.readouterr().out
     features = read_features(out / "prot1.npz")
-    assert features["template_pair"].shape == (1, 20, 20, C_TEMPLATE_PAIR)
+    assert template_pair(features).shape == (1, 20, 20, C_TEMPLATE_PAIR)
     assert features["template_1d"][0, :, ONE_D["identity"].start].all()
     # a rerun with the same A3M, hits, database and settings keeps the file (receipt); new hits rebuild it
     run = ["features", "--out-dir", str(out), "--templates", str(db_dir), "--template-hits", str(hits_dir), str(a3m)]
@@ -202,3 +207,32 @@ def test_cli_features_with_template_hits_directory(db_dir, tmp_path, capsys):
     assert "resumed" not in capsys.readouterr().out
     assert main(["features", "--out-dir", str(out), "--templates", str(db_dir), str(a3m)]) == 2
     assert "go together" in capsys.readouterr().err
+
+
+def test_maps_made_from_the_atoms_equal_the_stored_maps_of_layout_5(db_dir, tmp_path):
+    """The feature file keeps the template atoms; the maps, distance classes and Cα made from them equal those
+    of a layout-5 file holding the maps themselves (which is still read), on every column and on a crop."""
+    from workflow_lib.schemas.features import FEATURES_V5
+    from workflow_lib.schemas.io import write_npz
+
+    a3m = write_query(tmp_path / "query.a3m", read_structure(STRUCTURES / "3BP8_l_u.pdb.gz")[0].sequence[:50])
+    rows = [hit_row("3BP8_l_u_A", "M" * 30, 5, 5, 50, 75, rank=1),
+            hit_row("2q2k_B", "MMMMMMMMMMIIMMMMMMMMMGGGMMMMMMMM", 3, 2, 50, 44, rank=2, significance=0.25)]
+    features = build_features(a3m, templates=db_dir, template_hits=write_rows(tmp_path / "q.hits.parquet", rows))
+    maps = template_pair(features)
+    assert maps.shape == (2, 50, 50, C_TEMPLATE_PAIR) and maps[..., PAIR["pair_mask"]].any()
+    old = {key: value for key, value in features.items() if key != "template_atoms"}
+    old.update(template_pair=maps, template_ca=template_ca_of(features))
+    write_npz(tmp_path / "v5.npz", old, FEATURES_V5)
+    back = read_features(tmp_path / "v5.npz")
+    assert "template_atoms" not in back
+    crop = np.r_[3:20, 31:45]
+    np.testing.assert_array_equal(template_pair(back), maps)
+    np.testing.assert_array_equal(template_pair(back, crop), template_pair(features, crop))
+    np.testing.assert_array_equal(template_pair(features, crop), maps[:, crop][:, :, crop])
+    np.testing.assert_array_equal(template_ca_of(back), template_ca_of(features))
+    for t in range(2):
+        bins, placed = template_distance_bins(features, t)
+        old_bins, old_placed = template_distance_bins(back, t)
+        assert placed.any() and np.array_equal(placed, old_placed)
+        np.testing.assert_array_equal(bins[placed], old_bins[placed])

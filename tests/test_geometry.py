@@ -208,6 +208,18 @@ def test_bins_match_a_digitize_reference_on_a_real_chain():
     assert 0 < contact.mean() < 1
 
 
+def test_cb_distance_bins_are_the_6d_distance_bins_on_a_real_chain():
+    """With the file's Cβ (NaN on glycines and a removed one: the virtual Cβ fills them) and without it."""
+    chain = read_chain(DATA / "d1mbaa_.pdb.gz", "A")
+    cb = np.array(chain.cb, dtype=np.float64)
+    cb[5] = np.nan
+    for given in (cb, None):
+        expected = g.bin_pair_geometry(g.pair_geometry(chain.n, chain.ca, chain.c, given))["dist"]
+        got = g.cb_distance_bins(chain.n, chain.ca, chain.c, given)
+        assert got.dtype == np.uint8
+        np.testing.assert_array_equal(got, expected)
+
+
 def test_bin_pair_geometry_rejects_bad_input():
     with pytest.raises(ValueError, match="lacks"):
         g.bin_pair_geometry({"dist": np.zeros((2, 2))})

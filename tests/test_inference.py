@@ -85,10 +85,11 @@ def sliced(features: dict[str, np.ndarray], stop: int) -> dict[str, np.ndarray]:
     for key in ("deletion_mean", "profile", "residue_index"):
         out[key] = features[key][:stop]
     out["coevolution"] = features["coevolution"][:stop, :stop]
-    out["template_pair"] = features["template_pair"][:, :stop, :stop]
-    out["template_1d"] = features["template_1d"][:, :stop]
-    if "template_ca" in features:
-        out["template_ca"] = features["template_ca"][:, :stop]
+    if "template_pair" in features:
+        out["template_pair"] = features["template_pair"][:, :stop, :stop]
+    for key in ("template_atoms", "template_1d", "template_ca"):
+        if key in features:
+            out[key] = features[key][:, :stop]
     return out
 
 
@@ -369,7 +370,9 @@ class _Recording(dict):
 def _with_two_templates(features: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(3)
     length = features["msa"].shape[1]
-    return dict(features, template_pair=(rng.random((2, length, length, C_TEMPLATE_PAIR)) < 0.1).astype(np.float16),
+    atoms = np.cumsum(rng.normal(0.0, 2.2, (2, length * 4, 3)), axis=1).reshape(2, length, 4, 3)  # a random walk
+    atoms[:, rng.random(length) < 0.2] = np.nan                                           # unplaced columns
+    return dict(features, template_atoms=atoms.astype(np.float32),
                 template_1d=rng.random((2, length, C_TEMPLATE_1D)).astype(np.float32),
                 template_mask=np.array([True, True]))
 
@@ -381,8 +384,8 @@ def _perturbed(features: dict[str, np.ndarray], key: str) -> dict[str, np.ndarra
         return dict(features, coevolution=np.ascontiguousarray(value[::-1, ::-1]))
     if key == "template_mask":
         return dict(features, template_mask=np.array([True, False]))
-    if key == "template_pair":      # not the template order: the template stack is order-invariant
-        return dict(features, template_pair=np.ascontiguousarray(value[:, ::-1, ::-1]))
+    if key == "template_atoms":     # not the template order: the template stack is order-invariant
+        return dict(features, template_atoms=np.ascontiguousarray(value[:, ::-1]))
     if key == "template_1d":
         return dict(features, template_1d=np.ascontiguousarray(value[:, ::-1]))
     if key == "deletion_matrix":
@@ -411,7 +414,7 @@ def test_inference_reads_exactly_the_keys_the_network_reads_and_each_changes_the
     assert recording.read == keys
     planned = _Recording(full)                   # crop_pairs: contacts also reads the templates to plan crops
     predict_features(model, planned, dataclasses.replace(opts, crop_pairs="contacts"))
-    assert planned.read == keys | {"template_mask"} | ({"template_pair"} if "template_mask" in keys else set())
+    assert planned.read == keys | {"template_mask"} | ({"template_atoms"} if "template_mask" in keys else set())
     for key in sorted(keys - {"msa", "residue_index"}):
         other = predict_features(model, _perturbed(full, key), opts)
         change = np.abs(other.probs["dist"] - reference.probs["dist"]).max()

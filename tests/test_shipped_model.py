@@ -61,7 +61,7 @@ def protein():
     atoms = chain.coords[:, :3]
     training_chain = TrainingChain("3BP8_A", None, atoms, np.isfinite(atoms).all(axis=2),
                                    np.arange(len(chain)), msa=features["msa"])
-    templates = columns_features([native_template(training_chain)])
+    templates = columns_features([native_template(training_chain)], atoms=True)     # the feature file's form
     return dict(features, **templates), chain.coords[:, 1].astype(np.float64)
 
 
@@ -70,8 +70,10 @@ def _perturbed(features: dict[str, np.ndarray], key: str) -> dict[str, np.ndarra
     value = features[key]
     if key == "template_mask":
         return dict(features, template_mask=np.zeros_like(value))                   # the template left out
-    if key in ("template_pair", "template_1d", "coevolution"):
+    if key in ("template_1d", "coevolution"):
         return dict(features, **{key: np.zeros_like(value)})                       # as if never computed
+    if key == "template_atoms":
+        return dict(features, template_atoms=np.full_like(value, np.nan))         # no residue placed
     if key == "deletion_matrix":
         return dict(features, deletion_matrix=np.zeros_like(value))
     if key == "profile":
@@ -93,7 +95,7 @@ def test_every_input_the_shipped_checkpoint_reads_changes_its_prediction(shipped
     contact map by at least ``CONTACT_CHANGE`` on average (its docstring: the measured changes)."""
     with_template, _ = protein
     keys = feature_keys_read(shipped.config)
-    assert {"template_pair", "template_mask", "coevolution"} <= keys
+    assert {"template_atoms", "template_mask", "coevolution"} <= keys
     without = _perturbed(with_template, "template_mask")
     references = {False: predict_features(shipped, without, OPTIONS).probs["dist"],
                   True: predict_features(shipped, with_template, OPTIONS).probs["dist"]}

@@ -18,7 +18,7 @@ from conftest import DATA
 from workflow_lib.aligner import profile_from_alignment
 from workflow_lib.cli import main
 from workflow_lib.errors import InputError
-from workflow_lib.features.templates import columns_features, hit_columns, template_features
+from workflow_lib.features.templates import columns_features, hit_columns, template_features, template_pair
 from workflow_lib.seqio.msa import read_a3m
 from workflow_lib.structure import virtual_cb
 from workflow_lib.structure.backbones import read_backbone_archive
@@ -130,7 +130,8 @@ def test_template_features_of_a_crop_are_the_crop_of_the_features(database, quer
     assert [c.template for c in columns][:2] == ["1KT6_A", "5EZ2_A"]   # itself, then the closest lipocalin
     positions = np.r_[10:60, 100:140]
     crop = columns_features(columns, positions)
-    np.testing.assert_array_equal(crop["template_pair"], full["template_pair"][:, positions][:, :, positions])
+    np.testing.assert_array_equal(crop["template_pair"], template_pair(full, positions))
+    np.testing.assert_array_equal(crop["template_pair"], template_pair(full)[:, positions][:, :, positions])
     np.testing.assert_array_equal(crop["template_1d"], full["template_1d"][:, positions])
     lipocalin = columns[1]
     assert 0.2 < lipocalin.identical[lipocalin.aligned].mean() < 0.4 and lipocalin.placed.sum() > 100

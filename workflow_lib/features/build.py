@@ -24,7 +24,7 @@ from workflow_lib.features.msa_features import (
 )
 from workflow_lib.features.states import DEFAULT_BLOCK_BYTES
 from workflow_lib.features.templates import DEFAULT_MAX_TEMPLATES, read_hits, template_features
-from workflow_lib.schemas.features import FEATURES, empty_templates
+from workflow_lib.schemas.features import FEATURES, FEATURES_V5, empty_templates
 from workflow_lib.schemas.io import read_npz, write_npz
 from workflow_lib.seqio.msa import read_a3m
 from workflow_lib.templates.database import TemplateDatabase, load_template_db
@@ -58,8 +58,8 @@ def build_features(a3m_path: str | Path, *, max_seqs: int = DEFAULT_MAX_SEQS,
 
 
 FEATURE_COMPRESSLEVEL = 3
-"""zlib level of feature files: one per protein, mostly float16 template maps; level 3 writes them about 3x faster than
-the default level 6 for about 7% more bytes (benchmarks/RESULTS.md, "Features: CPU per protein")."""
+"""zlib level of feature files: level 3 wrote them about 3x faster than the default level 6 for about 7% more bytes
+when they held the float16 template maps (benchmarks/RESULTS.md, "Features: CPU per protein")."""
 
 
 def write_features(path: str | Path, features: dict[str, np.ndarray]) -> None:
@@ -69,5 +69,7 @@ def write_features(path: str | Path, features: dict[str, np.ndarray]) -> None:
 
 
 def read_features(path: str | Path) -> dict[str, np.ndarray]:
-    """Load a feature file and validate it (:class:`~workflow_lib.errors.SchemaError` naming the file)."""
-    return read_npz(path, FEATURES)
+    """Load a feature file and validate it (:class:`~workflow_lib.errors.SchemaError` naming the file); files of
+    layout 5 (:data:`~workflow_lib.schemas.features.FEATURES_V5`, the template maps stored whole) are read as
+    they are, and the template readers of :mod:`workflow_lib.features.templates` take either form."""
+    return read_npz(path, FEATURES, older=(FEATURES_V5,))

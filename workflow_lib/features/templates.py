@@ -13,10 +13,12 @@ For hit t (rows of a :data:`~workflow_lib.schemas.templates.TEMPLATE_HITS` table
 2. the template's ``residue_map`` takes p to an observed residue r (or none: an unresolved SEQRES position);
 3. a query column is *placed* when r exists and the residue has N, CA and C, or CA and CB (so that its Cβ, the
    file's or the virtual one of :func:`workflow_lib.structure.fill_cb`, exists);
-4. :func:`workflow_lib.structure.pair_geometry` (file Cβ, virtual where missing) and
-   :func:`~workflow_lib.structure.bin_pair_geometry` on the placed residues give, for every placed pair (i, j)
-   (i = j included, which is "no contact" by definition), one-hots of the d/ω/θ/φ bins and ``pair_mask`` 1.
-   Every other pair of the query grid is all zeros (mask 0);
+4. the feature file keeps the placed residues' N, CA, C and Cβ (``template_atoms``, NaN rows elsewhere); for the
+   columns a network call reads, :func:`workflow_lib.structure.pair_geometry` (file Cβ, virtual where missing)
+   and :func:`~workflow_lib.structure.bin_pair_geometry` on the placed residues give, for every placed pair
+   (i, j) (i = j included, which is "no contact" by definition), one-hots of the d/ω/θ/φ bins and ``pair_mask``
+   1; every other pair is all zeros (mask 0) (:func:`pair_maps`, :func:`template_pair`). The maps of a crop are
+   the crop of the whole query's maps, so they are never made for the whole query;
 5. 1D, per query column: ``aligned`` (matched to a template position, with or without coordinates),
    ``identity`` and ``similarity`` (BLAST positive) of the residue pair, ``confidence`` = the hit's
    ``significance`` exp(−E) on aligned columns, the one-hot of the template residue (gap where unaligned),
@@ -28,7 +30,7 @@ all True. Deterministic: a pure function of the hits table, the database and the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,7 +49,7 @@ from workflow_lib.schemas.features import (
 from workflow_lib.schemas.io import read_frame
 from workflow_lib.schemas.templates import TEMPLATE_HITS
 from workflow_lib.seqio.alphabet import GAP_CODE, encode
-from workflow_lib.structure.geometry import bin_pair_geometry, pair_geometry
+from workflow_lib.structure.geometry import bin_pair_geometry, cb_distance_bins, pair_geometry
 from workflow_lib.templates.database import TemplateDatabase, TemplateStructure
 from workflow_lib.templates.search import aligned_pairs, pair_scores
 
@@ -141,31 +143,51 @@ def hit_columns(row: pd.Series, database: TemplateDatabase, query_codes: np.ndar
                            float(row["significance"]))
 
 
-def columns_features(hits: Sequence[TemplateColumns], positions: np.ndarray | None = None
-                     ) -> dict[str, np.ndarray]:
-    """``template_pair`` / ``template_1d`` / ``template_mask`` of ``hits`` on the query ``positions`` (all
-    columns: None), e.g. a training crop: the features of a crop are the crop of the whole query's features.
+TEMPLATE_ATOMS = (_N, _CA, _C, _CB)
+"""The atoms of ``template_atoms``, in order (N, CA, C, CB): what the 6D maps are computed from."""
 
-    Each hit's maps are written in place into the one ``[T, L, L, C]`` array (``T·L²·C`` float16: 128 MB at
-    L = 495, T = 2), never built apart and stacked."""
-    count = len(hits)
-    if positions is not None:
-        length = len(positions)
-    else:
-        length = hits[0].placed.shape[0] if count else 0
-    pair_maps = np.zeros((count, length, length, C_TEMPLATE_PAIR), dtype=np.float16)
-    one_d = np.zeros((count, length, C_TEMPLATE_1D), dtype=np.float32)
+
+def columns_atoms(hits: Sequence[TemplateColumns], index: np.ndarray) -> np.ndarray:
+    """float32 ``[T, n, 4, 3]``: N, CA, C, CB of the template residue placed on each query column of ``index``
+    (the file's atoms: a missing Cβ stays NaN and the maps use the virtual one), NaN rows where none is placed."""
+    out = np.full((len(hits), len(index), len(TEMPLATE_ATOMS), 3), np.nan, dtype=np.float32)
     for t, hit in enumerate(hits):
-        index = np.arange(hit.placed.shape[0]) if positions is None else np.asarray(positions, dtype=np.intp)
-        local = np.flatnonzero(hit.placed[index])
-        if local.size:
-            xyz = hit.coords[index[local]].astype(np.float64)
-            bins = bin_pair_geometry(pair_geometry(xyz[:, _N], xyz[:, _CA], xyz[:, _C], xyz[:, _CB]))
-            cells = pair_maps[t].reshape(length * length, C_TEMPLATE_PAIR)
-            placed_pairs = (local[:, None] * length + local[None, :]).ravel()
-            for key in ("dist", "omega", "theta", "phi"):
-                cells[placed_pairs, PAIR[key].start + bins[key].astype(np.intp).ravel()] = 1.0
-            cells[placed_pairs, PAIR["pair_mask"].start] = 1.0
+        placed = hit.placed[index]
+        out[t, placed] = hit.coords[index[placed]][:, TEMPLATE_ATOMS]
+    return out
+
+
+def pair_maps(atoms: np.ndarray, dtype: np.dtype | type = np.float16) -> np.ndarray:
+    """``dtype`` (float16: the layout's; float32: what the network takes, 0 and 1 either way) ``[T, n, n, 131]``
+    template pair maps (:data:`TEMPLATE_PAIR_CHANNELS`) from ``template_atoms``
+    ``[T, n, 4, 3]`` (step 4 of the module docstring): a residue is placed where its CA is present; every pair
+    of placed residues gets its d/ω/θ/φ one-hots and ``pair_mask`` 1, every other pair zeros. The maps of a crop
+    are the crop of the whole query's maps, so they are made only for the columns a network call reads.
+
+    Each template's maps are written in place into the one ``[T, n, n, C]`` array (``T·n²·C`` float16: 128 MB at
+    n = 495, T = 2), never built apart and stacked."""
+    atoms = np.asarray(atoms)
+    count, length = atoms.shape[:2]
+    maps = np.zeros((count, length, length, C_TEMPLATE_PAIR), dtype=dtype)
+    for t in range(count):
+        local = np.flatnonzero(np.isfinite(atoms[t, :, 1, 0]))
+        if not local.size:
+            continue
+        xyz = atoms[t, local].astype(np.float64)
+        bins = bin_pair_geometry(pair_geometry(xyz[:, 0], xyz[:, 1], xyz[:, 2], xyz[:, 3]))
+        cells = maps[t].reshape(length * length, C_TEMPLATE_PAIR)
+        placed_pairs = (local[:, None] * length + local[None, :]).ravel()
+        for key in ("dist", "omega", "theta", "phi"):
+            cells[placed_pairs, PAIR[key].start + bins[key].astype(np.intp).ravel()] = 1.0
+        cells[placed_pairs, PAIR["pair_mask"].start] = 1.0
+    return maps
+
+
+def columns_one_d(hits: Sequence[TemplateColumns], index: np.ndarray) -> np.ndarray:
+    """float32 ``[T, n, 29]``: the 1D template features (step 5 of the module docstring) on ``index``."""
+    length = len(index)
+    one_d = np.zeros((len(hits), length, C_TEMPLATE_1D), dtype=np.float32)
+    for t, hit in enumerate(hits):
         out = one_d[t]
         aligned = hit.aligned[index]
         out[:, ONE_D["aligned"].start] = aligned
@@ -176,24 +198,84 @@ def columns_features(hits: Sequence[TemplateColumns], positions: np.ndarray | No
         ss = hit.ss[index]
         known = ss >= 0
         out[np.flatnonzero(known), ONE_D["secondary_structure"].start + ss[known].astype(np.intp)] = 1.0
-    return {"template_pair": pair_maps, "template_1d": one_d, "template_mask": np.ones(count, dtype=bool)}
+    return one_d
+
+
+def columns_features(hits: Sequence[TemplateColumns], positions: np.ndarray | None = None, *,
+                     atoms: bool = False) -> dict[str, np.ndarray]:
+    """``template_pair`` / ``template_1d`` / ``template_mask`` of ``hits`` on the query ``positions`` (all
+    columns: None), e.g. a training crop: the features of a crop are the crop of the whole query's features.
+    With ``atoms``, ``template_atoms`` (:func:`columns_atoms`) instead of the maps: the feature file's form."""
+    count = len(hits)
+    if positions is not None:
+        index = np.asarray(positions, dtype=np.intp)
+    else:
+        index = np.arange(hits[0].placed.shape[0] if count else 0)
+    coords = columns_atoms(hits, index)
+    out = {"template_atoms": coords} if atoms else {"template_pair": pair_maps(coords)}
+    out.update(template_1d=columns_one_d(hits, index), template_mask=np.ones(count, dtype=bool))
+    return out
 
 
 def template_features(hits: pd.DataFrame, database: TemplateDatabase, query_codes: np.ndarray, *,
                       max_templates: int = DEFAULT_MAX_TEMPLATES, where: str | Path = "") -> dict[str, np.ndarray]:
-    """``template_pair`` / ``template_1d`` / ``template_mask`` of the best ``max_templates`` hits, and
-    ``template_ca`` ``[T, L, 3]``: the Cα of the template residue placed on each query column (NaN where none), the
-    coordinates the fold's template anchors are taken from."""
+    """The feature file's template keys of the best ``max_templates`` hits: ``template_atoms`` (the placed
+    residues' N, CA, C, CB, from which :func:`template_pair` makes the 6D maps of the columns a network call
+    reads), ``template_1d`` and ``template_mask``."""
     if max_templates < 0:
         raise ValueError(f"max_templates must be ≥ 0, got {max_templates}")
     query_codes = np.asarray(query_codes)
     ordered = hits.sort_values("rank", kind="stable").head(max_templates)
     columns = [hit_columns(row, database, query_codes, where=where) for _, row in ordered.iterrows()]
-    out = columns_features(columns, np.arange(query_codes.shape[0]))
-    out["template_ca"] = np.zeros((len(columns), query_codes.shape[0], 3), dtype=np.float32)
-    for t, hit in enumerate(columns):
-        out["template_ca"][t] = np.where(hit.placed[:, None], hit.coords[:, _CA], np.nan)
-    return out
+    return columns_features(columns, np.arange(query_codes.shape[0]), atoms=True)
+
+
+# --- reading the template keys of a feature file (either form) -----------------------------------------------
+def template_pair(features: Mapping[str, np.ndarray], columns: np.ndarray | None = None, *,
+                  dtype: np.dtype | type = np.float16) -> np.ndarray:
+    """``[T, n, n, 131]`` (``dtype``): the template pair maps of the query ``columns`` (all: None): cut from
+    ``template_pair`` where the features hold the maps themselves (training crops, feature files of layout 5,
+    maps given by hand), else made from ``template_atoms`` (:func:`pair_maps`)."""
+    if "template_pair" in features:
+        maps = features["template_pair"]
+        if columns is not None:
+            index = np.asarray(columns, dtype=np.intp)
+            maps = maps[:, index][:, :, index]
+        return maps.astype(dtype, copy=False)
+    atoms = features["template_atoms"]
+    return pair_maps(atoms if columns is None else atoms[:, np.asarray(columns, dtype=np.intp)], dtype)
+
+
+def template_distance_bins(features: Mapping[str, np.ndarray], t: int) -> tuple[np.ndarray, np.ndarray]:
+    """Template ``t``'s Cβ–Cβ distance classes (uint8 ``[L, L]``, the ``dist`` one-hot's index; meaningful
+    where placed) and its placed pairs (bool ``[L, L]``: a distance class set), from the maps where the features hold
+    them (as :func:`template_pair`), else from ``template_atoms`` without making the angles' maps."""
+    if "template_pair" in features:
+        dist = features["template_pair"][t][..., PAIR["dist"]]
+        if dist.dtype == np.float16:        # 0/1 one-hots: the bits of non-negative halves order as their values
+            dist = dist.view(np.uint16)
+        bins = np.argmax(dist, axis=-1)
+        placed = np.take_along_axis(dist, bins[..., None], axis=-1)[..., 0] > 0
+        return bins.astype(np.uint8), placed
+    atoms = features["template_atoms"][t]
+    placed = np.isfinite(atoms[:, 1, 0])
+    local = np.flatnonzero(placed)
+    bins = np.zeros((placed.size, placed.size), dtype=np.uint8)
+    if local.size:
+        xyz = atoms[local].astype(np.float64)
+        bins[np.ix_(local, local)] = cb_distance_bins(xyz[:, 0], xyz[:, 1], xyz[:, 2], xyz[:, 3])
+    return bins, placed[:, None] & placed[None, :]
+
+
+def template_ca(features: Mapping[str, np.ndarray]) -> np.ndarray | None:
+    """float32 ``[T, L, 3]``: the Cα of the template residue placed on each column, NaN where none (the fold's
+    template anchors): ``template_ca`` where the features hold it (layout 5), else ``template_atoms``' CA; None
+    for a feature file of layout 5 written before it carried them."""
+    if "template_ca" in features:
+        return features["template_ca"]
+    if "template_atoms" in features and "template_pair" not in features:
+        return features["template_atoms"][:, :, 1]
+    return None
 
 
 def read_hits(path: str | Path) -> pd.DataFrame:

@@ -6,10 +6,10 @@ call stays bounded whatever the protein's length.
 
 Inputs (:func:`model_inputs`): the feature file's ``msa`` (row 0 = query), ``residue_index`` and, when the
 checkpoint's config reads them (:func:`~workflow_lib.schemas.features.feature_keys_read`), ``coevolution``,
-the MSA statistics (``deletion_matrix``, ``profile``, ``deletion_mean``) and the templates (``template_pair``,
-``template_1d``, ``template_mask``; none are passed when T = 0). The MSA is capped at ``max_msa`` rows: the
-query plus a sample of the other rows drawn with ``numpy.random.default_rng(seed)`` (kept in their file order),
-so a fixed seed gives the same rows every time.
+the MSA statistics (``deletion_matrix``, ``profile``, ``deletion_mean``) and the templates (the 6D maps of the
+crop's columns made from ``template_atoms``, ``template_1d``, ``template_mask``; none are passed when T = 0).
+The MSA is capped at ``max_msa`` rows: the query plus a sample of the other rows drawn with
+``numpy.random.default_rng(seed)`` (kept in their file order), so a fixed seed gives the same rows every time.
 
 Crop-and-stitch for ``L > window`` (:mod:`workflow_lib.inference.stitch`): the network sees every pair of
 ``window // 2``-residue segments; 6D probabilities are averaged and backbones chained by superposition.
@@ -40,6 +40,7 @@ import numpy as np
 import torch
 
 from workflow_lib.errors import InputError, SchemaError
+from workflow_lib.features.templates import template_distance_bins, template_pair
 from workflow_lib.inference.confidence import PlddtCalibration, expected_lddt
 from workflow_lib.inference.fold import CaAnchors, FoldOptions, fold_from_distogram
 from workflow_lib.inference.settings import (  # noqa: F401  (re-exported: the library's names)
@@ -70,8 +71,6 @@ from workflow_lib.schemas.features import (
     C_COEVOLUTION,
     C_TEMPLATE_1D,
     C_TEMPLATE_PAIR,
-    TEMPLATE_PAIR_CHANNELS,
-    channel_slices,
 )
 from workflow_lib.structure.geometry import DIST_EDGES
 from workflow_lib.seqio.alphabet import GAP_CODE, decode
@@ -231,7 +230,7 @@ def model_inputs(features: Mapping[str, np.ndarray], config: ModelConfig, *, col
     if (config.c_template_pair or config.c_template_1d) and features["template_mask"].shape[0]:
         out["template_mask"] = features["template_mask"].astype(np.float32)
         if config.c_template_pair:
-            out["templates_pair"] = features["template_pair"][:, columns][:, :, columns].astype(np.float32)
+            out["templates_pair"] = template_pair(features, columns, dtype=np.float32)
         if config.c_template_1d:
             out["templates_1d"] = features["template_1d"][:, columns].astype(np.float32)
     return out
@@ -397,10 +396,10 @@ def template_contacts(features: Mapping[str, np.ndarray], cutoff: float = TEMPLA
     if not mask.any():
         return np.zeros((length, length), dtype=bool)
     close = np.flatnonzero(DIST_EDGES[1:] <= cutoff)
-    dist = channel_slices(TEMPLATE_PAIR_CHANNELS)["dist"]
     out = np.zeros((length, length), dtype=bool)
     for t in np.flatnonzero(mask):
-        out |= features["template_pair"][t][..., dist][..., close].sum(axis=-1) > 0.5
+        bins, placed = template_distance_bins(features, int(t))
+        out |= placed & np.isin(bins, close)
     return out
 
 

@@ -8,7 +8,8 @@ gives (benchmarks/RESULTS.md, "Structure prediction: template restraints in the 
 
 Here the fold's distogram is, for every pair both of whose residues are placed on the feature file's first
 template (its best hit), ``(1 − w) P_ij + w T_ij``: ``P`` the network's distribution over the distogram bins,
-``T`` the template's Cβ–Cβ distance bin (the feature file's ``template_pair`` one-hot, the same bins) spread
+``T`` the template's Cβ–Cβ distance bin (from the feature file's ``template_atoms``, the bins of the network's
+template maps) spread
 over its two neighbouring bins (weights 1/4, 1/2, 1/4: about ±0.5 Å), and
 ``w = weight · clip((identity − lo) / (hi − lo), 0, 1)`` with ``identity`` the template's identical residues over
 the query's length and ``(lo, hi)`` = :data:`IDENTITY_RAMP`. A template under 20% identical leaves the
@@ -35,6 +36,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from workflow_lib.features.templates import template_ca, template_distance_bins
 from workflow_lib.inference.fold import CaAnchors, template_anchors
 from workflow_lib.schemas.features import TEMPLATE_1D_CHANNELS, TEMPLATE_PAIR_CHANNELS, channel_slices
 
@@ -84,13 +86,16 @@ def restrained_distogram(dist_probs: np.ndarray, features: Mapping[str, np.ndarr
     w = restraint_weight(template_identity(features), weight)
     if w <= 0.0:
         return dist_probs
-    pair = features["template_pair"][0]
-    bins = pair[..., _PAIR["dist"]]
-    if bins.shape != dist_probs.shape:
-        raise ValueError(f"template distance bins {bins.shape} do not match the distogram {dist_probs.shape}")
-    placed = pair[..., _PAIR["pair_mask"].start] > 0            # only these pairs are copied and mixed
+    bins, placed = template_distance_bins(features, 0)      # only the placed pairs are copied and mixed
+    n_bins = _PAIR["dist"].stop - _PAIR["dist"].start
+    if bins.shape + (n_bins,) != dist_probs.shape:
+        raise ValueError(f"template distance bins {bins.shape + (n_bins,)} do not match the distogram "
+                         f"{dist_probs.shape}")
+    chosen = bins[placed].astype(np.intp)
+    onehot = np.zeros((chosen.size, n_bins), dtype=dist_probs.dtype)
+    onehot[np.arange(chosen.size), chosen] = 1.0
     mixed = dist_probs.copy()
-    mixed[placed] = (1.0 - w) * mixed[placed] + w * spread_bins(bins[placed].astype(dist_probs.dtype))
+    mixed[placed] = (1.0 - w) * mixed[placed] + w * spread_bins(onehot)
     return mixed
 
 
@@ -98,9 +103,9 @@ def fold_anchors(features: Mapping[str, np.ndarray], weight: float) -> CaAnchors
     """The first template's Cα anchors for the fold (:func:`~workflow_lib.inference.fold.template_anchors`):
     every pair of residues it places within 15 Å of each other held to its own Cα distance, with weight
     ``weight`` scaled by the template's identity as the restraints are (:func:`restraint_weight`). None without a
-    template, at weight 0, or for a feature file written without ``template_ca``."""
+    template, at weight 0, or for a layout-5 feature file written before it carried ``template_ca``."""
     w = restraint_weight(template_identity(features), weight)
-    coords = features.get("template_ca")
+    coords = template_ca(features)
     if w > 0.0 and coords is None:
         LOG.warning("a feature file without template_ca (written before it existed) folds without template "
                     "anchors: rerun its features stage (snakemake --forcerun features) for them")

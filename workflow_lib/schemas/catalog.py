@@ -14,13 +14,17 @@ FAMILIES = (db, search, templates, features, prediction, report, training, evalu
 
 
 def _declared(kind: type) -> dict[str, TableSchema | NpzSchema]:
+    """The newest layout of each name: a family may keep an earlier version of a layout that its readers still
+    accept (``features.FEATURES_V5``); two layouts of one name and version are an error."""
     found: dict[str, TableSchema | NpzSchema] = {}
     for module in FAMILIES:
         for value in vars(module).values():
             if isinstance(value, kind):
-                if value.name in found and found[value.name] is not value:
+                known = found.get(value.name)
+                if known is not None and known is not value and known.version == value.version:
                     raise RuntimeError(f"two layouts are named {value.name!r}")
-                found[value.name] = value
+                if known is None or value.version > known.version:
+                    found[value.name] = value
     return found
 
 

@@ -22,14 +22,13 @@ key                 dtype    dims            meaning                            
                                              the statistics rows
 ``profile``         float32  [L, 21]         weighted frequencies of the 20 aa + gap (X    ``msa_statistics``
                                              as gap), with a pseudocount; rows sum to 1
-``template_pair``   float16  [T, L, L, 131]  :data:`TEMPLATE_PAIR_CHANNELS`: 6D one-hots   ``c_template_pair``
-                                             + pair mask
+``template_atoms``  float32  [T, L, 4, 3]    N, CA, C, CB (Å) of the template residue      ``c_template_pair``
+                                             placed on each column (CB NaN where the       (as 6D one-hots, made
+                                             file has none), NaN rows where none is        per network call);
+                                             placed                                        the fold reads it too
 ``template_1d``     float32  [T, L, 29]      :data:`TEMPLATE_1D_CHANNELS`: scores,         ``c_template_1d``
                                              sequence, DSSP one-hots
 ``template_mask``   bool     [T]             the template slot holds a template            with the templates
-``template_ca``     float32  [T, L, 3]       Cα (Å) of the template residue placed on      no: the fold reads it
-                                             each column, NaN where none (optional:        (:data:`FOLD_KEYS`)
-                                             files written before it was added lack it)
 ``neff``            float32  []              Σ of the weights over the statistics rows     no: a record
 ``num_alignments``  int32    []              rows in the input A3M (before any capping)    no: a record
 ==================  =======  ==============  ============================================  =====================
@@ -37,9 +36,16 @@ key                 dtype    dims            meaning                            
 The last column is :data:`NETWORK_READERS`, the model option under which the network reads the key
 (:func:`feature_keys_read` gives the keys of one model config, and
 :func:`~workflow_lib.inference.predict.model_inputs` reads exactly those). ``neff`` and ``num_alignments``
-(:data:`RECORD_KEYS`) are records for the report and ``feature_stats``; ``template_ca`` (:data:`FOLD_KEYS`) is read by
-the fold from the distogram, not the network. The file holds nothing else: an A3M's
-``ss_pred`` row and the query flag of earlier layouts are no longer written, because no network read them.
+(:data:`RECORD_KEYS`) are records for the report and ``feature_stats``; ``template_atoms`` (:data:`FOLD_KEYS`) is also
+read by the fold from the distogram (the template's distances and Cα anchors), whether or not the network reads it.
+The file holds nothing else: an A3M's ``ss_pred`` row and the query flag of earlier layouts are no longer written,
+because no network read them.
+
+The template pair maps are not stored: ``template_pair`` ``[T, L, L, 131]`` float16 took 3.6 GB in memory for a
+2,626-residue protein with two templates (and most of the stage's writing and the predict job's reading), while
+the maps of the columns one network call reads are made from ``template_atoms`` in a few milliseconds
+(:func:`workflow_lib.features.templates.template_pair`). Files of layout 5 (:data:`FEATURES_V5`: the maps and an
+optional ``template_ca`` instead of ``template_atoms``) are still read, to the same predictions.
 
 "Statistics rows" are the input rows the statistics (weights, Neff, profile, deletion mean, co-evolution)
 are computed from: all of them, or a deterministic sample of ``max_stats_seqs`` when deeper (see
@@ -84,6 +90,9 @@ that no unrelated template of the database scores that high; :mod:`workflow_lib.
 aligned columns, the one-hot of the aligned template residue over the 22 codes (gap where unaligned), and the
 template residue's DSSP state as one-hot H, E, C (zeros without coordinates or DSSP). Total 29."""
 
+TEMPLATE_ATOM_NAMES = ("N", "CA", "C", "CB")
+"""The atoms of ``template_atoms``' third axis, in order."""
+
 C_TEMPLATE_PAIR = sum(size for _, size in TEMPLATE_PAIR_CHANNELS)
 C_TEMPLATE_1D = sum(size for _, size in TEMPLATE_1D_CHANNELS)
 C_COEVOLUTION = len(COEVOLUTION_CHANNELS)
@@ -98,7 +107,7 @@ def channel_slices(layout: tuple[tuple[str, int], ...]) -> dict[str, slice]:
     return out
 
 
-FEATURES = NpzSchema("features", 5, {  # 5: the direct couplings appended to ``coevolution``
+_FEATURE_ARRAYS = {
     "msa": ArraySpec("int8", ("N", "L"), "residue codes 0..21, row 0 = query"),
     "deletion_matrix": ArraySpec("uint8", ("N", "L"), "insertions before column j, clipped at 255"),
     "deletion_mean": ArraySpec("float32", ("L",), "mean deletion count over the statistics rows"),
@@ -107,11 +116,18 @@ FEATURES = NpzSchema("features", 5, {  # 5: the direct couplings appended to ``c
     "profile": ArraySpec("float32", ("L", PROFILE_STATES), "weighted 20 aa + gap frequencies, pseudocount"),
     "residue_index": ArraySpec("int32", ("L",), "0..L-1"),
     "coevolution": ArraySpec("float32", ("L", "L", C_COEVOLUTION), "APC covariance norm, APC MI, APC couplings"),
-    "template_pair": ArraySpec("float16", ("T", "L", "L", C_TEMPLATE_PAIR), "6D one-hots + pair mask"),
+    "template_atoms": ArraySpec("float32", ("T", "L", len(TEMPLATE_ATOM_NAMES), 3),
+                                "template N, CA, C, CB on each column, NaN rows where none"),
     "template_1d": ArraySpec("float32", ("T", "L", C_TEMPLATE_1D), "template 1D scores, sequence and SS one-hots"),
     "template_mask": ArraySpec("bool", ("T",), "slot holds a template"),
+}
+FEATURES = NpzSchema("features", 6, _FEATURE_ARRAYS,  # 6: template atoms instead of the pair maps
+                     "Per-protein network input features (workflow_lib.schemas.features).")
+FEATURES_V5 = NpzSchema("features", 5, {
+    **{key: spec for key, spec in _FEATURE_ARRAYS.items() if key != "template_atoms"},
+    "template_pair": ArraySpec("float16", ("T", "L", "L", C_TEMPLATE_PAIR), "6D one-hots + pair mask"),
     "template_ca": ArraySpec("float32", ("T", "L", 3), "template Ca on each column, NaN where none", optional=True),
-}, "Per-protein network input features (workflow_lib.schemas.features).")
+}, "Feature files of layout 5, still read: the template pair maps stored whole.")
 
 
 NETWORK_READERS: dict[str, str] = {
@@ -121,7 +137,7 @@ NETWORK_READERS: dict[str, str] = {
     "deletion_matrix": "msa_statistics",
     "deletion_mean": "msa_statistics",
     "profile": "msa_statistics",
-    "template_pair": "c_template_pair",
+    "template_atoms": "c_template_pair",
     "template_1d": "c_template_1d",
     "template_mask": "templates",
 }
@@ -130,9 +146,10 @@ NETWORK_READERS: dict[str, str] = {
 RECORD_KEYS = ("neff", "num_alignments")
 """Feature keys no network reads: per-protein records for the report and ``feature_stats``."""
 
-FOLD_KEYS = ("template_ca",)
-"""Feature keys no network reads that the fold from the distogram does: the templates' own Cα coordinates,
-which anchor the fold where a template is close (:mod:`workflow_lib.inference.template_restraints`)."""
+FOLD_KEYS = ("template_atoms",)
+"""Feature keys the fold from the distogram reads whether or not the network does: the templates' own atoms, whose
+Cβ distances restrain it and whose Cα anchor it where a template is close
+(:mod:`workflow_lib.inference.template_restraints`)."""
 
 
 def _reads(reader: str, config: Any) -> bool:
@@ -158,10 +175,9 @@ def feature_keys_read(config: Any) -> frozenset[str]:
 def empty_templates(length: int) -> dict[str, np.ndarray]:
     """The three template keys with T = 0 for a protein of ``length`` residues (no templates yet)."""
     return {
-        "template_pair": np.zeros((0, length, length, C_TEMPLATE_PAIR), dtype=np.float16),
+        "template_atoms": np.zeros((0, length, len(TEMPLATE_ATOM_NAMES), 3), dtype=np.float32),
         "template_1d": np.zeros((0, length, C_TEMPLATE_1D), dtype=np.float32),
         "template_mask": np.zeros((0,), dtype=bool),
-        "template_ca": np.zeros((0, length, 3), dtype=np.float32),
     }
 
 

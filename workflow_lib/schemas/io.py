@@ -10,7 +10,7 @@ the family modules of :mod:`workflow_lib.schemas`.
 from __future__ import annotations
 
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -159,8 +159,9 @@ def write_npz(path: str | Path, arrays: Mapping[str, np.ndarray], spec: NpzSchem
                         np.lib.format.write_array(member, np.asanyarray(value), allow_pickle=False)
 
 
-def read_npz(path: str | Path, spec: NpzSchema) -> dict[str, np.ndarray]:
-    """Load an npz written by :func:`write_npz` (no pickle) and validate it against ``spec``."""
+def read_npz(path: str | Path, spec: NpzSchema, *, older: Sequence[NpzSchema] = ()) -> dict[str, np.ndarray]:
+    """Load an npz written by :func:`write_npz` (no pickle) and validate it against ``spec``, or against the
+    one of ``older`` (earlier layouts still read) whose tag it carries."""
     path = Path(path)
     if not path.exists():
         raise SchemaError(f"{path}: file does not exist (expected arrays '{spec.tag}')")
@@ -170,8 +171,9 @@ def read_npz(path: str | Path, spec: NpzSchema) -> dict[str, np.ndarray]:
     except (zipfile.BadZipFile, ValueError, OSError, EOFError) as error:
         raise SchemaError(f"{path}: not a readable npz file (truncated or corrupted?): {error}") from None
     tag = str(arrays.pop("__schema__", ""))
-    if tag != spec.tag:
-        raise SchemaError(f"{path}: expected arrays '{spec.tag}', found '{tag or 'no trackfold schema tag'}'")
-    return spec.validate(arrays, str(path))
+    for candidate in (spec, *older):
+        if tag == candidate.tag:
+            return candidate.validate(arrays, str(path))
+    raise SchemaError(f"{path}: expected arrays '{spec.tag}', found '{tag or 'no trackfold schema tag'}'")
 
 

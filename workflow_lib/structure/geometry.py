@@ -149,6 +149,29 @@ def _digitize(values: np.ndarray, low: float, step: float, n_bins: int) -> np.nd
     return np.clip(index, 0, n_bins - 1).astype(np.int64)
 
 
+def _distance_bins(dist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The no-contact pairs (bool ``[L, L]``) and the ``dist`` class indices (uint8 ``[L, L]``) of a float64
+    ``[L, L]`` distance map (:func:`bin_pair_geometry`)."""
+    with np.errstate(invalid="ignore"):
+        no_contact = ~(dist < DIST_MAX) | np.eye(dist.shape[0], dtype=bool)  # NaN compares False
+    n_dist = DIST_BINS - 1
+    dist_bins = _digitize(dist, DIST_MIN, (DIST_MAX - DIST_MIN) / n_dist, n_dist)
+    dist_bins[no_contact] = NO_CONTACT_DIST
+    return no_contact, dist_bins.astype(np.uint8)
+
+
+def cb_distance_bins(n: np.ndarray, ca: np.ndarray, c: np.ndarray, cb: np.ndarray | None = None) -> np.ndarray:
+    """uint8 ``[L, L]``: ``bin_pair_geometry(pair_geometry(n, ca, c, cb))["dist"]`` without the angles (the same
+    virtual Cβ where ``cb`` is missing, the same float32 distances, the same bins), for callers that need only
+    the Cβ–Cβ distance classes of a long chain."""
+    n, ca, c = (np.asarray(x, dtype=np.float64) for x in (n, ca, c))
+    cb = None if cb is None else np.asarray(cb, dtype=np.float64)
+    _check_backbone(n, ca, c, cb)
+    cb = fill_cb(n, ca, c, cb)
+    dist = _norm(cb[None, :, :] - cb[:, None, :]).astype(np.float32)
+    return _distance_bins(dist.astype(np.float64))[1]
+
+
 def bin_pair_geometry(geometry: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Discretise the output of :func:`pair_geometry` into class indices (uint8 ``[L, L]`` each).
 
@@ -167,12 +190,8 @@ def bin_pair_geometry(geometry: Mapping[str, np.ndarray]) -> dict[str, np.ndarra
         if np.shape(geometry[key]) != dist.shape:
             raise ValueError(f"{key} has shape {np.shape(geometry[key])}, dist has {dist.shape}")
 
-    with np.errstate(invalid="ignore"):
-        no_contact = ~(dist < DIST_MAX) | np.eye(dist.shape[0], dtype=bool)  # NaN compares False
-    n_dist = DIST_BINS - 1
-    dist_bins = _digitize(dist, DIST_MIN, (DIST_MAX - DIST_MIN) / n_dist, n_dist)
-    dist_bins[no_contact] = NO_CONTACT_DIST
-    out = {"dist": dist_bins.astype(np.uint8)}
+    no_contact, dist_bins = _distance_bins(dist)
+    out = {"dist": dist_bins}
 
     two_pi = 2.0 * np.pi
     for key, n_real, no_contact_index in (("omega", OMEGA_BINS - 1, NO_CONTACT_OMEGA),
