@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from predict_window import add_chain_arguments, chains_to_run, usable_hits  # noqa: E402
 from search_bench.report import publish  # noqa: E402
 from workflow_lib.features.build import build_features  # noqa: E402
+from workflow_lib.features.template_maps import template_ca  # noqa: E402
 from workflow_lib.inference.fold import FoldOptions, fold_from_distogram, template_anchors  # noqa: E402
 from workflow_lib.inference.predict import PredictOptions, predict_group  # noqa: E402
 from workflow_lib.inference.settings import DEFAULT_TEMPLATE_WEIGHT, default_model_path  # noqa: E402
@@ -67,7 +68,7 @@ def network_outputs(model, name: str, a3m: Path, hits: Path, database, cache: Pa
         np.savez_compressed(cache, restr=restrained_distogram(raw.probs["dist"], features,
                                                               DEFAULT_TEMPLATE_WEIGHT).astype(np.float32),
                             covered=covered, identity=template_identity(features),
-                            tca=features["template_ca"][0])
+                            tca=template_ca(features)[0])
     with np.load(cache) as data:
         return None if "restr" not in data else {key: data[key] for key in data.files}
 

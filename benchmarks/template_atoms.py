@@ -38,8 +38,8 @@ sys.path.insert(0, str(ROOT))
 
 from workflow_lib.features.build import FEATURE_COMPRESSLEVEL, read_features, write_features  # noqa: E402
 from workflow_lib.features.msa_features import msa_features  # noqa: E402
-from workflow_lib.features.templates import (DEFAULT_MAX_TEMPLATES, columns_features, hit_columns,  # noqa: E402
-                                             read_hits, template_ca)
+from workflow_lib.features.template_maps import template_ca  # noqa: E402
+from workflow_lib.features.templates import DEFAULT_MAX_TEMPLATES, columns_features, hit_columns, read_hits  # noqa: E402
 from workflow_lib.inference.predict import PredictOptions, model_inputs, plan_crops  # noqa: E402
 from workflow_lib.model.checkpoint import load_checkpoint  # noqa: E402
 from workflow_lib.schemas.features import FEATURES, FEATURES_V5  # noqa: E402

@@ -15,12 +15,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import ROOT
+from conftest import DATA, ROOT
 from workflow_lib.cli import main
 from workflow_lib.errors import InputError
 from workflow_lib.features import build_features, read_features, write_features
-from workflow_lib.features.templates import template_ca as template_ca_of
-from workflow_lib.features.templates import template_distance_bins, template_pair
+from workflow_lib.features.template_maps import template_ca as template_ca_of
+from workflow_lib.features.template_maps import template_distance_bins, template_pair
 from workflow_lib.schemas.features import (
     C_TEMPLATE_1D,
     C_TEMPLATE_PAIR,
@@ -209,30 +209,30 @@ def test_cli_features_with_template_hits_directory(db_dir, tmp_path, capsys):
     assert "go together" in capsys.readouterr().err
 
 
-def test_maps_made_from_the_atoms_equal_the_stored_maps_of_layout_5(db_dir, tmp_path):
-    """The feature file keeps the template atoms; the maps, distance classes and Cα made from them equal those
-    of a layout-5 file holding the maps themselves (which is still read), on every column and on a crop."""
-    from workflow_lib.schemas.features import FEATURES_V5
-    from workflow_lib.schemas.io import write_npz
-
+def test_maps_made_from_the_atoms_equal_the_maps_a_layout_5_file_stored(db_dir, tmp_path):
+    """``features/layout5_3bp8_two_templates.npz`` was written by the code that stored the template maps (layout 5)
+    from these inputs. Built now (layout 6: the atoms), the same query gives the same arrays, and the maps, distance
+    classes and Cα made from the atoms equal the stored ones, on every column and on a crop; the old file is still
+    read."""
     a3m = write_query(tmp_path / "query.a3m", read_structure(STRUCTURES / "3BP8_l_u.pdb.gz")[0].sequence[:50])
     rows = [hit_row("3BP8_l_u_A", "M" * 30, 5, 5, 50, 75, rank=1),
             hit_row("2q2k_B", "MMMMMMMMMMIIMMMMMMMMMGGGMMMMMMMM", 3, 2, 50, 44, rank=2, significance=0.25)]
     features = build_features(a3m, templates=db_dir, template_hits=write_rows(tmp_path / "q.hits.parquet", rows))
+    old = read_features(DATA / "features" / "layout5_3bp8_two_templates.npz")
+    assert set(old) - set(features) == {"template_pair", "template_ca"} and set(features) - set(old) == {
+        "template_atoms"}
+    for key in set(old) & set(features):
+        np.testing.assert_array_equal(features[key], old[key], err_msg=key)
     maps = template_pair(features)
-    assert maps.shape == (2, 50, 50, C_TEMPLATE_PAIR) and maps[..., PAIR["pair_mask"]].any()
-    old = {key: value for key, value in features.items() if key != "template_atoms"}
-    old.update(template_pair=maps, template_ca=template_ca_of(features))
-    write_npz(tmp_path / "v5.npz", old, FEATURES_V5)
-    back = read_features(tmp_path / "v5.npz")
-    assert "template_atoms" not in back
+    assert maps.shape == (2, 50, 50, C_TEMPLATE_PAIR) and maps[..., PAIR["pair_mask"]].sum() > 500
+    np.testing.assert_array_equal(maps, old["template_pair"])
     crop = np.r_[3:20, 31:45]
-    np.testing.assert_array_equal(template_pair(back), maps)
-    np.testing.assert_array_equal(template_pair(back, crop), template_pair(features, crop))
-    np.testing.assert_array_equal(template_pair(features, crop), maps[:, crop][:, :, crop])
-    np.testing.assert_array_equal(template_ca_of(back), template_ca_of(features))
+    np.testing.assert_array_equal(template_pair(features, crop), old["template_pair"][:, crop][:, :, crop])
+    np.testing.assert_array_equal(template_pair(old, crop, dtype=np.float32), template_pair(features, crop,
+                                                                                            dtype=np.float32))
+    np.testing.assert_array_equal(template_ca_of(features), old["template_ca"])
     for t in range(2):
         bins, placed = template_distance_bins(features, t)
-        old_bins, old_placed = template_distance_bins(back, t)
+        old_bins, old_placed = template_distance_bins(old, t)
         assert placed.any() and np.array_equal(placed, old_placed)
         np.testing.assert_array_equal(bins[placed], old_bins[placed])

@@ -18,7 +18,8 @@ from conftest import DATA
 from workflow_lib.aligner import profile_from_alignment
 from workflow_lib.cli import main
 from workflow_lib.errors import InputError
-from workflow_lib.features.templates import columns_features, hit_columns, template_features, template_pair
+from workflow_lib.features.template_maps import template_pair
+from workflow_lib.features.templates import columns_features, hit_columns, template_features
 from workflow_lib.seqio.msa import read_a3m
 from workflow_lib.structure import virtual_cb
 from workflow_lib.structure.backbones import read_backbone_archive

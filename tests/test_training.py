@@ -310,7 +310,7 @@ def test_model_card_names_no_machine_path(dataset, data_dir, tmp_path, monkeypat
 def test_native_template_encodes_the_loss_targets_geometry(dataset):
     """The chain's own structure as a template: its pair features hold exactly the distance and orientation bins
     the losses train towards, on every residue pair with a backbone, and it is a full-identity hit."""
-    from workflow_lib.features.templates import PAIR
+    from workflow_lib.features.template_maps import PAIR
     from workflow_lib.training.examples import make_example, native_template
 
     (chain,), _ = _chains(dataset)
@@ -331,7 +331,7 @@ def test_self_templates_are_the_chain_perturbed_at_the_set_rate(dataset):
     """``self_template_rate``: a training crop's first template is, at that rate, the chain's own structure with
     every residue shifted as a rigid body (most distance bins kept, not all); validation crops (no rng) and rate
     0 never get one, and rate 0 draws nothing extra from the rng."""
-    from workflow_lib.features.templates import PAIR
+    from workflow_lib.features.template_maps import PAIR
     from workflow_lib.training.examples import SELF_TEMPLATE_NOISE, make_example, native_template
 
     (chain,), _ = _chains(dataset)

@@ -168,13 +168,15 @@ def _column_scores(products: np.ndarray, shift: float) -> np.ndarray:
 
 
 def distinct_columns(stacked: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(rows, codes)`` with ``rows[codes]`` equal to ``stacked`` (float64 ``[n, 20]``) bit for bit, when its
+    """``(rows, codes)`` with ``rows[codes]`` equal to ``stacked`` (float64 ``[n, 20]``) value for value, when its
     distinct rows are at most :data:`DISTINCT_FRACTION` of them; else None.
 
     Template profiles made from one sequence (a template database without template MSAs) have one emission row
     per residue type, so a batch's thousands of columns hold about 20 distinct rows: their column scores are then
     a lookup instead of a matrix product and a logarithm per cell. Rows are grouped by an exact integer hash of
-    their bits and the grouping is checked, so equal scores come only from equal rows."""
+    their bits and the grouping is checked, so equal scores come only from equal rows. The distinct rows'
+    products come from a smaller matrix product, whose last bit may differ from the full product's; at a
+    rounding tie that moves a quantized score by 1 milli-bit, as a different batch width already could."""
     if stacked.shape[0] == 0:
         return None
     bits = np.ascontiguousarray(stacked).view(np.uint64)

@@ -11,7 +11,11 @@ sequence weights that down-weight near-identical rows; DESIGN.md, "Features and 
   through the Woodbury identity (mean-field DCA family), APC-corrected; the third co-evolution channel.
 - :mod:`.compiled` -- numba twins of the weights' neighbour counts, the pair statistics and the couplings' Gram
   and projection (NumPy is the fallback, with the same results; ``TRACKFOLD_KERNELS=numpy`` forces it).
-- :mod:`.templates` -- :func:`template_features`: template hits -> 6D one-hots and 1D scores on the query grid.
+- :mod:`.templates` -- :func:`template_features`: template hits -> the aligned template atoms and 1D scores on the
+  query grid.
+- :mod:`.template_maps` -- the template keys of a feature file in either layout: :func:`template_pair` (the 6D
+  one-hots of the columns a network call reads, made from the atoms), :func:`template_distance_bins`,
+  :func:`template_ca`.
 - :mod:`.build` -- :func:`build_features` (A3M [+ template hits] -> validated dict), :func:`write_features`,
   :func:`read_features`.
 - :mod:`.cli` -- ``trackfold features --out-dir DIR [--max-seqs N] [--templates DIR --template-hits HITS] A3M...``.

@@ -17,7 +17,7 @@ For hit t (rows of a :data:`~workflow_lib.schemas.templates.TEMPLATE_HITS` table
    columns a network call reads, :func:`workflow_lib.structure.pair_geometry` (file Cβ, virtual where missing)
    and :func:`~workflow_lib.structure.bin_pair_geometry` on the placed residues give, for every placed pair
    (i, j) (i = j included, which is "no contact" by definition), one-hots of the d/ω/θ/φ bins and ``pair_mask``
-   1; every other pair is all zeros (mask 0) (:func:`pair_maps`, :func:`template_pair`). The maps of a crop are
+   1; every other pair is all zeros (mask 0) (:mod:`workflow_lib.features.template_maps`). The maps of a crop are
    the crop of the whole query's maps, so they are never made for the whole query;
 5. 1D, per query column: ``aligned`` (matched to a template position, with or without coordinates),
    ``identity`` and ``similarity`` (BLAST positive) of the residue pair, ``confidence`` = the hit's
@@ -30,7 +30,7 @@ all True. Deterministic: a pure function of the hits table, the database and the
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,25 +40,24 @@ import pandas as pd
 from workflow_lib.errors import InputError
 from workflow_lib.schemas.features import (
     C_TEMPLATE_1D,
-    C_TEMPLATE_PAIR,
     SS_STATES,
     TEMPLATE_1D_CHANNELS,
-    TEMPLATE_PAIR_CHANNELS,
     channel_slices,
 )
 from workflow_lib.schemas.io import read_frame
 from workflow_lib.schemas.templates import TEMPLATE_HITS
 from workflow_lib.seqio.alphabet import GAP_CODE, encode
-from workflow_lib.structure.geometry import bin_pair_geometry, cb_distance_bins, pair_geometry
+from workflow_lib.features.template_maps import pair_maps
 from workflow_lib.templates.database import TemplateDatabase, TemplateStructure
 from workflow_lib.templates.search import aligned_pairs, pair_scores
 
 DEFAULT_MAX_TEMPLATES = 2
 """Best template hits turned into template features: the shipped checkpoints were trained with up to 2 per crop
 (``features.max_templates`` in the config schema, ``trackfold features --max-templates``)."""
-PAIR = channel_slices(TEMPLATE_PAIR_CHANNELS)
 ONE_D = channel_slices(TEMPLATE_1D_CHANNELS)
 _N, _CA, _C, _O, _CB = range(5)
+TEMPLATE_ATOMS = (_N, _CA, _C, _CB)
+"""The atoms of ``template_atoms``, in order (N, CA, C, CB): what the 6D maps are computed from."""
 
 
 def placeable(structure: TemplateStructure) -> np.ndarray:
@@ -143,10 +142,6 @@ def hit_columns(row: pd.Series, database: TemplateDatabase, query_codes: np.ndar
                            float(row["significance"]))
 
 
-TEMPLATE_ATOMS = (_N, _CA, _C, _CB)
-"""The atoms of ``template_atoms``, in order (N, CA, C, CB): what the 6D maps are computed from."""
-
-
 def columns_atoms(hits: Sequence[TemplateColumns], index: np.ndarray) -> np.ndarray:
     """float32 ``[T, n, 4, 3]``: N, CA, C, CB of the template residue placed on each query column of ``index``
     (the file's atoms: a missing Cβ stays NaN and the maps use the virtual one), NaN rows where none is placed."""
@@ -155,32 +150,6 @@ def columns_atoms(hits: Sequence[TemplateColumns], index: np.ndarray) -> np.ndar
         placed = hit.placed[index]
         out[t, placed] = hit.coords[index[placed]][:, TEMPLATE_ATOMS]
     return out
-
-
-def pair_maps(atoms: np.ndarray, dtype: np.dtype | type = np.float16) -> np.ndarray:
-    """``dtype`` (float16: the layout's; float32: what the network takes, 0 and 1 either way) ``[T, n, n, 131]``
-    template pair maps (:data:`TEMPLATE_PAIR_CHANNELS`) from ``template_atoms``
-    ``[T, n, 4, 3]`` (step 4 of the module docstring): a residue is placed where its CA is present; every pair
-    of placed residues gets its d/ω/θ/φ one-hots and ``pair_mask`` 1, every other pair zeros. The maps of a crop
-    are the crop of the whole query's maps, so they are made only for the columns a network call reads.
-
-    Each template's maps are written in place into the one ``[T, n, n, C]`` array (``T·n²·C`` float16: 128 MB at
-    n = 495, T = 2), never built apart and stacked."""
-    atoms = np.asarray(atoms)
-    count, length = atoms.shape[:2]
-    maps = np.zeros((count, length, length, C_TEMPLATE_PAIR), dtype=dtype)
-    for t in range(count):
-        local = np.flatnonzero(np.isfinite(atoms[t, :, 1, 0]))
-        if not local.size:
-            continue
-        xyz = atoms[t, local].astype(np.float64)
-        bins = bin_pair_geometry(pair_geometry(xyz[:, 0], xyz[:, 1], xyz[:, 2], xyz[:, 3]))
-        cells = maps[t].reshape(length * length, C_TEMPLATE_PAIR)
-        placed_pairs = (local[:, None] * length + local[None, :]).ravel()
-        for key in ("dist", "omega", "theta", "phi"):
-            cells[placed_pairs, PAIR[key].start + bins[key].astype(np.intp).ravel()] = 1.0
-        cells[placed_pairs, PAIR["pair_mask"].start] = 1.0
-    return maps
 
 
 def columns_one_d(hits: Sequence[TemplateColumns], index: np.ndarray) -> np.ndarray:
@@ -220,7 +189,7 @@ def columns_features(hits: Sequence[TemplateColumns], positions: np.ndarray | No
 def template_features(hits: pd.DataFrame, database: TemplateDatabase, query_codes: np.ndarray, *,
                       max_templates: int = DEFAULT_MAX_TEMPLATES, where: str | Path = "") -> dict[str, np.ndarray]:
     """The feature file's template keys of the best ``max_templates`` hits: ``template_atoms`` (the placed
-    residues' N, CA, C, CB, from which :func:`template_pair` makes the 6D maps of the columns a network call
+    residues' N, CA, C, CB, from which :func:`~workflow_lib.features.template_maps.template_pair` makes the 6D maps of the columns a network call
     reads), ``template_1d`` and ``template_mask``."""
     if max_templates < 0:
         raise ValueError(f"max_templates must be ≥ 0, got {max_templates}")
@@ -228,54 +197,6 @@ def template_features(hits: pd.DataFrame, database: TemplateDatabase, query_code
     ordered = hits.sort_values("rank", kind="stable").head(max_templates)
     columns = [hit_columns(row, database, query_codes, where=where) for _, row in ordered.iterrows()]
     return columns_features(columns, np.arange(query_codes.shape[0]), atoms=True)
-
-
-# --- reading the template keys of a feature file (either form) -----------------------------------------------
-def template_pair(features: Mapping[str, np.ndarray], columns: np.ndarray | None = None, *,
-                  dtype: np.dtype | type = np.float16) -> np.ndarray:
-    """``[T, n, n, 131]`` (``dtype``): the template pair maps of the query ``columns`` (all: None): cut from
-    ``template_pair`` where the features hold the maps themselves (training crops, feature files of layout 5,
-    maps given by hand), else made from ``template_atoms`` (:func:`pair_maps`)."""
-    if "template_pair" in features:
-        maps = features["template_pair"]
-        if columns is not None:
-            index = np.asarray(columns, dtype=np.intp)
-            maps = maps[:, index][:, :, index]
-        return maps.astype(dtype, copy=False)
-    atoms = features["template_atoms"]
-    return pair_maps(atoms if columns is None else atoms[:, np.asarray(columns, dtype=np.intp)], dtype)
-
-
-def template_distance_bins(features: Mapping[str, np.ndarray], t: int) -> tuple[np.ndarray, np.ndarray]:
-    """Template ``t``'s Cβ–Cβ distance classes (uint8 ``[L, L]``, the ``dist`` one-hot's index; meaningful
-    where placed) and its placed pairs (bool ``[L, L]``: a distance class set), from the maps where the features hold
-    them (as :func:`template_pair`), else from ``template_atoms`` without making the angles' maps."""
-    if "template_pair" in features:
-        dist = features["template_pair"][t][..., PAIR["dist"]]
-        if dist.dtype == np.float16:        # 0/1 one-hots: the bits of non-negative halves order as their values
-            dist = dist.view(np.uint16)
-        bins = np.argmax(dist, axis=-1)
-        placed = np.take_along_axis(dist, bins[..., None], axis=-1)[..., 0] > 0
-        return bins.astype(np.uint8), placed
-    atoms = features["template_atoms"][t]
-    placed = np.isfinite(atoms[:, 1, 0])
-    local = np.flatnonzero(placed)
-    bins = np.zeros((placed.size, placed.size), dtype=np.uint8)
-    if local.size:
-        xyz = atoms[local].astype(np.float64)
-        bins[np.ix_(local, local)] = cb_distance_bins(xyz[:, 0], xyz[:, 1], xyz[:, 2], xyz[:, 3])
-    return bins, placed[:, None] & placed[None, :]
-
-
-def template_ca(features: Mapping[str, np.ndarray]) -> np.ndarray | None:
-    """float32 ``[T, L, 3]``: the Cα of the template residue placed on each column, NaN where none (the fold's
-    template anchors): ``template_ca`` where the features hold it (layout 5), else ``template_atoms``' CA; None
-    for a feature file of layout 5 written before it carried them."""
-    if "template_ca" in features:
-        return features["template_ca"]
-    if "template_atoms" in features and "template_pair" not in features:
-        return features["template_atoms"][:, :, 1]
-    return None
 
 
 def read_hits(path: str | Path) -> pd.DataFrame:

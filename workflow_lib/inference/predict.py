@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 from workflow_lib.errors import InputError, SchemaError
-from workflow_lib.features.templates import template_distance_bins, template_pair
+from workflow_lib.features.template_maps import template_distance_bins, template_pair
 from workflow_lib.inference.confidence import PlddtCalibration, expected_lddt
 from workflow_lib.inference.fold import CaAnchors, FoldOptions, fold_from_distogram
 from workflow_lib.inference.settings import (  # noqa: F401  (re-exported: the library's names)

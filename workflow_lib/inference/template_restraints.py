@@ -36,7 +36,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from workflow_lib.features.templates import template_ca, template_distance_bins
+from workflow_lib.features.template_maps import template_ca, template_distance_bins
 from workflow_lib.inference.fold import CaAnchors, template_anchors
 from workflow_lib.schemas.features import TEMPLATE_1D_CHANNELS, TEMPLATE_PAIR_CHANNELS, channel_slices
 

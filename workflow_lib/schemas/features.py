@@ -166,8 +166,8 @@ def feature_keys_read(config: Any) -> frozenset[str]:
     """The feature-file keys a network with ``config`` (a :class:`workflow_lib.model.config.ModelConfig`) reads:
     those of :data:`NETWORK_READERS` whose option the config sets.
 
-    :func:`workflow_lib.inference.predict.model_inputs` reads exactly these keys of a feature file; the rest of
-    the file are records.
+    :func:`workflow_lib.inference.predict.model_inputs` reads exactly these keys of a feature file (of a layout-5
+    file, ``template_pair`` in place of ``template_atoms``); the rest of the file are records.
     """
     return frozenset(key for key, reader in NETWORK_READERS.items() if _reads(reader, config))
 

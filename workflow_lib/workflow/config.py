@@ -30,8 +30,9 @@ from workflow_lib.inference.settings import (
     PredictSettings,
 )
 from workflow_lib.report.settings import PLOT_PROTEINS
-from workflow_lib.schemas.features import C_COEVOLUTION, C_TEMPLATE_PAIR
+from workflow_lib.schemas.features import C_COEVOLUTION
 from workflow_lib.search.settings import SETTING_NAMES, WORKFLOW_MAX_EVALUE, Settings, cli_options, setting_error
+from workflow_lib.structure.geometry import DIST_BINS
 from workflow_lib.templates.build import DEFAULT_MIN_LENGTH as TEMPLATE_MIN_LENGTH
 from workflow_lib.templates.calibration import DEFAULT_DECOYS, MIN_DECOYS
 from workflow_lib.templates.search import DEFAULT_MAX_HITS, DEFAULT_MIN_ALIGNED
@@ -46,6 +47,10 @@ from workflow_lib.training.settings import (
 from workflow_lib.workflow.paths import TrainPaths, WorkflowPaths
 
 T = TypeVar("T", bound="StageConfig")
+
+TEMPLATE_DISTANCE_BYTES = 40
+"""Bytes per residue pair while a predict job makes a template's Cβ distance classes from its atoms (the pair
+vectors, float64 [L, L, 3], and the distances), for :meth:`PredictConfig.memory_mb`."""
 
 
 class StageConfig:
@@ -292,11 +297,14 @@ class PredictConfig(StageConfig, PredictSettings):
         """The memory a predict job asks for, from its longest protein: 3 GB for the process and one window's
         pass, plus the other proteins of a batch (about 10 KB per residue pair each), plus three copies of the kept
         6D maps of a protein longer than the window (float32 [L, L, bins]: sums, mean, file buffer; 130 bins for
-        all four maps), plus twice the feature file's pair arrays (``templates`` maps of float16 [L, L, 131] and the
-        float32 co-evolution [L, L, 3]: read, then decompressed); folding from the distogram adds its potential
-        (float64 [L, L, 37], twice) and the distogram itself. The jobs' peak memory against these terms:
-        benchmarks/RESULTS.md, "Three-track inference (CPU)" and
-        "Proteome end to end: E. coli against UniProt-2014, per stage"."""
+        all four maps), plus twice the feature file's float32 co-evolution [L, L, 3] (read, then decompressed) and,
+        with ``templates``, the template's Cβ distance classes of every pair (about 40 bytes a pair while they are
+        made; the file keeps only the templates' atoms, and the network's template maps are a window's) and, when
+        folding from the distogram, its restraints (the placed pairs' template bins and the mixed copy, float32
+        [L, L, 37] each); folding from the distogram adds its potential (float64 [L, L, 37], twice) and the
+        distogram itself. The jobs' peak memory against these terms: benchmarks/RESULTS.md, "Features: the
+        templates' atoms in the file", "Three-track inference (CPU)" and "Proteome end to end: E. coli against
+        UniProt-2014, per stage"."""
         window = min(longest, self.window)
         batch = self.batch_size
         if self.max_tokens:
@@ -304,7 +312,10 @@ class PredictConfig(StageConfig, PredictSettings):
         batched = (batch - 1) * window * window * 10_000 / 1e6
         bins = sum({"dist": 37, "omega": 37, "theta": 37, "phi": 19}[head] for head in self.pair_heads)
         stitched = 3 * longest * longest * bins * 4 / 1e6 if longest > self.window else 0.0
-        features = 2 * longest * longest * (templates * C_TEMPLATE_PAIR * 2 + C_COEVOLUTION * 4) / 1e6
+        per_pair = 2 * C_COEVOLUTION * 4
+        if templates:
+            per_pair += TEMPLATE_DISTANCE_BYTES + (2 * DIST_BINS * 4 if self.fold == "distogram" else 0)
+        features = longest * longest * per_pair / 1e6
         fold = 3 * longest * longest * 37 * 8 / 1e6 if self.fold == "distogram" else 0.0
         return int(3000 + batched + stitched + features + fold)
 
