@@ -38,8 +38,8 @@ sys.path.insert(0, str(ROOT))
 
 from workflow_lib.features.build import FEATURE_COMPRESSLEVEL, read_features, write_features  # noqa: E402
 from workflow_lib.features.msa_features import msa_features  # noqa: E402
-from workflow_lib.features.template_maps import template_ca  # noqa: E402
-from workflow_lib.features.templates import DEFAULT_MAX_TEMPLATES, columns_features, hit_columns, read_hits  # noqa: E402
+from workflow_lib.features.templates import (DEFAULT_MAX_TEMPLATES, TEMPLATE_ATOMS, columns_atoms,  # noqa: E402
+                                             columns_features, hit_columns, read_hits)
 from workflow_lib.inference.predict import PredictOptions, model_inputs, plan_crops  # noqa: E402
 from workflow_lib.model.checkpoint import load_checkpoint  # noqa: E402
 from workflow_lib.schemas.features import FEATURES, FEATURES_V5  # noqa: E402
@@ -56,9 +56,10 @@ def template_keys(way: str, hits, database, codes: np.ndarray, where: Path) -> d
     """The template keys of one feature file, built ``way``."""
     ordered = hits.sort_values("rank", kind="stable").head(DEFAULT_MAX_TEMPLATES)
     columns = [hit_columns(row, database, codes, where=where) for _, row in ordered.iterrows()]
-    out = columns_features(columns, np.arange(codes.shape[0]), atoms=way == "atoms")
-    if way == "maps":
-        out["template_ca"] = template_ca(columns_features(columns, np.arange(codes.shape[0]), atoms=True))
+    index = np.arange(codes.shape[0])
+    out = columns_features(columns, index, atoms=way == "atoms")
+    if way == "maps":                       # layout 5 also kept the templates' Cα
+        out["template_ca"] = columns_atoms(columns, index)[:, :, TEMPLATE_ATOMS.index(1)]
     return out
 
 
