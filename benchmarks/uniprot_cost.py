@@ -6,7 +6,9 @@ core each):
 
 - ``trackfold`` / ``trackfold_fast``: ``trackfold msa`` against the sequence database (``trackfold db build``)
   with the default setting and with the fast setting (``--no-sensitive --pseudocounts substitution``),
-  3 iterations; ``trackfold_fast2``: the fast setting with 2 iterations;
+  3 iterations; ``trackfold_fast2``: the fast setting with 2 iterations; ``trackfold_one_hit`` /
+  ``trackfold_fast_one_hit``: the same with ``--two-hit never`` (one seed makes a diagonal, as before the
+  two-hit rule);
 - ``profiles``: ``trackfold msa`` against its profile database (``--profiles``, ``trackfold db cluster``) with the
   fast setting and ``--profile-iterations`` (default 2);
 - ``jackhmmer``: ``jackhmmer -N 3`` per query against the database's FASTA (``--fasta``, uncompressed), its final
@@ -60,8 +62,12 @@ RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 SECTION = "## Homology search: E. coli against UniProt-2014 (cost, depth, Neff)"
 PY = [str(ROOT / ".venv" / "bin" / "python"), "-m", "workflow_lib"]
 FAST = ["--no-sensitive", "--pseudocounts", "substitution"]
-TOOLS = ("trackfold", "trackfold_fast", "trackfold_fast2", "profiles", "jackhmmer", "mmseqs")
+TOOLS = ("trackfold", "trackfold_one_hit", "trackfold_fast", "trackfold_fast_one_hit", "trackfold_fast2", "profiles",
+         "jackhmmer", "mmseqs")
+ONE_HIT = ["--two-hit", "never"]
 LABELS = {"trackfold": "trackfold msa, default", "trackfold_fast": "trackfold msa, fast setting",
+          "trackfold_one_hit": "trackfold msa, default, one seed per diagonal",
+          "trackfold_fast_one_hit": "trackfold msa, fast setting, one seed per diagonal",
           "trackfold_fast2": "trackfold msa, fast setting, 2 iterations",
           "profiles": "trackfold msa, fast setting, profile database", "jackhmmer": "jackhmmer -N 3",
           "mmseqs": "mmseqs search --num-iterations 3 -s 7.5"}
@@ -227,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     runs = {
         "trackfold": lambda out: trackfold_msa(out, args.db, queries, names, []),
         "trackfold_fast": lambda out: trackfold_msa(out, args.db, queries, names, FAST),
+        "trackfold_one_hit": lambda out: trackfold_msa(out, args.db, queries, names, ONE_HIT),
+        "trackfold_fast_one_hit": lambda out: trackfold_msa(out, args.db, queries, names, FAST + ONE_HIT),
         "trackfold_fast2": lambda out: trackfold_msa(out, args.db, queries, names, FAST + ["--iterations", "2"]),
         "profiles": lambda out: trackfold_msa(out, args.profiles, queries, names,
                                               ["--iterations", str(args.profile_iterations), *FAST]),

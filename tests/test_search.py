@@ -709,6 +709,18 @@ def test_sensitive_prefilter_settings(tmp_path, capsys):
     budget = SearchConfig(seed_budget=5000.0).cli_options()
     assert "--seed-budget 5000.0" in budget and \
         settings_from_args(parser.parse_args(budget.split())) == Settings(seed_budget=5000.0, max_evalue=1.0)
+    # the two-hit rule: automatic (over the budget) by default, in every iteration and either prefilter; the
+    # other rules given by name reach the search passes and the workflow's jobs
+    assert {fast.two_hit, sensitive.two_hit, sensitive.for_iteration(1, 3).two_hit} == {"auto"}
+    assert "--two-hit" not in SearchConfig().cli_options()
+    never = SearchConfig(two_hit="never").cli_options()
+    assert "--two-hit never" in never and \
+        settings_from_args(parser.parse_args(never.split())) == Settings(two_hit="never", max_evalue=1.0)
+    assert settings_from_args(parser.parse_args(["--two-hit", "always"])).search.two_hit == "always"
+    with pytest.raises(ValueError, match="two_hit must be one of auto, always, never"):
+        Settings(two_hit="yes")
+    with pytest.raises(InputError, match="search.two_hit must be one of"):
+        SearchConfig(two_hit="on")
 
 
 def test_config_options_round_trip_and_keep_their_text():

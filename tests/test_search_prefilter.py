@@ -279,6 +279,35 @@ def test_seed_budget_keeps_the_strongest_seeds_as_a_higher_threshold_would(small
     assert np.array_equal(full.sequence, fits.sequence) and np.array_equal(full.score, fits.score)
 
 
+def test_two_hit_rule_holds_only_when_the_seeds_exceed_the_budget(small_db, query_scores):
+    """``two_hit_over_budget``: within the budget the prefilter is the one-seed prefilter, over it the two-seed
+    one under the same budget; every diagonal it scores holds at least two seeds, and its survivors are a subset
+    of the one-seed survivors."""
+    from workflow_lib.db.kmer_index import index_offsets
+    from workflow_lib.search.gapless import exceeds_budget
+    index = load_kmer_index(small_db, 0)
+    shard = load_shard(small_db, 0)
+    _, code, _ = kmer_neighbourhood(query_scores, 4, 4.0, index_offsets(index))
+    entries = int((index["offsets"][code + 1] - index["offsets"][code]).sum())
+
+    def run(budget, **kwargs):
+        return gapless_prefilter(query_scores, index, shard.residues, shard.offsets, kmer_threshold=4.0,
+                                 max_seeds=budget, offset_bits=-30.0, **kwargs)
+
+    assert not exceeds_budget(code, index["offsets"], None) and not exceeds_budget(code, index["offsets"], entries)
+    assert exceeds_budget(code, index["offsets"], entries - 1)
+    for budget in (None, float(entries)):
+        auto, one = run(budget, two_hit_over_budget=True), run(budget)
+        assert np.array_equal(auto.sequence, one.sequence) and np.array_equal(auto.score, one.score)
+    for share in (0.5, 0.02):
+        budget = share * entries
+        auto, one, two = run(budget, two_hit_over_budget=True), run(budget), run(budget, min_hits=2)
+        assert np.array_equal(auto.sequence, two.sequence) and np.array_equal(auto.score, two.score)
+        assert auto.seeds.size and auto.seeds.min() >= 2
+        assert set(auto.sequence.tolist()) <= set(one.sequence.tolist())
+    assert one.seeds.min() == 1 and auto.sequence.size < one.sequence.size   # 2% of the seeds: some diagonals of one
+
+
 def test_direct_pass_follows_the_gapped_bar_only_in_large_databases():
     """The direct pass is the setting's offset up to 16,000 sequences (sensitive) or 362,000 (fast), then 4 bits
     below stage 2's bar log2(N / 1000)."""

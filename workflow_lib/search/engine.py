@@ -253,7 +253,9 @@ def _gapless_stage(query: SearchQuery, shard: Shard, index: dict[str, np.ndarray
                                 diagonals_per_target=settings.diagonals_per_target,
                                 offset_bits=min(direct, settings.band_gate),
                                 max_seeds=shard_seed_budget(settings.seed_budget, profile.length,
-                                                            int(shard.offsets[-1]), totals.residues), cache=cache)
+                                                            int(shard.offsets[-1]), totals.residues),
+                                min_hits=2 if settings.two_hit == "always" else 1,
+                                two_hit_over_budget=settings.two_hit == "auto", cache=cache)
     candidates = [shard.sequence(int(s)) for s in gapless.sequence]
     return _GaplessStage(scores, gapless, candidates, time.perf_counter() - started)
 

@@ -167,17 +167,23 @@ CUT_MAX_BINS = 1 << 16
 bits above the weakest share the top bin)."""
 
 
+def exceeds_budget(code: np.ndarray, entry_offsets: np.ndarray, max_seeds: float | None) -> bool:
+    """Whether the index entries (seeds) of the k-mer ``code`` s number more than ``max_seeds`` (None: no
+    budget, never); ``entry_offsets``: the index's ``offsets``."""
+    if max_seeds is None or code.size == 0:
+        return False
+    return int((entry_offsets[code + 1] - entry_offsets[code]).sum()) > max_seeds
+
+
 def strongest_seeds(window: np.ndarray, code: np.ndarray, bits: np.ndarray, entry_offsets: np.ndarray,
                     max_seeds: float | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The (query window, k-mer code, bits) pairs whose index entries (the seeds) number at most ``max_seeds``:
     all when they fit, else those scoring above the cut where the strongest-first count first exceeds the budget
     (ties at the cut all dropped), in their input order. The same pairs as a threshold just above the cut, per
     query; ``entry_offsets``: the index's ``offsets`` (entries of code ``c``: ``offsets[c]:offsets[c + 1]``)."""
-    if max_seeds is None or code.size == 0:
+    if not exceeds_budget(code, entry_offsets, max_seeds):
         return window, code, bits
     entries = entry_offsets[code + 1] - entry_offsets[code]
-    if int(entries.sum()) <= max_seeds:
-        return window, code, bits
     # the cut lies in one narrow bin of a histogram of the entries by score (strongest first); only that bin's
     # pairs are sorted (a sort of every pair was a visible share of a search)
     values = np.asarray(bits, dtype=np.float64)
@@ -198,7 +204,7 @@ def gapless_prefilter(scores: np.ndarray, index: dict[str, np.ndarray], residues
                       offsets: np.ndarray, *, kmer_threshold: float | None = None, min_hits: int = 1,
                       diagonals_per_target: int | None = DIAGONALS_PER_TARGET,
                       offset_bits: float = GAPLESS_OFFSET_BITS, max_seeds: float | None = None,
-                      cache: ShardCache | None = None) -> GaplessHits:
+                      two_hit_over_budget: bool = False, cache: ShardCache | None = None) -> GaplessHits:
     """Stage 1 of the prefilter for one query against one indexed shard (see the module docstring).
 
     ``kmer_threshold``: seed threshold in bits (``None``: :func:`default_kmer_threshold` for the index's k and
@@ -206,6 +212,8 @@ def gapless_prefilter(scores: np.ndarray, index: dict[str, np.ndarray], residues
     scores (``None``: every seeded diagonal, the exhaustive setting when ``kmer_threshold=-inf``). ``cache``:
     the shard's layouts kept across queries (:class:`~workflow_lib.search.shard_cache.ShardCache`; None: built
     for this call). ``max_seeds``: the shard's seed budget (:func:`strongest_seeds`; None: every seed).
+    ``two_hit_over_budget``: when the query's seeds exceed ``max_seeds``, a diagonal needs at least two seeds
+    (BLAST's two-hit rule, Altschul et al. 1997, *Nucleic Acids Res.* 25:3389), whatever ``min_hits`` says.
     """
     k = int(index["k"])
     shape = index_offsets(index)
@@ -218,6 +226,8 @@ def gapless_prefilter(scores: np.ndarray, index: dict[str, np.ndarray], residues
         table = kmer_scores(scores, k, shape)
         window, code = np.nonzero(table >= kmer_threshold)
         bits = table[window, code]
+    if two_hit_over_budget and exceeds_budget(code, index["offsets"], max_seeds):
+        min_hits = max(min_hits, 2)
     window, code, bits = strongest_seeds(window, code, bits, index["offsets"], max_seeds)
     sequence, diagonal, hits, _, seeded_targets = seeded_best_diagonals(
         window, code, bits, windows, index, kmer_threshold, min_hits, offsets, diagonals_per_target, cache=cache)

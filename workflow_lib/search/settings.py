@@ -81,6 +81,8 @@ the banded stage"). An iterated search uses it from iteration 2 on (iteration 1 
 :data:`FIRST_ITERATION_PREFILTER`, :attr:`SearchSettings.first_iteration_prefilter`). 8 diagonals rather than
 16 or 4: 16 found no more pairs for more CPU, 4 lost pairs (benchmarks/RESULTS.md, "Homology search: settings
 measured and not taken")."""
+TWO_HIT_RULES = ("auto", "always", "never")
+"""When a diagonal of the gapless prefilter needs two seeds instead of one (:attr:`SearchSettings.two_hit`)."""
 CONTEXT_PREFILTER_COMPOSITION = 0.5
 """The prefilter's composition weight (:func:`workflow_lib.search.seeds.prefilter_background`) for
 context-specific profiles: chosen on the whole Pfam benchmark among 0.3, 0.5, 0.75 and 1; Gonnet profiles,
@@ -116,6 +118,12 @@ def check_prefilter_values(*, kmer_threshold: float | None = None, diagonals_per
         raise ValueError(f"prefilter_composition must be a weight in [0, 1], got {prefilter_composition}")
 
 
+def check_two_hit(value: str) -> None:
+    """Raise ``ValueError`` naming ``two_hit`` unless ``value`` is one of :data:`TWO_HIT_RULES`."""
+    if value not in TWO_HIT_RULES:
+        raise ValueError(f"two_hit must be one of {', '.join(TWO_HIT_RULES)}, got {value!r}")
+
+
 @dataclass(frozen=True)
 class SearchSettings:
     """Thresholds of the search passes (defaults: the sensitive prefilter, which iteration 1 of an iterated search
@@ -138,6 +146,12 @@ class SearchSettings:
     is its part of the database's residues; when the seeds at the threshold exceed it, only the strongest (query
     window, k-mer) pairs seed (:func:`~workflow_lib.search.gapless.strongest_seeds`), as a higher threshold for
     that query would. The work of seed counting grows with the database; the budget stops that growth."""
+    two_hit: str = "auto"
+    """Stage 1: ``always``, a diagonal is scored only when it holds at least two seeds (BLAST's two-hit rule,
+    Altschul et al. 1997); ``never``, one seed is enough; ``auto``, two when the query's seeds on the shard
+    exceed its :attr:`seed_budget`. A database that large seeds most of its targets by chance, each on a
+    diagonal of one seed, and scoring those diagonals was the largest share of the search; a homolog's diagonal
+    holds several. Small databases never reach the budget, so they search with one seed, as before."""
     prefilter_composition: float = CONTEXT_PREFILTER_COMPOSITION
     """Stages 1–2 score the profile against ``f^(1 − w) · c^w``, ``c`` its mean emissions
     (:func:`~workflow_lib.search.seeds.prefilter_background`)."""
@@ -159,6 +173,7 @@ class SearchSettings:
             raise ValueError(f"calibration must be one of {', '.join(CALIBRATIONS)}, got {self.calibration!r}")
         if not self.max_evalue > 0:
             raise ValueError(f"max_evalue must be positive, got {self.max_evalue}")
+        check_two_hit(self.two_hit)
         check_prefilter_values(kmer_threshold=self.kmer_threshold, diagonals_per_target=self.diagonals_per_target,
                                gapless_offset=self.gapless_offset, band_gate=self.band_gate,
                                band_offset=self.band_offset, prefilter_composition=self.prefilter_composition,
@@ -243,6 +258,7 @@ class Settings:
     band_gate: float | None = None
     band_offset: float | None = None
     seed_budget: float | None = None
+    two_hit: str = "auto"
     max_sequences: int = 10000
     pseudocounts: str = "context"
     context_model: str | None = None
@@ -290,7 +306,7 @@ class Settings:
         if calibration == "auto":
             calibration = "reversed" if context else "random"
         return SearchSettings(**{**base, **{key: value for key, value in given.items() if value is not None}},
-                              first_iteration_prefilter=first, max_evalue=max(self.max_evalue, self.inclusion_evalue),
+                              two_hit=self.two_hit, first_iteration_prefilter=first, max_evalue=max(self.max_evalue, self.inclusion_evalue),
                               calibration=calibration, prefilter_composition=composition)
 
     def replace(self, **changes) -> Settings:
@@ -384,6 +400,11 @@ def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
                             f"{fast['seed_budget']:.0f}; --sensitive: {SEED_BUDGET:.0f} in iteration 1, "
                             f"{sensitive['seed_budget']:.0f} from iteration 2 on; small databases never reach it: "
                             f"benchmarks/RESULTS.md, \"Homology search: the seed budget against UniProt-2014\")")
+    group.add_argument("--two-hit", choices=TWO_HIT_RULES, default=default.two_hit,
+                       help="gapless prefilter: a diagonal is scored only with at least two seeds (always), with "
+                            "one (never), or with two when the query's seeds exceed the seed budget, as against "
+                            "UniProt-sized databases, where most targets are seeded by chance on diagonals of one "
+                            "seed (auto; small databases never reach it) (default %(default)s)")
     group.add_argument("--max-sequences", type=int, default=default.max_sequences,
                        help="cap on MSA sequences after filtering (default %(default)s)")
     group.add_argument("--pseudocounts", choices=PSEUDOCOUNTS, default=default.pseudocounts,
@@ -436,6 +457,7 @@ def cli_options(settings: Settings) -> str:
             + (" --sensitive" if settings.sensitive else " --no-sensitive")
             + f" --pseudocounts {settings.pseudocounts}"
             + (f" --calibration {settings.calibration}" if settings.calibration != "auto" else "")
+            + (f" --two-hit {settings.two_hit}" if settings.two_hit != "auto" else "")
             + "".join(f" --{key.replace('_', '-')} {value}" for key, value in (
                 ("kmer_threshold", settings.kmer_threshold), ("diagonals_per_target", settings.diagonals_per_target),
                 ("gapless_offset", settings.gapless_offset), ("band_gate", settings.band_gate),
