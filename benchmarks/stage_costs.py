@@ -3,7 +3,7 @@
     python benchmarks/stage_costs.py --results RESULTS --proteome ecoli --chunks 7,13|finished \\
         [--logs LOGS [--logs LOGS2]] [--receipt-window W] [--receipt-checkpoint CKPT] [--project-receipts]
         [--machine "AMD EPYC, 2 cores"]
-        [--results-md benchmarks/RESULTS.md]
+        [--results-md benchmarks/RESULTS.md] [--heading "Proteome end to end: ..."]
 
 Reads ``RESULTS/benchmarks/{rule}/{proteome}/...`` of the given chunks (a chunk's jobs are those whose benchmark
 file names it: ``0007.tsv``, ``0007_2_013.tsv``, ...), sums CPU and wall seconds per stage, takes the peak
@@ -73,6 +73,7 @@ def main() -> int:
     parser.add_argument("--project-receipts", action="store_true",
                         help="project unfinished chunks from the finished proteins' receipts by length")
     parser.add_argument("--results-md", type=Path, help="write the table into this Markdown file")
+    parser.add_argument("--heading", help="the section's heading (default: by --chunks, see above)")
     args = parser.parse_args()
     finished = args.chunks == "finished"
     chunks = None if finished else {int(c) for c in args.chunks.split(",")}
@@ -150,7 +151,8 @@ def main() -> int:
         "iterations and the stages follow one another per chunk, not across the proteome).",
         *notes,
     ])
-    publish(body, args.results_md, FINISHED_SECTION.format(proteome=args.proteome) if finished else SECTION)
+    heading = FINISHED_SECTION.format(proteome=args.proteome) if finished else SECTION
+    publish(body, args.results_md, f"## {args.heading}" if args.heading else heading)
     return 0
 
 

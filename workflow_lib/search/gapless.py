@@ -167,23 +167,20 @@ CUT_MAX_BINS = 1 << 16
 bits above the weakest share the top bin)."""
 
 
-def exceeds_budget(code: np.ndarray, entry_offsets: np.ndarray, max_seeds: float | None) -> bool:
-    """Whether the index entries (seeds) of the k-mer ``code`` s number more than ``max_seeds`` (None: no
-    budget, never); ``entry_offsets``: the index's ``offsets``."""
-    if max_seeds is None or code.size == 0:
-        return False
-    return int((entry_offsets[code + 1] - entry_offsets[code]).sum()) > max_seeds
-
-
 def strongest_seeds(window: np.ndarray, code: np.ndarray, bits: np.ndarray, entry_offsets: np.ndarray,
-                    max_seeds: float | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                    max_seeds: float | None, *, entries: np.ndarray | None = None
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The (query window, k-mer code, bits) pairs whose index entries (the seeds) number at most ``max_seeds``:
     all when they fit, else those scoring above the cut where the strongest-first count first exceeds the budget
     (ties at the cut all dropped), in their input order. The same pairs as a threshold just above the cut, per
-    query; ``entry_offsets``: the index's ``offsets`` (entries of code ``c``: ``offsets[c]:offsets[c + 1]``)."""
-    if not exceeds_budget(code, entry_offsets, max_seeds):
+    query; ``entry_offsets``: the index's ``offsets`` (entries of code ``c``: ``offsets[c]:offsets[c + 1]``);
+    ``entries``: each pair's entry count when already known."""
+    if max_seeds is None or code.size == 0:
         return window, code, bits
-    entries = entry_offsets[code + 1] - entry_offsets[code]
+    if entries is None:
+        entries = entry_offsets[code + 1] - entry_offsets[code]
+    if int(entries.sum()) <= max_seeds:
+        return window, code, bits
     # the cut lies in one narrow bin of a histogram of the entries by score (strongest first); only that bin's
     # pairs are sorted (a sort of every pair was a visible share of a search)
     values = np.asarray(bits, dtype=np.float64)
@@ -226,9 +223,10 @@ def gapless_prefilter(scores: np.ndarray, index: dict[str, np.ndarray], residues
         table = kmer_scores(scores, k, shape)
         window, code = np.nonzero(table >= kmer_threshold)
         bits = table[window, code]
-    if two_hit_over_budget and exceeds_budget(code, index["offsets"], max_seeds):
+    entries = None if max_seeds is None else index["offsets"][code + 1] - index["offsets"][code]
+    if two_hit_over_budget and entries is not None and code.size and int(entries.sum()) > max_seeds:
         min_hits = max(min_hits, 2)
-    window, code, bits = strongest_seeds(window, code, bits, index["offsets"], max_seeds)
+    window, code, bits = strongest_seeds(window, code, bits, index["offsets"], max_seeds, entries=entries)
     sequence, diagonal, hits, _, seeded_targets = seeded_best_diagonals(
         window, code, bits, windows, index, kmer_threshold, min_hits, offsets, diagonals_per_target, cache=cache)
     score = diagonal_scores(scores, *padded_residues(residues, offsets, scores.shape[0], cache), sequence,
