@@ -306,8 +306,9 @@ class Settings:
         if calibration == "auto":
             calibration = "reversed" if context else "random"
         return SearchSettings(**{**base, **{key: value for key, value in given.items() if value is not None}},
-                              two_hit=self.two_hit, first_iteration_prefilter=first, max_evalue=max(self.max_evalue, self.inclusion_evalue),
-                              calibration=calibration, prefilter_composition=composition)
+                              two_hit=self.two_hit, first_iteration_prefilter=first,
+                              max_evalue=max(self.max_evalue, self.inclusion_evalue), calibration=calibration,
+                              prefilter_composition=composition)
 
     def replace(self, **changes) -> Settings:
         """A copy with ``changes`` (checked)."""
