@@ -250,8 +250,8 @@ def viterbi_seq_lanes_compiled(scores: SequenceScores, residues: np.ndarray, *,
     best_i = np.empty(padded, np.int64)
     best_l = np.empty(padded, np.int64)
     bt = np.empty((n_query, n_target, padded) if backtrace else (1, 1, 1), dtype=np.uint8)
-    with _vector_width():
-        _kernel(bool(backtrace))(emission, transitions, np.ascontiguousarray(residues), bt, best, best_i,
+    with _vector_width():   # uint8 codes: a lane row of them stays in the L1 cache (intp rows did not)
+        _kernel(bool(backtrace))(emission, transitions, np.ascontiguousarray(residues, np.uint8), bt, best, best_i,
                                  best_l)
     if not backtrace:
         return best[:width], np.zeros(width, np.int64), np.zeros(width, np.int64), None
