@@ -34,6 +34,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 
@@ -81,18 +82,8 @@ def load_targets(count: int) -> tuple[list[str], list[str]]:
 REPEAT = 3
 
 
-class numpy_kernels:
-    """``TRACKFOLD_KERNELS=numpy`` inside the block (the NumPy fallback kernels), restored after it."""
-
-    def __enter__(self):
-        self.saved = os.environ.get(KERNELS_ENV)
-        os.environ[KERNELS_ENV] = "numpy"
-
-    def __exit__(self, *exc):
-        if self.saved is None:
-            os.environ.pop(KERNELS_ENV, None)
-        else:
-            os.environ[KERNELS_ENV] = self.saved
+NUMPY_KERNELS = {KERNELS_ENV: "numpy"}
+"""The environment that selects the NumPy fallback kernels (for ``mock.patch.dict(os.environ, ...)``)."""
 
 
 def cpu_seconds() -> float:
@@ -217,18 +208,17 @@ def main() -> None:
     results = {}
     kernel = "compiled" if compiled_available() else "NumPy"
     align_targets(profile, targets[:20], cpus=1, device="numpy")  # warm-up (loads the compiled kernels)
-    for label, backtrace, cpus in ((f"ours ({kernel}), 1 process", False, 1),
-                                   (f"ours ({kernel}), 1 process, backtrace", True, 1),
-                                   (f"ours ({kernel}), {cores} processes", False, cores),
-                                   (f"ours ({kernel}), {cores} processes, backtrace", True, cores)):
-        seconds, cpu, _ = timed(align_targets, profile, targets, backtrace=backtrace, cpus=cpus, device="numpy")
-        results[label] = (seconds, cells / seconds / 1e9, cpus, cells / cpu / 1e9)
-        print(f"{label:40s} {seconds:8.2f} s {cells / seconds / 1e9:7.3f} GCUPS {cells / cpu / 1e9:7.3f} per CPU-s")
+    runs = [(f"ours ({kernel}), 1 process", False, 1, {}),
+            (f"ours ({kernel}), 1 process, backtrace", True, 1, {}),
+            (f"ours ({kernel}), {cores} processes", False, cores, {}),
+            (f"ours ({kernel}), {cores} processes, backtrace", True, cores, {})]
     if kernel == "compiled":
-        with numpy_kernels():
-            label = "ours (NumPy fallback), 1 process"
-            seconds, cpu, _ = timed(align_targets, profile, targets, backtrace=False, cpus=1, device="numpy")
-        results[label] = (seconds, cells / seconds / 1e9, 1, cells / cpu / 1e9)
+        runs.append(("ours (NumPy fallback), 1 process", False, 1, NUMPY_KERNELS))
+    for label, backtrace, cpus, environment in runs:
+        with mock.patch.dict(os.environ, environment):
+            seconds, cpu, _ = timed(align_targets, profile, targets, backtrace=backtrace, cpus=cpus,
+                                    device="numpy")
+        results[label] = (seconds, cells / seconds / 1e9, cpus, cells / cpu / 1e9)
         print(f"{label:40s} {seconds:8.2f} s {cells / seconds / 1e9:7.3f} GCUPS {cells / cpu / 1e9:7.3f} per CPU-s")
     seconds, cpu = run_hmmsearch(hmm, fasta, ["--F1", "1.0", "--F2", "1e-30", "--F3", "1e-30"])
     results["hmmsearch --F1 1.0 --F2 1e-30 --F3 1e-30 --cpu 1 (MSV + SIMD Viterbi filter)"] = (
@@ -254,7 +244,7 @@ def main() -> None:
         seconds, cpu, _ = timed(align_targets, profile, subset, cpus=1, lane_cells=lane_cells, device="numpy")
         sweep.append(f"| {lane_cells // 1024}k | {subset_cells / seconds / 1e9:.3f} | {subset_cells / cpu / 1e9:.3f} |")
     breakdown = profile_breakdown(profile, subset)
-    with numpy_kernels():
+    with mock.patch.dict(os.environ, NUMPY_KERNELS):
         steps = chain_step_counts(profile, subset)
     micro = dtype_micro()
 
@@ -301,23 +291,23 @@ Where the time goes (cProfile, 1 process, no backtrace, the {kernel} kernel; `to
 The NumPy fallback: in-row I chain, rows by the number of doubling steps it needed ({len(subset)} targets):
 {steps}.
 
-dtype and operation choice of the NumPy fallback: ns per element for one lane row (300 × 256). int16 halves the elementwise passes,
-but the shifted I values (l·t.II reaches 10^7 milli-bits) and full-length scores do not fit without saturation
-tricks and a coarse scale, and float32 loses the low bits of the shifted values; the kernel uses int32
-milli-bits, exact against the reference. In int32 a maximum with a scalar and an add of a column vector are
-2-3× slower than array-array operations, hence ``A = max(g, g + X)`` for the local start; the two ramp adds of
+dtype and operation choice of the NumPy fallback: ns per element for one lane row (300 × 256). int16 halves the
+elementwise passes, but the shifted I values (l·t.II reaches 10^7 milli-bits) and full-length scores do not fit
+without saturation tricks and a coarse scale, and float32 loses the low bits of the shifted values; the kernel
+uses int32 milli-bits, exact against the reference. In int32 a maximum with a scalar and an add of a column vector
+are 2-3× slower than array-array operations, hence ``A = max(g, g + X)`` for the local start; the two ramp adds of
 the shifted I form remain.
 
 | dtype | add | maximum | maximum with a scalar | add a column [n, 1] | maximum.accumulate (axis 0) |
 |---|---|---|---|---|---|
 {micro}
 
-Design notes of the NumPy fallback: rows are query columns, lanes × target positions are the vector; A = M + t.MM (the M->M
-transition folded into the gathered emission row), B = I − l·t.II (the in-row chain becomes a cumulative
-maximum), C = D − t.MD + t.MM; C and B are updated in place, so a row needs five buffers and stays in L2
-cache at 48k cells. The I chain only matters where I + t.IM > 0, which bounds the chain lengths to resolve by
-(row max of M + t.MI + t.IM) / |t.II|: a few doubling steps (`max(B(l), B(l − s))`, s = 1, 2, 4, …, one
-contiguous array pass each) replace the full scan; at most log2(Lt) of them give the full cumulative maximum.
+Design notes of the NumPy fallback: rows are query columns, lanes × target positions are the vector; A = M + t.MM
+(the M->M transition folded into the gathered emission row), B = I − l·t.II (the in-row chain becomes a cumulative
+maximum), C = D − t.MD + t.MM; C and B are updated in place, so a row needs five buffers and stays in L2 cache at
+48k cells. The I chain only matters where I + t.IM > 0, which bounds the chain lengths to resolve by (row max of M
++ t.MI + t.IM) / |t.II|: a few doubling steps (`max(B(l), B(l − s))`, s = 1, 2, 4, …, one contiguous array pass
+each) replace the full scan; at most log2(Lt) of them give the full cumulative maximum.
 """
     if not args.no_write:
         text = RESULTS.read_text() if RESULTS.exists() else "# Benchmarks\n"
