@@ -64,7 +64,7 @@ from workflow_lib.features.msa_features import DEFAULT_MAX_STATS_SEQS, sampling_
 from workflow_lib.features.templates import hit_columns, read_hits  # noqa: E402
 from workflow_lib.inference.confidence import PlddtCalibration  # noqa: E402
 from workflow_lib.inference.predict import PredictOptions, predict_group  # noqa: E402
-from workflow_lib.inference.settings import default_model_path  # noqa: E402
+from workflow_lib.inference.settings import PredictSettings, default_model_path  # noqa: E402
 from workflow_lib.model.checkpoint import load_checkpoint  # noqa: E402
 from workflow_lib.schemas.io import write_table  # noqa: E402
 from workflow_lib.schemas.templates import TEMPLATE_HITS  # noqa: E402
@@ -78,6 +78,7 @@ from workflow_lib.workflow.config import FeatureConfig  # noqa: E402
 
 SECTION = "## The test split: {checkpoint}"
 MAX_QUERY_IDENTITY = 0.9
+PRECISION = PredictSettings().precision  # the network's precision in every prediction (--precision)
 NEFF_BINS = ((0.0, 1.5, "1"), (1.5, 10.0, "2-10"), (10.0, 50.0, "10-50"), (50.0, np.inf, "> 50"))
 IDENTITY_BINS = ((0.0, 0.3, "< 30%"), (0.3, 0.5, "30-50%"), (0.5, MAX_QUERY_IDENTITY + 1e-9, "50-90%"))
 
@@ -161,7 +162,7 @@ def evaluate_chain(name: str, a3m: Path, hits_path: Path, native: dict, model, c
     query = features["msa"][0]
     row = {"chain": name, "length": int(len(query)), "neff": float(features["neff"]),
            "depth": int(features["num_alignments"])}
-    options = PredictOptions(pair_heads=("dist",))
+    options = PredictOptions(pair_heads=("dist",), precision=PRECISION)
     began = time.process_time()
     ((_, bare),) = predict_group(model, [(name, features)], options, calibration=calibration)
     row["none"] = {**scores(bare.backbone[:, 1].astype(np.float64), contact_probability(bare.probs["dist"]),
@@ -186,7 +187,7 @@ def template_regime(name: str, a3m: Path, hits_path: Path, native: dict, model, 
     """The chain's template regime and its baselines (the row's keys ``best_identity``, ``copy``, ``promod3``,
     ``templates``; none without a usable hit)."""
     row: dict = {}
-    options = PredictOptions(pair_heads=("dist",))
+    options = PredictOptions(pair_heads=("dist",), precision=PRECISION)
     hits = read_hits(hits_path)
     hits = hits[hits["template"] != name]
     if len(hits):
@@ -230,7 +231,7 @@ def reused_row(name: str, position: int, a3m: Path, hits: Path, native: dict, mo
     row = json.loads(earlier.read_text())["row"]
     features = build_features(a3m)
     if position % args.verify_every == 0:
-        ((_, bare),) = predict_group(model, [(name, features)], PredictOptions(pair_heads=("dist",)),
+        ((_, bare),) = predict_group(model, [(name, features)], PredictOptions(pair_heads=("dist",), precision=PRECISION),
                                      calibration=calibration)
         again = scores(bare.backbone[:, 1].astype(np.float64), contact_probability(bare.probs["dist"]), native)
         if abs(again["lddt"] - row["none"]["lddt"]) > 1e-9 or abs(again["tm"] - row["none"]["tm"]) > 1e-9:
@@ -327,8 +328,12 @@ def main() -> int:
                              "regime, baselines and contacts are kept, every --verify-every-th chain's no-template "
                              "prediction is recomputed and must match")
     parser.add_argument("--verify-every", type=int, default=40)
+    parser.add_argument("--precision", default=PredictSettings().precision,
+                        help="the network's precision (trackfold predict --precision; default the product's)")
     parser.add_argument("--results-md", type=Path)
     args = parser.parse_args()
+    global PRECISION
+    PRECISION = args.precision
     torch.set_num_threads(1)
     from workflow_lib.templates.database import load_template_db
 
@@ -336,7 +341,8 @@ def main() -> int:
     model.eval()
     calibration = PlddtCalibration.from_extra(extra)
     stamp = (hashlib.blake2b(args.model.read_bytes(), digest_size=16).hexdigest()
-             + f" {args.max_templates} promod3={args.promod3}")
+             + f" {args.max_templates} promod3={args.promod3}"
+             + ("" if args.precision == PredictSettings().precision else f" precision={args.precision}"))
     names = read_names(args.test_chains)
     args.listed = len(names)
     if args.limit:

@@ -58,7 +58,7 @@ rule summary:
         "logs/summary/{proteome}.log",
     benchmark:
         PATHS.benchmark("summary", "{proteome}")
-    threads: 1
+    threads: 4  # the protein pages in parallel: the last job of a proteome, when its cores are free (capped at --cores)
     resources:
         mem_mb=2000,
         runtime=30,
@@ -66,6 +66,6 @@ rule summary:
         "../envs/core.yaml"
     shell:
         "{params.trackfold} summarize --results {params.results} --proteome {wildcards.proteome} "
-        "--out {output.summary} --tsv {output.table} --runtime-out {output.runtime} --logs logs "
+        "--out {output.summary} --tsv {output.table} --runtime-out {output.runtime} --logs logs --cpus {threads} "
         "--plots-dir {params.plots_dir} --pages-dir {params.plots_dir} --plot-proteins {params.plot_proteins} "
         "{params.require} {params.proteins} > {log} 2>&1"

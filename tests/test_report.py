@@ -27,6 +27,7 @@ from workflow_lib.db.chunks import chunk_table
 from workflow_lib.errors import InputError, SchemaError
 from workflow_lib.report.cli import PLOTS
 from workflow_lib.report.compare import compare_results
+from workflow_lib.report.pages import write_pages
 from workflow_lib.report.collect import (
     build_summary,
     job_log,
@@ -247,6 +248,21 @@ def test_protein_pages_show_each_stage_and_link_existing_files(results, tmp_path
         parser = Balanced()
         parser.feed(page)
         assert parser.stack == []
+
+
+def test_protein_pages_are_the_same_from_two_processes(results, tmp_path):
+    """``--cpus 2`` writes the protein pages in two worker processes: the same files, byte for byte, as one
+    process writes; a count below one is refused."""
+    pages = {}
+    for cpus in (1, 2):
+        out = tmp_path / f"pages{cpus}"
+        assert main(["summarize", "--results", str(results), "--proteome", "mini", "--out",
+                     str(tmp_path / f"summary{cpus}.parquet"), "--pages-dir", str(out), "--cpus", str(cpus)]) == 0
+        pages[cpus] = {p.name: p.read_bytes() for p in (out / "proteins").iterdir()}
+    assert len(pages[1]) >= 3 and pages[2] == pages[1]
+    summary = read_frame(tmp_path / "summary1.parquet", SUMMARY)
+    with pytest.raises(InputError, match="cpus must be a positive integer"):
+        write_pages(results, "mini", summary, tmp_path / "none", cpus=0)
 
 
 def test_summarize_without_chunk_table_names_it(tmp_path, capsys):

@@ -57,6 +57,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              f"({', '.join(OPTIONAL_STAGES)})")
     parser.add_argument("--pages-dir", help="write the HTML pages here: index.html (every protein) and "
                                             "proteins/{safe_id}.html (MSA, template hits, pLDDT, links to files)")
+    parser.add_argument("--cpus", type=int, default=1,
+                        help="processes writing the protein pages (the pages do not depend on it; default "
+                             "%(default)s)")
     parser.add_argument("--plot-proteins", type=int, default=PLOT_PROTEINS,
                         help="proteins in the per-protein plots, those given with --protein included "
                              "(default %(default)s)")
@@ -83,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         write_plots(results, args.proteome, summary, runtime, Path(args.plots_dir),
                     count=args.plot_proteins, wanted=args.protein)
     if args.pages_dir:
-        pages = write_pages(results, args.proteome, summary, args.pages_dir)
+        pages = write_pages(results, args.proteome, summary, args.pages_dir, cpus=args.cpus)
         LOG.info("wrote %d protein pages and %s", pages, Path(args.pages_dir) / "index.html")
     LOG.info("wrote %s (%d proteins)", args.out, len(summary))
     return 0

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import html
 import json
+import multiprocessing as mp
 import os
+from concurrent.futures import ProcessPoolExecutor
 from urllib.parse import quote
 from collections.abc import Iterable
 from pathlib import Path
@@ -25,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from workflow_lib.errors import InputError
 from workflow_lib.report.collect import a3m_path, hits_path, read_plddt, read_stage_table, residues_path
 from workflow_lib.report.figures import alignment_html, distance_map_svg, msa_coverage_svg
 from workflow_lib.report.progress import track
@@ -281,19 +284,45 @@ def index_page(proteome: str, summary: pd.DataFrame, summary_href: str = "../sum
     return _page(f"{proteome}: proteins", body, ASSETS)
 
 
-def write_pages(results: str | Path, proteome: str, summary: pd.DataFrame, out_dir: str | Path) -> int:
+_TEMPLATES: list[TemplateDatabases] = []
+"""The template databases of the process writing pages (one per worker, opened by :func:`_open_templates`)."""
+
+
+def _open_templates() -> None:
+    _TEMPLATES[:] = [TemplateDatabases()]
+
+
+def _write_page(job: tuple[Path, str, Path, pd.Series]) -> None:
+    results, proteome, page_dir, row = job
+    write_text_atomic(page_dir / f"{row['safe_id']}.html", protein_page(results, proteome, row, page_dir,
+                                                                        _TEMPLATES[0]))
+
+
+def write_pages(results: str | Path, proteome: str, summary: pd.DataFrame, out_dir: str | Path, *,
+                cpus: int = 1) -> int:
     """Write ``out_dir/assets`` (viewer, script, stylesheet), ``out_dir/proteins/{safe_id}.html`` for every
-    protein in a chunk and ``out_dir/index.html`` (each atomically; the index last). Returns the number of
-    protein pages."""
+    protein in a chunk and ``out_dir/index.html`` (each atomically; the index last). ``cpus`` processes write
+    the protein pages (each page is independent; the pages are the same whatever the count). Returns the
+    number of protein pages."""
+    if not isinstance(cpus, int) or cpus < 1:
+        raise InputError(f"report: cpus must be a positive integer, got {cpus!r}")
     results, out_dir = Path(results), Path(out_dir)
     copy_assets(out_dir)
     page_dir = out_dir / "proteins"
     page_dir.mkdir(parents=True, exist_ok=True)
     planned = summary[summary["chunk"] >= 0]
-    templates = TemplateDatabases()
-    for _, row in track(list(planned.iterrows()), "protein pages", unit="pages"):
-        write_text_atomic(page_dir / f"{row['safe_id']}.html",
-                          protein_page(results, proteome, row, page_dir, templates))
+    rows = [row for _, row in planned.iterrows()]
+    if cpus > 1 and len(rows) > 1:
+        context = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
+        with ProcessPoolExecutor(min(cpus, len(rows)), mp_context=context, initializer=_open_templates) as pool:
+            written = pool.map(_write_page, [(results, proteome, page_dir, row) for row in rows],
+                               chunksize=max(1, min(32, len(rows) // (4 * cpus))))
+            for _ in track(written, "protein pages", total=len(rows), unit="pages"):
+                pass
+    else:
+        _open_templates()
+        for row in track(rows, "protein pages", unit="pages"):
+            _write_page((results, proteome, page_dir, row))
     summary_href = quote(Path(os.path.relpath(results / proteome / "summary.tsv", out_dir)).as_posix())
     figures = [(name, alt) for name, alt in OVERVIEW_FIGURES if (out_dir / name).exists()]
     write_text_atomic(out_dir / "index.html", index_page(proteome, summary, summary_href, figures))
