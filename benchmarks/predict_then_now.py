@@ -1,7 +1,7 @@
 """Inference CPU on the same proteome proteins: the six-block network on every crop against today's default.
 
     python benchmarks/predict_then_now.py --features-dir RESULTS/PROTEOME/features --work SCRATCH [--every 15]
-        [--threads 1]
+        [--threads 1] [--bfloat16]
 
 Takes the feature files (``*.npz``, as the workflow writes them) of a proteome run, sorts them by length and keeps
 every ``--every``-th (a fixed sample spanning the lengths), then runs ``trackfold predict`` on them twice, one
@@ -11,7 +11,9 @@ keeps):
 * ``then``: ``--model models/trackfold_small_v4.pt --crop-pairs all``: the six-block checkpoint that was the
   default when CPU inference cost about 15.6 CPU-s per *E. coli* protein, on every pair of half-window segments;
 * ``now``: ``trackfold predict``'s defaults (the two-block ``trackfold_lite_v2`` on the crops that matter,
-  ``--crop-pairs contacts``).
+  ``--crop-pairs contacts``);
+* ``now, bfloat16`` (with ``--bfloat16``): the same with ``--precision bfloat16``, the setting for CPUs with
+  AVX512-BF16 or AMX (mixed precision where the CPU has it).
 
 Both fold from the distogram with today's fold (compiled energy, 200 steps per start), so the ``then`` row
 understates what inference cost then. CPU seconds per protein come from each run's ``--stats`` table (one torch
@@ -37,6 +39,7 @@ PY = [sys.executable, "-m", "workflow_lib"]
 SETTINGS = {
     "then": ["--model", str(ROOT / "models" / "trackfold_small_v4.pt"), "--crop-pairs", "all"],
     "now": [],
+    "bf16": ["--precision", "bfloat16"],
 }
 BINS = [(0, 128), (129, 256), (257, 384), (385, 768), (769, 100_000)]
 
@@ -69,27 +72,41 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, required=True)
     parser.add_argument("--every", type=int, default=15)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--bfloat16", action="store_true", help="also today's defaults with --precision bfloat16")
     args = parser.parse_args(argv)
     chosen = sample(args.features_dir, args.every)
     args.work.mkdir(parents=True, exist_ok=True)
     tables, cpu = {}, {}
-    for label in SETTINGS:
+    labels = [label for label in SETTINGS if label != "bf16" or args.bfloat16]
+    for label in labels:
         tables[label], cpu[label] = run(label, [path for _, path in chosen], args.work, args.threads)
         print(f"{label}: {cpu[label]:.1f} CPU-s for {len(chosen)} proteins", file=sys.stderr)
     both = tables["then"].merge(tables["now"], on="protein", suffixes=("_then", "_now"))
-    print(f"{len(chosen)} proteins, {sum(n for n, _ in chosen):,} residues; whole commands: then "
-          f"{cpu['then']:.0f} CPU-s, now {cpu['now']:.0f} CPU-s ({cpu['then'] / cpu['now']:.2f}x)\n")
-    print("| residues | proteins | mean length | then: s per protein | now: s per protein | then / now "
-          "| mean pLDDT then / now |")
-    print("|---|---|---|---|---|---|---|")
+    bf16 = "bf16" in tables
+    if bf16:
+        both = both.merge(tables["bf16"].add_suffix("_bf16").rename(columns={"protein_bf16": "protein"}),
+                          on="protein")
+    whole = f"then {cpu['then']:.0f} CPU-s, now {cpu['now']:.0f} CPU-s ({cpu['then'] / cpu['now']:.2f}x)"
+    if bf16:
+        whole += f", now in bfloat16 {cpu['bf16']:.0f} CPU-s ({cpu['then'] / cpu['bf16']:.2f}x)"
+    print(f"{len(chosen)} proteins, {sum(n for n, _ in chosen):,} residues; whole commands: {whole}\n")
+    extra_head = " now, bfloat16: s per protein | then / now, bfloat16 |" if bf16 else ""
+    print("| residues | proteins | mean length | then: s per protein | now: s per protein | then / now |"
+          + extra_head + " mean pLDDT then / now" + (" / now, bfloat16 |" if bf16 else " |"))
+    print("|---|---|---|---|---|---|" + ("---|---|" if bf16 else "") + "---|")
     rows = [(f"{lo}-{hi}" if hi < 100_000 else f"> {lo - 1}", both[(both.length_now >= lo) & (both.length_now <= hi)])
             for lo, hi in BINS] + [("all", both)]
     for name, part in rows:
         if part.empty:
             continue
         then, now = part.seconds_then.mean(), part.seconds_now.mean()
-        print(f"| {name} | {len(part)} | {part.length_now.mean():.0f} | {then:.2f} | {now:.2f} | {then / now:.2f}x "
-              f"| {part.mean_plddt_then.mean():.1f} / {part.mean_plddt_now.mean():.1f} |")
+        line = f"| {name} | {len(part)} | {part.length_now.mean():.0f} | {then:.2f} | {now:.2f} | {then / now:.2f}x |"
+        plddt = f" {part.mean_plddt_then.mean():.1f} / {part.mean_plddt_now.mean():.1f}"
+        if bf16:
+            half = part.seconds_bf16.mean()
+            line += f" {half:.2f} | {then / half:.2f}x |"
+            plddt += f" / {part.mean_plddt_bf16.mean():.1f}"
+        print(line + plddt + " |")
     return 0
 
 
