@@ -50,6 +50,19 @@ def _config(tmp_path, root, proteomes, per_chunk=4, shards=3, **extra):
     return path
 
 
+def test_the_workflow_profile_spaces_snakemakes_rate_limiter_timers(root, tmp_path):
+    """``profiles/default`` (loaded by every run of the workflow) sets Snakemake's job rate to its default of 100
+    jobs per second over 5 s windows, in a form Snakemake parses; a dry run of the bundled example loads it."""
+    from snakemake.settings.types import MaxJobsPerTimespan
+
+    profile = yaml.safe_load((root / "profiles" / "default" / "config.yaml").read_text())
+    limit = MaxJobsPerTimespan.parse_choice(profile["max-jobs-per-timespan"])
+    assert limit.timespan == 5 and limit.max_jobs / limit.timespan == 100
+    result = _snakemake(root, root, "-n", "--verbose", "--configfile", str(root / "config" / "config.yaml"),
+                        "--config", f"results={tmp_path / 'results'}")
+    assert "Using workflow specific profile" in result.stdout + result.stderr
+
+
 def test_dry_run_on_the_bundled_example(root, tmp_path):
     result = _snakemake(root, root, "-n", "--configfile", str(root / "config" / "config.yaml"),
                         "--config", f"results={tmp_path / 'results'}")
