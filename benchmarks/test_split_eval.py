@@ -83,6 +83,11 @@ NEFF_BINS = ((0.0, 1.5, "1"), (1.5, 10.0, "2-10"), (10.0, 50.0, "10-50"), (50.0,
 IDENTITY_BINS = ((0.0, 0.3, "< 30%"), (0.3, 0.5, "30-50%"), (0.5, MAX_QUERY_IDENTITY + 1e-9, "50-90%"))
 
 
+def predict_options() -> PredictOptions:
+    """The product's predict defaults with the distogram kept (for contact precision) at ``--precision``."""
+    return PredictOptions(pair_heads=("dist",), precision=PRECISION)
+
+
 def read_names(path: Path) -> list[str]:
     return [line.strip() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")]
 
@@ -162,7 +167,7 @@ def evaluate_chain(name: str, a3m: Path, hits_path: Path, native: dict, model, c
     query = features["msa"][0]
     row = {"chain": name, "length": int(len(query)), "neff": float(features["neff"]),
            "depth": int(features["num_alignments"])}
-    options = PredictOptions(pair_heads=("dist",), precision=PRECISION)
+    options = predict_options()
     began = time.process_time()
     ((_, bare),) = predict_group(model, [(name, features)], options, calibration=calibration)
     row["none"] = {**scores(bare.backbone[:, 1].astype(np.float64), contact_probability(bare.probs["dist"]),
@@ -187,7 +192,7 @@ def template_regime(name: str, a3m: Path, hits_path: Path, native: dict, model, 
     """The chain's template regime and its baselines (the row's keys ``best_identity``, ``copy``, ``promod3``,
     ``templates``; none without a usable hit)."""
     row: dict = {}
-    options = PredictOptions(pair_heads=("dist",), precision=PRECISION)
+    options = predict_options()
     hits = read_hits(hits_path)
     hits = hits[hits["template"] != name]
     if len(hits):
@@ -231,7 +236,7 @@ def reused_row(name: str, position: int, a3m: Path, hits: Path, native: dict, mo
     row = json.loads(earlier.read_text())["row"]
     features = build_features(a3m)
     if position % args.verify_every == 0:
-        ((_, bare),) = predict_group(model, [(name, features)], PredictOptions(pair_heads=("dist",), precision=PRECISION),
+        ((_, bare),) = predict_group(model, [(name, features)], predict_options(),
                                      calibration=calibration)
         again = scores(bare.backbone[:, 1].astype(np.float64), contact_probability(bare.probs["dist"]), native)
         if abs(again["lddt"] - row["none"]["lddt"]) > 1e-9 or abs(again["tm"] - row["none"]["tm"]) > 1e-9:

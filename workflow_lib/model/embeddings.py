@@ -98,7 +98,7 @@ class TemplatePointwiseAttention(nn.Module):
     def forward(self, z: torch.Tensor, t: torch.Tensor, template_mask: torch.Tensor,
                 chunk_size: int | None = None) -> torch.Tensor:
         t = self.norm_t(t).movedim(-4, -2).contiguous()         # [*, L, L, T, C_z]; contiguous, or a bfloat16
-        # projection of the moved view broadcasts its weight over L * L batches (a copy 5x the pass)
+        # projection of the moved view copies its weight once per residue pair (slower than float32)
         q = self.norm_z(z).unsqueeze(-2)                        # [*, L, L, 1, C_z]
         bias = mask_to_bias(template_mask)[..., None, None, None, None, :]  # [*, 1, 1, 1, 1, T]
         out = self.attention(q, t, [bias]).squeeze(-2)
